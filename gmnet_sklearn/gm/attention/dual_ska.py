@@ -1,0 +1,19 @@
+"""DualSKA: bidirectional Gated SFA and SKA over shared projections, fused per head.
+
+u = a Phi(normalise(y_SFA)) + (1 - a) Phi(normalise(cv)), a = sigmoid(beta_fusion[h]) (init 1/2).
+"""
+
+from __future__ import annotations
+
+from ._base import SphereAttention
+from .bidir_sfa import bidir_sfa
+from .ska import ska
+
+
+class DualSKA(SphereAttention):
+    """The default Chem-GMNet attention (546,108 parameters per layer at k=8, L=3, d=384)."""
+
+    n_branches = 2
+
+    def branch_outputs(self, q, k, p, log_gamma, mask, impl):
+        return [bidir_sfa(q, k, p, log_gamma, self.L, impl), ska(q, k, p, mask, self.L, impl)]

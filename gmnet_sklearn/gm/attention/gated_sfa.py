@@ -1,0 +1,87 @@
+"""Gated SFA: sphere-feature attention with conjugation-gated, per-degree exponential decay.
+
+Reference (`sfa_scan`): the paper's moment-matrix recurrence M_t = gamma_t (.) M_{t-1} + Phi(k^_t) p_t^T,
+y_t = M_t^T Phi(q^_t), O(T D* k), kept for tests, for the multipole read-out and for very long
+sequences. Fast form (`sfa_parallel`): by the zonal identity Phi(q).Phi(k) = sum_l a_l P_l(q.k), and
+the path product G^l_{s->t} = exp(C^l_t - C^l_s) with C the cumulative log-gate, so every pair costs a
+k-dim cosine and a degree-L polynomial; no D*-wide per-pair features are ever formed.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .. import functional as F
+from ._base import SphereAttention
+
+# Above this length the O(T^2) pair tensors outweigh the O(T) scan (measured on CPU; SMILES are
+# far shorter).
+PARALLEL_MAX_LEN = 1024
+
+
+def sfa_scan(q, k, p, log_gamma, L: int, reverse: bool = False, return_state: bool = False):
+    """Recurrent reference. q, k, p (B, H, T, k); log_gamma (B, H, T, L+1). Returns y (B, H, T, k).
+
+    Forward: M_t = gamma_t M_{t-1} + Phi_t p_t^T (token s reaches t through prod_{r=s+1..t} gamma_r).
+    Reverse: M_t = gamma_t M_{t+1} + Phi_t p_t^T (token s reaches t through prod_{r=t..s-1} gamma_r).
+    With ``return_state`` also returns the terminal state (B, H, D*, k).
+    """
+    B, H, T, kdim = q.shape
+    deg = torch.as_tensor(F.degree_index(kdim, L), device=q.device)
+    phi_q, phi_k = F.phi(q, L), F.phi(k, L)
+    gamma = log_gamma.exp().index_select(-1, deg)  # (B, H, T, D*)
+    M = q.new_zeros(B, H, phi_q.shape[-1], kdim)
+    ys = [None] * T
+    for t in reversed(range(T)) if reverse else range(T):
+        M = gamma[:, :, t, :, None] * M + phi_k[:, :, t, :, None] * p[:, :, t, None, :]
+        ys[t] = torch.einsum("bhmc,bhm->bhc", M, phi_q[:, :, t])
+    y = torch.stack(ys, dim=2) if T else q.new_zeros(B, H, 0, kdim)
+    return (y, M) if return_state else y
+
+
+def zonal_kernel(cos: torch.Tensor, k: int, L: int) -> torch.Tensor:
+    """a_l P_l(cos) for l = 0..L on a new last axis: the per-degree pieces of Phi(q).Phi(k)."""
+    a = torch.as_tensor(F.zonal_coefficients(k, L), dtype=cos.dtype, device=cos.device)
+    return F.gegenbauer_normalised(L, k, cos) * a
+
+
+def decay_weights(log_gamma: torch.Tensor, causal: bool) -> torch.Tensor:
+    """Path weights (B, H, L+1, T, T) from cumulative log-gates.
+
+    forward part, s <= t: exp(C_t - C_s) with C the inclusive cumsum;
+    backward part, s >= t: exp(D_s - D_t) with D = C - log_gamma (exclusive cumsum).
+    Causal returns the forward part; bidirectional returns (forward + backward) / 2.
+    The where() picks the non-positive exponent before exp, so nothing overflows.
+    """
+    lg = log_gamma.transpose(-1, -2)  # (B, H, L+1, T)
+    C = lg.cumsum(-1)
+    T = lg.shape[-1]
+    idx = torch.arange(T, device=lg.device)
+    lower = idx[:, None] >= idx[None, :]  # s <= t
+    fwd_exp = C[..., :, None] - C[..., None, :]
+    if causal:
+        return torch.where(lower, fwd_exp, torch.full_like(fwd_exp, float("-inf"))).exp()
+    D = C - lg
+    bwd_exp = D[..., None, :] - D[..., :, None]
+    both = torch.where(lower, fwd_exp, bwd_exp).exp()
+    # The diagonal belongs to both directions: weight 1 = (1 + 1) / 2; off-diagonal halves.
+    return 0.5 * both + 0.5 * torch.eye(T, dtype=both.dtype, device=both.device)
+
+
+def sfa_parallel(q, k, p, log_gamma, L: int, causal: bool) -> torch.Tensor:
+    """Decay-masked zonal form of the (causal or bidirectional) Gated SFA branch: y (B, H, T, k)."""
+    cos = q @ k.transpose(-1, -2)  # (B, H, T, T)
+    K = zonal_kernel(cos, q.shape[-1], L)  # (B, H, T, T, L+1)
+    G = decay_weights(log_gamma, causal)  # (B, H, L+1, T, T)
+    W = torch.einsum("bhtsl,bhlts->bhts", K, G)
+    return W @ p
+
+
+class GatedSFA(SphereAttention):
+    """Causal Gated SFA (forward direction only), lifted by Phi; no fusion."""
+
+    def branch_outputs(self, q, k, p, log_gamma, mask, impl):
+        use_scan = impl == "reference" or (impl == "auto" and q.shape[2] > PARALLEL_MAX_LEN)
+        if use_scan:
+            return [sfa_scan(q, k, p, log_gamma, self.L)]
+        return [sfa_parallel(q, k, p, log_gamma, self.L, causal=True)]

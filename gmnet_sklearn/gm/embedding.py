@@ -1,0 +1,44 @@
+"""SH-Embedding: token directions on S^{k-1} lifted by Phi, plus a residual token table.
+
+e_t = W_up Phi(P[t] / |P[t]|) + res_proj(tok_res[t]), then dropout. No position embedding: order
+reaches the model through the Gated-SFA decay.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from . import functional as F
+
+
+class SHEmbedding(nn.Module):
+    """216,732 parameters at V=591, k=8, L=3, d=384 (r = min(D*, d) = 156)."""
+
+    def __init__(self, vocab_size: int, d_model: int, k: int, L: int, dropout: float = 0.0, pad_id: int = 0):
+        super().__init__()
+        self.vocab_size, self.d_model, self.k, self.L = vocab_size, d_model, k, L
+        self.dim = F.harmonic_dim(k, L)
+        r = min(self.dim, d_model)
+        self.P = nn.Parameter(torch.randn(vocab_size, k))
+        self.tok_res = nn.Embedding(vocab_size, r, padding_idx=pad_id)
+        nn.init.normal_(self.tok_res.weight, std=0.02)
+        with torch.no_grad():
+            self.tok_res.weight[pad_id].zero_()
+        self.res_proj = nn.Linear(r, d_model, bias=False) if r < d_model else nn.Identity()
+        self.W_up = nn.Linear(self.dim, d_model, bias=False)
+        self.dropout = nn.Dropout(dropout)
+
+    def table(self) -> torch.Tensor:
+        """The (V, d) embedding of every token. It depends on the token id alone, so computing the
+        whole vocabulary once per step is cheaper than per position (V is smaller than B*T)."""
+        sphere = F.harmonic_readout(F.normalise(self.P), self.W_up.weight, self.L)
+        return sphere + self.res_proj(self.tok_res.weight)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.table()[input_ids])
+
+    def reference(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """Per-token form, exactly as written in the paper (tests compare it with `forward`)."""
+        direction = F.normalise(self.P[input_ids])
+        return self.dropout(self.W_up(F.phi(direction, self.L)) + self.res_proj(self.tok_res(input_ids)))

@@ -1,0 +1,53 @@
+"""Masked-language-model head for Chem-GMNet pretraining, factored through the sphere.
+
+logits_v = sum_l w_l P_l(z^ . P^_v) + b_v: the hidden state is mapped to a direction z^ on
+S^{k-1} and scored against every token's embedding direction P^_v through a per-degree Gegenbauer
+kernel (the zonal identity makes this O(V k), never O(V D*)). It shares P with the SH-Embedding.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as torch_F
+
+from . import functional as F
+from .transformer import GMNetEncoder
+
+
+class SphereLMHead(nn.Module):
+    def __init__(self, embedding_directions: nn.Parameter, d_model: int, L: int):
+        super().__init__()
+        vocab_size, k = embedding_directions.shape
+        self.k, self.L = k, L
+        self.P = embedding_directions  # tied with the SH-Embedding's token directions
+        self.dense = nn.Linear(d_model, d_model)
+        self.layer_norm = nn.LayerNorm(d_model)
+        self.to_sphere = nn.Linear(d_model, k, bias=False)
+        # Start as the plain Gegenbauer kernel Phi(z).Phi(P_v), scaled to give usable logits.
+        self.degree_weight = nn.Parameter(torch.as_tensor(F.zonal_coefficients(k, L), dtype=torch.float32) * 10.0)
+        self.bias = nn.Parameter(torch.zeros(vocab_size))
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        h = self.layer_norm(torch_F.gelu(self.dense(hidden)))
+        z = F.normalise(self.to_sphere(h))
+        cos = z @ F.normalise(self.P).T  # (..., V)
+        return F.gegenbauer_normalised(self.L, self.k, cos) @ self.degree_weight + self.bias
+
+
+class GMNetForMaskedLM(nn.Module):
+    """Encoder + sphere LM head; ``encoder`` can be copied into a ``GMNet`` after pretraining."""
+
+    def __init__(self, vocab_size: int, k: int = 8, L: int = 3, d_model: int = 384, n_layers: int = 3,
+                 n_heads: int = 12, dropout: float = 0.144, attention: str = "dual_ska", pad_id: int = 0):
+        super().__init__()
+        self.encoder = GMNetEncoder(vocab_size, k, L, d_model, n_layers, n_heads, dropout, attention, pad_id=pad_id)
+        self.lm_head = SphereLMHead(self.encoder.embedding.P, d_model, L)
+
+    def forward(self, input_ids, conj_flags=None, attention_mask=None, labels=None):
+        """Logits (B, T, V); with ``labels`` (-100 = ignore) returns (loss, logits)."""
+        logits = self.lm_head(self.encoder(input_ids, conj_flags, attention_mask))
+        if labels is None:
+            return logits
+        loss = torch_F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
+        return loss, logits

@@ -1,0 +1,46 @@
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+def moleculenet_dir() -> Path | None:
+    """The MoleculeNet files: GMNET_DATA, else ../shared/data/moleculenet; None when absent."""
+    for cand in (os.environ.get("GMNET_DATA"), SHARED / "data" / "moleculenet"):
+        if cand and Path(cand).is_dir():
+            return Path(cand)
+    return None
+
+
+def vocab_file() -> Path | None:
+    for cand in (os.environ.get("GMNET_TOKENIZER_VOCAB"), SHARED / "data" / "tokenizer" / "deepchem_smiles_vocab.txt"):
+        if cand and Path(cand).is_file():
+            return Path(cand)
+    return None
+
+
+@pytest.fixture
+def moleculenet_path():
+    path = moleculenet_dir()
+    if path is None:
+        pytest.skip("MoleculeNet files not found (set GMNET_DATA)")
+    return path
+
+
+@pytest.fixture
+def deepchem_vocab():
+    path = vocab_file()
+    if path is None:
+        pytest.skip("DeepChem vocabulary file not found (set GMNET_TOKENIZER_VOCAB)")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _few_threads():
+    # The CI machine has 2 cores; oversubscription makes small-tensor tests slower, not faster.
+    torch.set_num_threads(min(2, torch.get_num_threads()))
+    yield

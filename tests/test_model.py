@@ -1,0 +1,144 @@
+"""The full Chem-GMNet: parameter counts (DESIGN.md section 3), read-outs, training smoke test."""
+
+import pytest
+import torch
+
+from gmnet_sklearn.gm import GMNet, GMNetForMaskedLM, functional as F
+
+PARAMS = {
+    (6, 2): 1_688_513, (6, 3): 1_871_699, (6, 4): 2_256_350,
+    (8, 2): 1_786_526, (8, 3): 2_196_818, (8, 4): 3_061_970,
+    (10, 2): 1_899_191, (10, 3): 2_668_457, (10, 4): 4_401_392,
+}
+
+
+def count(module):
+    return sum(p.numel() for p in module.parameters() if p.requires_grad)
+
+
+@pytest.mark.parametrize("kL,expected", sorted(PARAMS.items()))
+def test_parameter_counts_match_paper(kL, expected):
+    k, L = kL
+    assert count(GMNet(591, 2, k=k, L=L)) == expected
+
+
+def test_per_module_breakdown_k8_L3():
+    m = GMNet(591, 2)
+    enc = m.encoder
+    assert count(enc.embedding) == 216_732
+    assert all(count(layer.attn) + count(layer.ln_attn) == 546_108 for layer in enc.layers)
+    assert all(count(layer.ffn) + count(layer.ln_ffn) == 64_128 for layer in enc.layers)
+    assert sum(count(layer) for layer in enc.layers) == 3 * (546_108 + 64_128)
+    assert count(enc.ln_f) == 768
+    assert count(m.dense) + count(m.out_proj) == 148_610
+    assert m.n_parameters() == 2_196_818
+
+
+def test_variants_and_adaptive():
+    base = count(GMNet(591, 2, attention="bidir_sfa"))
+    assert base == 2_196_818 - 3 * 12  # no fusion vector
+    assert count(GMNet(591, 2, attention="gated_sfa")) == base
+    assert count(GMNet(591, 2, attention="ska")) == base - 3 * 12 * 4  # no decay logits
+    assert count(GMNet(591, 2, adaptive=True)) == 2_196_818 + 3 * 4
+    with pytest.raises(ValueError, match="unknown attention"):
+        GMNet(591, 2, attention="softmax")
+
+
+def tiny(**kw):
+    torch.manual_seed(0)
+    cfg = dict(vocab_size=30, n_outputs=2, k=4, L=2, d_model=32, n_layers=2, n_heads=4, dropout=0.0)
+    cfg.update(kw)
+    return GMNet(**cfg)
+
+
+def batch(B=4, T=9, vocab=30, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(1, vocab, (B, T), generator=g)
+    mask = torch.ones(B, T, dtype=torch.bool)
+    mask[1, 6:] = False
+    mask[3, 2:] = False
+    ids[~mask] = 0
+    conj = torch.randint(0, 2, (B, T), generator=g) * mask
+    return ids, conj, mask
+
+
+def test_forward_shape_and_impls_agree():
+    m = tiny().double().eval()
+    ids, conj, mask = batch()
+    out = m(ids, conj, mask)
+    assert out.shape == (4, 2)
+    torch.testing.assert_close(out, m(ids, conj, mask, impl="reference"), atol=1e-11, rtol=0)
+    # mask and conj default from the ids
+    torch.testing.assert_close(m(ids, conj), out)
+
+
+def test_embedding_and_ffn_fast_equal_reference():
+    m = tiny().double()
+    ids, _, _ = batch()
+    emb = m.encoder.embedding
+    torch.testing.assert_close(emb(ids), emb.reference(ids), atol=1e-12, rtol=0)
+    x = torch.randn(3, 5, 32, dtype=torch.float64)
+    ffn = m.encoder.layers[0].ffn
+    torch.testing.assert_close(ffn(x), ffn.reference(x), atol=1e-12, rtol=0)
+
+
+def test_padding_and_all_padding_rows():
+    m = tiny().eval()
+    ids, conj, mask = batch()
+    out = m(ids, conj, mask)
+    alone = m(ids[3:4, :2], conj[3:4, :2], mask[3:4, :2])
+    torch.testing.assert_close(alone, out[3:4], atol=1e-5, rtol=0)
+    mask[2] = False
+    ids[2] = 0
+    out2 = m(ids, conj, mask)
+    assert torch.isfinite(out2).all()
+
+
+def test_multipole_readout_shapes_and_unit_decay_identity():
+    m = tiny().double()
+    ids, conj, mask = batch()
+    moments = m.multipole_moments(ids, conj, mask)
+    D = F.harmonic_dim(4, 2)
+    assert moments["mean"].shape == (4, 2, 4, D, 4)
+    torch.testing.assert_close(moments["mean"], 0.5 * (moments["forward"] + moments["backward"]))
+    # Unit decay: every terminal state is sum_t Phi(k^_t) p_t^T (Theorem 1) for layer 0.
+    with torch.no_grad():
+        for layer in m.encoder.layers:
+            layer.attn.gamma_logit.fill_(60.0)  # sigmoid = 1 to float64 precision
+    moments = m.multipole_moments(ids, conj, mask)
+    attn = m.encoder.layers[0].attn
+    x = m.encoder.layers[0].ln_attn(m.encoder.embedding(ids))
+    _, k, p = attn.project(x, mask)
+    expected = torch.einsum("bhtm,bhtc->bhmc", F.phi(k, 2), p)
+    torch.testing.assert_close(moments["forward"][:, 0], expected, atol=1e-10, rtol=0)
+    torch.testing.assert_close(moments["backward"][:, 0], expected, atol=1e-10, rtol=0)
+    with pytest.raises(ValueError, match="no Gated-SFA"):
+        tiny(attention="ska").multipole_moments(ids, conj, mask)
+
+
+def test_overfits_tiny_regression_set():
+    torch.manual_seed(0)
+    m = tiny(n_outputs=1)
+    ids, conj, mask = batch(B=16, T=10, seed=1)
+    y = torch.randn(16, 1, generator=torch.Generator().manual_seed(2))
+    opt = torch.optim.Adam(m.parameters(), lr=3e-3)
+    losses = []
+    for _ in range(150):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(m(ids, conj, mask), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0] / 10, (losses[0], losses[-1])
+
+
+def test_masked_lm_head():
+    torch.manual_seed(0)
+    lm = GMNetForMaskedLM(30, k=4, L=2, d_model=32, n_layers=1, n_heads=4)
+    ids, conj, mask = batch()
+    labels = torch.full_like(ids, -100)
+    labels[:, 1] = ids[:, 1]
+    loss, logits = lm(ids, conj, mask, labels=labels)
+    assert logits.shape == (4, 9, 30) and torch.isfinite(loss)
+    loss.backward()
+    assert lm.encoder.embedding.P.grad is not None
