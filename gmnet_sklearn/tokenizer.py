@@ -197,6 +197,19 @@ class EncodedBatch:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def subset(self, index) -> "EncodedBatch":
+        """The items at ``index`` (positions), in that order; ``errors`` keyed by new positions."""
+        index = np.asarray(index, dtype=np.int64)
+        new_pos = {int(old): new for new, old in enumerate(index)}
+        return EncodedBatch(
+            ids=[self.ids[i] for i in index],
+            flags=[self.flags[i] for i in index],
+            lengths=self.lengths[index],
+            valid=self.valid[index],
+            pad_id=self.pad_id,
+            errors={new_pos[p]: why for p, why in self.errors.items() if p in new_pos},
+        )
+
     def padded(self, length: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Right-padded ``(ids int64, flags int8, attention_mask bool)`` of shape (n, length)."""
         n = len(self.ids)
@@ -280,8 +293,14 @@ class SmilesTokenizer:
         # Specials and [unusedN] are dropped by decode().
         self._special_ids = frozenset(i for t, i in vocab.items() if t in SPECIAL_TOKENS or _UNUSED_RE.fullmatch(t))
 
-    def fit(self, smiles_list: Iterable[str], y: Any = None) -> SmilesTokenizer:
-        """Learn the vocabulary from ``smiles_list`` (or just load ``vocab_file``). Returns self."""
+    def fit(self, smiles_list: Iterable[str], y: Any = None, on_invalid: str = "raise") -> SmilesTokenizer:
+        """Learn the vocabulary from ``smiles_list`` (or just load ``vocab_file``). Returns self.
+
+        ``on_invalid="ignore"`` learns from the items that tokenize and skips the rest, for callers
+        that report every invalid item (RDKit failures included) in one later ``encode_batch``.
+        """
+        if on_invalid not in ("raise", "ignore"):
+            raise ValueError(f"on_invalid must be 'raise' or 'ignore', got {on_invalid!r}")
         if self.vocab_file is not None:
             self._load_vocab(self.vocab_file)
             return self
@@ -296,7 +315,7 @@ class SmilesTokenizer:
                 seen.update(tokenize_smiles(smi))
             except ValueError as exc:
                 problems.append((pos, smi, str(exc)))
-        if problems:
+        if problems and on_invalid == "raise":
             exc_type = TypeError if any(not isinstance(v, str) for _, v, _ in problems) else ValueError
             raise exc_type(f"fit: {len(problems)} of {len(items)} items are not usable SMILES:\n" + _format_offenders(problems))
         # Sorted => the same training set always gives the same ids, whatever its order.

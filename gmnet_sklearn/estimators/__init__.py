@@ -1,0 +1,15 @@
+"""scikit-learn estimators on SMILES: Chem-GMNet and the same-shape ChemBERTa baseline."""
+
+from ._base import SmilesNetBase
+from .chemberta import ChemBERTaClassifier, ChemBERTaRegressor
+from .gmnet import GMNetClassifier, GMNetRegressor
+
+ESTIMATORS = {cls.__name__: cls for cls in (GMNetRegressor, GMNetClassifier, ChemBERTaRegressor, ChemBERTaClassifier)}
+
+
+def load_model(path, device=None):
+    """Load any estimator saved with ``est.save(path)`` (safetensors + JSON, no code execution)."""
+    return SmilesNetBase.load(path, device=device)
+
+
+__all__ = ["GMNetRegressor", "GMNetClassifier", "ChemBERTaRegressor", "ChemBERTaClassifier", "load_model", "ESTIMATORS"]

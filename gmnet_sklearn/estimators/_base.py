@@ -1,0 +1,574 @@
+"""Shared machinery of the SMILES estimators: validation, encoding, the skorch net, persistence.
+
+Conventions (scikit-learn): ``__init__`` only stores parameters; everything is validated in
+``fit``; fitted state ends in ``_``. Training runs through a skorch ``NeuralNet`` (``net_``) with
+skorch callbacks: an ``EpochScoring`` of the validation metric and ``Checkpoint(load_best=True)``
+restore the best epoch, ``ProgressBar`` shows progress when ``verbose``.
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+import os
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.exceptions import NotFittedError
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils.validation import check_is_fitted
+from skorch import NeuralNet
+from skorch.callbacks import Checkpoint, EpochScoring, ProgressBar
+from skorch.helper import predefined_split
+
+from .. import __version__
+from ..tokenizer import SmilesTokenizer
+from .data import BucketedLoader, EncodedSmilesDataset, sequential_loader
+from .losses import CrossEntropyLoss, MaskedBCEWithLogitsLoss, MaskedMSELoss
+from .metrics import has_auc, masked_rmse, mean_roc_auc
+
+ON_INVALID = ("raise", "nan")
+VALID_SPLITS = ("scaffold", "random", None)
+
+
+def resolve_device(device: str) -> str:
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def check_smiles_input(X, name: str = "X") -> list:
+    """A list of items from a list, tuple, 1-D array, pandas Series or one-column 2-D input."""
+    if isinstance(X, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of SMILES strings, got a single string; wrap it in a list")
+    if hasattr(X, "to_numpy"):  # pandas Series / DataFrame
+        X = X.to_numpy()
+    if isinstance(X, np.ndarray):
+        if X.ndim == 2 and X.shape[1] == 1:
+            X = X[:, 0]
+        elif X.ndim != 1:
+            raise ValueError(f"{name} must be 1-D (one SMILES per row), got an array of shape {X.shape}")
+        X = X.tolist()
+    try:
+        X = list(X)
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of SMILES strings, got {type(X).__name__}") from None
+    if not X:
+        raise ValueError(f"{name} is empty: need at least one SMILES")
+    return X
+
+
+def _seed(random_state) -> int:
+    if random_state is None:
+        return int(np.random.SeedSequence().generate_state(1)[0] % (2**31))
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(2**31 - 1))
+    if isinstance(random_state, numbers.Integral):
+        return int(random_state)
+    raise ValueError(f"random_state must be None, an int or a RandomState, got {random_state!r}")
+
+
+class SmilesNetBase(BaseEstimator):
+    """Base of the SMILES estimators. Subclasses provide ``_build_module`` and ``_model_config``."""
+
+    # Set by the model families.
+    _family: str = ""
+    # Set by the task mixins.
+    _task: str = ""
+
+    # ---- hooks ------------------------------------------------------------------------------
+    def _build_module(self, vocab_size: int, n_outputs: int, pad_id: int) -> torch.nn.Module:
+        raise NotImplementedError
+
+    def _model_max_length(self) -> int | None:
+        """Longest token sequence (incl. [CLS]/[SEP]) the model can take, None if unbounded."""
+        return None
+
+    # ---- validation -------------------------------------------------------------------------
+    def _check_params(self):
+        for name in ("lr",):
+            value = getattr(self, name)
+            if not isinstance(value, numbers.Real) or value <= 0:
+                raise ValueError(f"{name} must be a positive number, got {value!r}")
+        for name in ("batch_size", "max_epochs"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if not (isinstance(self.dropout, numbers.Real) and 0 <= self.dropout < 1):
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
+        if self.on_invalid not in ON_INVALID:
+            raise ValueError(f"on_invalid must be one of {ON_INVALID}, got {self.on_invalid!r}")
+        if self.valid_split not in VALID_SPLITS:
+            raise ValueError(f"valid_split must be one of {VALID_SPLITS}, got {self.valid_split!r}")
+        if not (isinstance(self.valid_size, numbers.Real) and 0 < self.valid_size < 1):
+            raise ValueError(f"valid_size must be in (0, 1), got {self.valid_size!r}")
+
+    def _max_length(self) -> int | None:
+        limit = self._model_max_length()
+        if self.max_length is None:
+            return limit
+        if isinstance(self.max_length, bool) or not isinstance(self.max_length, numbers.Integral) or self.max_length < 3:
+            raise ValueError(f"max_length must be an integer >= 3 (tokens incl. [CLS]/[SEP]), got {self.max_length!r}")
+        if limit is not None and self.max_length > limit:
+            raise ValueError(f"max_length={self.max_length} exceeds what the {self._family} model can take ({limit})")
+        return int(self.max_length)
+
+    def _check_y(self, y, n: int) -> np.ndarray:
+        raise NotImplementedError
+
+    # ---- encoding ---------------------------------------------------------------------------
+    def _encode(self, X, on_invalid: str = "raise"):
+        return self.tokenizer_.encode_batch(X, max_length=self.max_length_, on_invalid="mask" if on_invalid == "nan" else "raise")
+
+    def _internal_split(self, smiles: list, seed: int):
+        """Train/valid indices for best-epoch selection when no validation set is passed."""
+        n = len(smiles)
+        if self.valid_split == "scaffold":
+            from ..model_selection import scaffold_split
+
+            train, valid, _ = scaffold_split(
+                smiles, frac_train=1 - self.valid_size, frac_valid=self.valid_size, frac_test=0.0,
+                max_smiles_length=None,
+            )
+        else:
+            perm = np.random.RandomState(seed).permutation(n)
+            n_valid = max(1, int(round(self.valid_size * n)))
+            valid, train = np.sort(perm[:n_valid]), np.sort(perm[n_valid:])
+        return np.asarray(train), np.asarray(valid)
+
+    # ---- fit --------------------------------------------------------------------------------
+    def fit(self, X, y, X_valid=None, y_valid=None):
+        """Train on SMILES ``X`` and targets ``y`` (NaN = missing label, masked out).
+
+        The epoch with the best validation metric (RMSE for regression, mean ROC-AUC for
+        classification) is restored. The validation set is ``(X_valid, y_valid)`` when given,
+        else a ``valid_split`` of the training data (scaffold split by default), else none (the
+        last epoch is kept).
+        """
+        self._check_params()
+        X = check_smiles_input(X)
+        y = self._check_y(y, len(X))
+        if (X_valid is None) != (y_valid is None):
+            raise ValueError("pass both X_valid and y_valid, or neither")
+        seed = _seed(self.random_state)
+        self.max_length_ = self._max_length()
+
+        # Every SMILES is checked and encoded once, before any split, so errors name positions in
+        # the user's X and nothing is dropped silently. The vocabulary (when fitted) comes from X.
+        self.tokenizer_ = SmilesTokenizer(self.vocab_file).fit(X, on_invalid="ignore")
+        encoded = self._encode(X)
+        enc_valid = None
+        if X_valid is not None:
+            X_valid = check_smiles_input(X_valid, "X_valid")
+            y_valid = self._check_y(y_valid, len(X_valid))
+            enc_valid = self._encode(X_valid)
+        elif self.valid_split is not None:
+            train_idx, valid_idx = self._internal_split(X, seed)
+            if len(valid_idx) == 0 or len(train_idx) == 0:
+                warnings.warn("the internal validation split is empty; training without best-epoch selection")
+            else:
+                enc_valid, y_valid = encoded.subset(valid_idx), y[valid_idx]
+                encoded, y = encoded.subset(train_idx), y[train_idx]
+        y = self._fit_y(y)  # target statistics / classes come from the training part only
+        train_set = EncodedSmilesDataset(encoded, y)
+        valid_set = None
+        if enc_valid is not None:
+            order = np.argsort(enc_valid.lengths, kind="stable")  # less padding, same rows
+            valid_set = EncodedSmilesDataset(enc_valid, self._transform_y(y_valid), order=order)
+
+        torch.manual_seed(seed)
+        self.device_ = resolve_device(self.device)
+        module = self._build_module(self.tokenizer_.vocab_size, self.n_outputs_, self.tokenizer_.pad_id)
+        callbacks = list(self.callbacks or [])
+        self._checkpoint_dir = None
+        if valid_set is not None:
+            callbacks += self._selection_callbacks(valid_set)
+        if self.verbose:
+            callbacks.append(ProgressBar())
+        self.net_ = NeuralNet(
+            module=module,
+            criterion=self._criterion(),
+            optimizer=torch.optim.Adam,
+            lr=self.lr,
+            batch_size=self.batch_size,
+            max_epochs=self.max_epochs,
+            train_split=predefined_split(valid_set) if valid_set is not None else None,
+            iterator_train=BucketedLoader(seed=seed, bucket=self.bucket_by_length),
+            iterator_valid=sequential_loader,
+            callbacks=callbacks,
+            device=self.device_,
+            verbose=int(self.verbose),
+        )
+        try:
+            self.net_.fit(train_set, y=None)
+        finally:
+            if self._checkpoint_dir is not None:
+                shutil.rmtree(self._checkpoint_dir, ignore_errors=True)
+            del self._checkpoint_dir
+        self.n_train_ = len(train_set)
+        self.n_valid_ = 0 if valid_set is None else len(valid_set)
+        return self
+
+    def _selection_callbacks(self, valid_set):
+        name, lower, scorer = self._validation_metric(valid_set.y.numpy())
+        self._checkpoint_dir = tempfile.mkdtemp(prefix="gmnet_ckpt_")
+        scoring = [] if scorer is None else [EpochScoring(scorer, name=name, lower_is_better=lower, on_train=False, use_caching=True)]
+        return scoring + [
+            Checkpoint(monitor=f"{name}_best", f_params="best.pt", f_optimizer=None, f_criterion=None,
+                       f_history=None, dirname=self._checkpoint_dir, load_best=True),
+        ]
+
+    # ---- predict ----------------------------------------------------------------------------
+    def _raw_predict(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """Module outputs (n, n_outputs) in input order; rows of invalid SMILES are NaN."""
+        check_is_fitted(self, "net_")
+        X = check_smiles_input(X)
+        enc = self._encode(X, self.on_invalid)
+        ds = EncodedSmilesDataset(enc, order=np.argsort(enc.lengths, kind="stable"))
+        module = self.net_.module_
+        module.eval()
+        outs = []
+        with torch.inference_mode():
+            for Xb, _ in sequential_loader(ds, batch_size=max(self.batch_size, 128)):
+                outs.append(module(**{k: v.to(self.device_) for k, v in Xb.items()}).float().cpu())
+        raw = torch.cat(outs).numpy().astype(np.float64)
+        out = np.empty_like(raw)
+        out[ds.order.numpy()] = raw
+        out[~enc.valid] = np.nan
+        return out, enc.valid
+
+    @property
+    def history_(self):
+        """The skorch training history (per-epoch losses, validation metric, best flags)."""
+        check_is_fitted(self, "net_")
+        return self.net_.history
+
+    @property
+    def best_epoch_(self) -> int:
+        """1-based epoch whose weights were restored (the last epoch without validation)."""
+        hist = self.history_
+        metric = [k for k in hist[-1] if k.startswith("valid_") and k.endswith("_best") and k != "valid_loss_best"]
+        key = metric[0] if metric else ("valid_loss_best" if "valid_loss_best" in hist[-1] else None)
+        if key is None:
+            return len(hist)
+        best = [row["epoch"] for row in hist if row.get(key)]
+        return best[-1] if best else len(hist)
+
+    # ---- persistence (safe format) ----------------------------------------------------------
+    def save(self, path) -> Path:
+        """Write a directory loadable without executing code: ``model.safetensors`` (weights),
+        ``config.json`` (estimator parameters and fitted metadata) and ``vocab.txt``."""
+        from safetensors.torch import save_file
+
+        check_is_fitted(self, "net_")
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        state = {k: v.detach().cpu().contiguous() for k, v in self.net_.module_.state_dict().items()}
+        save_file(state, str(path / "model.safetensors"))
+        vocab = sorted(self.tokenizer_.vocabulary_.items(), key=lambda kv: kv[1])
+        (path / "vocab.txt").write_text("".join(tok + "\n" for tok, _ in vocab))
+        params = {k: v for k, v in self.get_params(deep=False).items() if k != "callbacks"}
+        params["vocab_file"] = None  # the vocabulary travels in vocab.txt
+        config = {
+            "format": "gmnet_sklearn.v1",
+            "library_version": __version__,
+            "estimator": type(self).__name__,
+            "params": params,
+            "fitted": self._fitted_metadata(),
+        }
+        (path / "config.json").write_text(json.dumps(config, indent=2, default=_json_default))
+        return path
+
+    @classmethod
+    def load(cls, path, device: str | None = None):
+        """Load a directory written by :meth:`save` (no pickle, no code execution)."""
+        from safetensors.torch import load_file
+
+        from . import ESTIMATORS
+
+        path = Path(path)
+        config = json.loads((path / "config.json").read_text())
+        if config.get("format") != "gmnet_sklearn.v1":
+            raise ValueError(f"{path} is not a gmnet_sklearn model directory (format {config.get('format')!r})")
+        est_cls = ESTIMATORS[config["estimator"]]
+        if cls is not SmilesNetBase and not issubclass(est_cls, cls):
+            raise TypeError(f"{path} holds a {est_cls.__name__}, not a {cls.__name__}")
+        params = dict(config["params"])
+        if device is not None:
+            params["device"] = device
+        est = est_cls(**params)
+        est.tokenizer_ = SmilesTokenizer(str(path / "vocab.txt")).fit([])
+        est._restore_fitted_metadata(config["fitted"])
+        est.device_ = resolve_device(est.device)
+        module = est._build_module(est.tokenizer_.vocab_size, est.n_outputs_, est.tokenizer_.pad_id)
+        module.load_state_dict(load_file(str(path / "model.safetensors")))
+        est.net_ = NeuralNet(module=module, criterion=est._criterion(), device=est.device_,
+                             iterator_valid=sequential_loader, train_split=None)
+        est.net_.initialize()
+        est.net_.module_.load_state_dict(module.state_dict())
+        return est
+
+    def _fitted_metadata(self) -> dict[str, Any]:
+        return {"n_outputs_": self.n_outputs_, "max_length_": self.max_length_, "n_train_": self.n_train_,
+                "n_valid_": self.n_valid_}
+
+    def _restore_fitted_metadata(self, meta: dict[str, Any]):
+        for key, value in meta.items():
+            setattr(self, key, np.asarray(value) if isinstance(value, list) else value)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.string = True
+        tags.target_tags.required = True
+        tags.non_deterministic = self.random_state is None
+        return tags
+
+
+def _json_default(obj):
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    raise TypeError(f"cannot store {type(obj).__name__} in config.json")
+
+
+# ------------------------------------------------------------------------------------------
+# Task mixins
+# ------------------------------------------------------------------------------------------
+
+
+class SmilesRegressorMixin(RegressorMixin):
+    """Regression: y (n,) or (n, n_tasks), NaN = missing; standardised on the training data."""
+
+    _task = "regression"
+
+    def _check_y(self, y, n: int) -> np.ndarray:
+        y = _check_target(y, n)
+        try:
+            y = y.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError("regression targets must be numeric") from None
+        if np.isinf(y).any():
+            rows = np.nonzero(np.isinf(y).reshape(n, -1).any(1))[0]
+            raise ValueError(f"y has infinite values at rows {rows[:10].tolist()}")
+        return y
+
+    def _fit_y(self, y: np.ndarray) -> np.ndarray:
+        self.n_outputs_ = 1 if y.ndim == 1 else y.shape[1]
+        self._y_ndim = y.ndim
+        y2 = y.reshape(len(y), -1)
+        empty = np.isnan(y2).all(0)
+        if empty.any():
+            raise ValueError(f"target column(s) {np.nonzero(empty)[0].tolist()} have no observed values")
+        self.y_mean_ = np.nanmean(y2, axis=0)
+        scale = np.nanstd(y2, axis=0)  # population sd, as DeepChem's NormalizationTransformer
+        self.y_scale_ = np.where(scale > 0, scale, 1.0)
+        return self._transform_y(y)
+
+    def _transform_y(self, y: np.ndarray) -> np.ndarray:
+        if not hasattr(self, "y_mean_"):
+            return y  # validation targets arriving before the fit; transformed in fit
+        return ((y.reshape(len(y), -1) - self.y_mean_) / self.y_scale_).astype(np.float32)
+
+    def _criterion(self):
+        return MaskedMSELoss
+
+    def _validation_metric(self, y_valid_z: np.ndarray):
+        return "valid_rmse", True, ValidRMSE(self.y_scale_)
+
+    def predict(self, X) -> np.ndarray:
+        """Predictions in the original units of y; NaN rows for invalid SMILES with on_invalid='nan'."""
+        raw, _ = self._raw_predict(X)
+        pred = raw * self.y_scale_ + self.y_mean_
+        return pred[:, 0] if self._y_ndim == 1 else pred
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """R^2 (mean over tasks), missing labels masked."""
+        from sklearn.metrics import r2_score
+
+        y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+        pred = np.asarray(self.predict(X), dtype=np.float64).reshape(len(y), -1)
+        scores = []
+        for j in range(y.shape[1]):
+            obs = ~np.isnan(y[:, j]) & ~np.isnan(pred[:, j])
+            scores.append(r2_score(y[obs, j], pred[obs, j], sample_weight=None if sample_weight is None else np.asarray(sample_weight)[obs]))
+        return float(np.mean(scores))
+
+    def _fitted_metadata(self):
+        meta = super()._fitted_metadata()
+        meta.update(y_mean_=self.y_mean_, y_scale_=self.y_scale_, _y_ndim=self._y_ndim)
+        return meta
+
+
+class SmilesClassifierMixin(ClassifierMixin):
+    """Classification: y (n,) single task (2 logits + cross-entropy for binary), or (n, n_tasks)
+    multi-label with 0/1/NaN (BCE with missing labels masked)."""
+
+    _task = "classification"
+
+    def _check_y(self, y, n: int) -> np.ndarray:
+        y = _check_target(y, n)
+        if y.ndim == 2:
+            try:
+                y = y.astype(np.float64)
+            except (TypeError, ValueError):
+                raise ValueError("multi-label targets must be 0/1 with NaN for missing labels") from None
+            bad = ~np.isnan(y) & (y != 0) & (y != 1)
+            if bad.any():
+                rows = np.nonzero(bad.any(1))[0]
+                raise ValueError(f"multi-label targets must be 0, 1 or NaN; bad values at rows {rows[:10].tolist()}")
+        else:
+            missing = np.array([v is None or (isinstance(v, float) and np.isnan(v)) for v in y], dtype=bool)
+            if missing.any():
+                raise ValueError(
+                    f"single-task labels must not be missing (rows {np.nonzero(missing)[0][:10].tolist()}); "
+                    "pass a 2-D y with NaN for multi-task data with missing labels"
+                )
+        return y
+
+    def _fit_y(self, y: np.ndarray) -> np.ndarray:
+        if y.ndim == 1:
+            self._label_encoder = LabelEncoder().fit(y)
+            self.classes_ = self._label_encoder.classes_
+            if len(self.classes_) < 2:
+                raise ValueError(f"the classifier needs at least two classes in y; got only {self.classes_.tolist()}")
+            self.n_outputs_ = len(self.classes_)
+            self.n_tasks_ = 1
+        else:
+            self.n_tasks_ = self.n_outputs_ = y.shape[1]
+            one_class = [j for j in range(y.shape[1]) if len(np.unique(y[~np.isnan(y[:, j]), j])) < 2]
+            if one_class:
+                warnings.warn(f"tasks {one_class} have fewer than two classes in the training data")
+            self.classes_ = np.array([0, 1])
+        return self._transform_y(y)
+
+    def _transform_y(self, y: np.ndarray) -> np.ndarray:
+        if not hasattr(self, "n_tasks_"):
+            return y
+        if self.n_tasks_ == 1:
+            if y.ndim != 1:
+                raise ValueError("validation labels must be 1-D like the training labels")
+            unseen = set(np.unique(y)) - set(self.classes_.tolist())
+            if unseen:
+                raise ValueError(f"validation labels {sorted(unseen)} are not among the training classes {self.classes_.tolist()}")
+            return self._label_encoder.transform(y).astype(np.int64)
+        return y.reshape(len(y), -1).astype(np.float32)
+
+    def _criterion(self):
+        return CrossEntropyLoss if self.n_tasks_ == 1 else MaskedBCEWithLogitsLoss
+
+    def _scores_from_raw(self, raw: np.ndarray) -> np.ndarray:
+        return scores_from_raw(raw, self.n_tasks_)
+
+    def _validation_metric(self, y_valid: np.ndarray):
+        if not has_auc(y_valid if y_valid.ndim == 2 else np.eye(self.n_outputs_)[y_valid]):
+            warnings.warn("ROC-AUC is undefined on the validation labels (one class only); selecting by validation loss")
+            return "valid_loss", True, None  # skorch records it already
+
+        return "valid_roc_auc", False, ValidROCAUC(self.n_tasks_)
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Single task: (n, n_classes) class probabilities. Multi-label: (n, n_tasks) P(label = 1).
+        Rows of invalid SMILES are NaN with on_invalid='nan'."""
+        raw, valid = self._raw_predict(X)
+        probs = np.full(raw.shape, np.nan)
+        probs[valid] = self._scores_from_raw(raw[valid])
+        return probs
+
+    def decision_function(self, X) -> np.ndarray:
+        raw, _ = self._raw_predict(X)
+        if self.n_tasks_ == 1 and raw.shape[1] == 2:
+            return raw[:, 1] - raw[:, 0]
+        return raw
+
+    def predict(self, X) -> np.ndarray:
+        """Class labels (single task) or 0/1 per task (multi-label). With on_invalid='nan', rows of
+        invalid SMILES are NaN (object dtype when the classes are not numbers)."""
+        probs = self.predict_proba(X)
+        valid = ~np.isnan(probs).any(1)
+        if self.n_tasks_ > 1:
+            out = (probs >= 0.5).astype(np.float64 if not valid.all() else np.int64)
+            out[~valid] = np.nan if not valid.all() else 0
+            return out
+        labels = self.classes_[np.argmax(np.nan_to_num(probs, nan=0.0), axis=1)]
+        if valid.all():
+            return labels
+        kind = labels.dtype.kind
+        out = labels.astype(np.float64) if kind in "biuf" else labels.astype(object)
+        out[~valid] = np.nan
+        return out
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Accuracy (single task) or mean per-task accuracy over observed labels (multi-label)."""
+        if self.n_tasks_ == 1:
+            return super().score(X, y, sample_weight)
+        y = np.asarray(y, dtype=np.float64)
+        pred = self.predict(X)
+        return float(np.mean([np.mean(pred[~np.isnan(y[:, j]), j] == y[~np.isnan(y[:, j]), j]) for j in range(y.shape[1])]))
+
+    def _fitted_metadata(self):
+        meta = super()._fitted_metadata()
+        meta.update(classes_=self.classes_, n_tasks_=self.n_tasks_)
+        return meta
+
+    def _restore_fitted_metadata(self, meta):
+        super()._restore_fitted_metadata(meta)
+        if self.n_tasks_ == 1:
+            self._label_encoder = LabelEncoder().fit(self.classes_)
+
+
+def _net_outputs(net, X) -> np.ndarray:
+    # With EpochScoring(use_caching=True) this replays the outputs of skorch's validation pass.
+    return np.concatenate([p.detach().float().cpu().numpy() for p in net.forward_iter(X)])
+
+
+def scores_from_raw(raw: np.ndarray, n_tasks: int) -> np.ndarray:
+    """Class probabilities (n, C) for a single task, P(label = 1) (n, n_tasks) for multi-label."""
+    t = torch.as_tensor(raw)
+    return (t.softmax(-1) if n_tasks == 1 else t.sigmoid()).numpy()
+
+
+class ValidRMSE:
+    """skorch scoring: validation RMSE in the original units of y (mean over tasks)."""
+
+    def __init__(self, scale: np.ndarray):
+        self.scale = np.asarray(scale)
+
+    def __call__(self, net, X, y) -> float:
+        pred = _net_outputs(net, X)
+        return masked_rmse(y.reshape(len(y), -1) * self.scale, pred.reshape(len(pred), -1) * self.scale)
+
+
+class ValidROCAUC:
+    """skorch scoring: validation ROC-AUC (mean over tasks; one-vs-rest mean for multiclass)."""
+
+    def __init__(self, n_tasks: int):
+        self.n_tasks = n_tasks
+
+    def __call__(self, net, X, y) -> float:
+        probs = scores_from_raw(_net_outputs(net, X), self.n_tasks)
+        if self.n_tasks > 1:
+            return mean_roc_auc(y, probs)
+        if probs.shape[1] == 2:
+            return mean_roc_auc(y, probs[:, 1])
+        return mean_roc_auc(np.eye(probs.shape[1])[y.astype(int)], probs)
+
+
+def _check_target(y, n: int) -> np.ndarray:
+    if y is None:
+        raise ValueError("y is required")
+    if hasattr(y, "to_numpy"):
+        y = y.to_numpy()
+    y = np.asarray(y)
+    if y.ndim not in (1, 2):
+        raise ValueError(f"y must be 1-D or 2-D, got shape {y.shape}")
+    if len(y) != n:
+        raise ValueError(f"X and y have different lengths: {n} SMILES but {len(y)} targets")
+    return y

@@ -1,0 +1,58 @@
+"""ChemBERTaRegressor and ChemBERTaClassifier: the same-shape dot-product baseline, same API."""
+
+from __future__ import annotations
+
+from ..baselines import ChemBERTa
+from ._base import SmilesClassifierMixin, SmilesNetBase, SmilesRegressorMixin
+
+
+class _ChemBERTaParams(SmilesNetBase):
+    """Hyperparameters of the ChemBERTa-2 baseline estimators (RoBERTa, ChemBERTa-10M shape).
+
+    Same training parameters as the Chem-GMNet estimators; the architecture parameters are
+    d_model, n_layers, n_heads, intermediate_size, dropout (hidden) and attention_dropout.
+    """
+
+    _family = "ChemBERTa"
+
+    def __init__(self, d_model=384, n_layers=3, n_heads=12, intermediate_size=464, dropout=0.144,
+                 attention_dropout=0.109, max_position_embeddings=515, lr=3e-5, batch_size=32, max_epochs=100,
+                 valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
+                 bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None):
+        self.d_model = d_model
+        self.n_layers = n_layers
+        self.n_heads = n_heads
+        self.intermediate_size = intermediate_size
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.max_position_embeddings = max_position_embeddings
+        self.lr = lr
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.valid_split = valid_split
+        self.valid_size = valid_size
+        self.max_length = max_length
+        self.vocab_file = vocab_file
+        self.on_invalid = on_invalid
+        self.bucket_by_length = bucket_by_length
+        self.random_state = random_state
+        self.device = device
+        self.verbose = verbose
+        self.callbacks = callbacks
+
+    def _model_max_length(self):
+        # RoBERTa positions start after the padding index; with [PAD] = 0 that leaves 514.
+        return self.max_position_embeddings - 1
+
+    def _build_module(self, vocab_size, n_outputs, pad_id):
+        return ChemBERTa(vocab_size, n_outputs, d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads,
+                         intermediate_size=self.intermediate_size, max_position_embeddings=self.max_position_embeddings,
+                         dropout=self.dropout, attention_dropout=self.attention_dropout, pad_id=pad_id)
+
+
+class ChemBERTaRegressor(SmilesRegressorMixin, _ChemBERTaParams):
+    __doc__ = "Same-shape ChemBERTa-2 regressor on SMILES.\n" + (_ChemBERTaParams.__doc__ or "")
+
+
+class ChemBERTaClassifier(SmilesClassifierMixin, _ChemBERTaParams):
+    __doc__ = "Same-shape ChemBERTa-2 classifier on SMILES.\n" + (_ChemBERTaParams.__doc__ or "")

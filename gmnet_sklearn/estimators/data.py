@@ -1,0 +1,91 @@
+"""Training input pipeline: encoded SMILES held as one padded matrix, length-bucketed batches.
+
+Tokens and flags are computed once per distinct SMILES per fit (by the tokenizer) and kept here as
+tensors; a batch is a row gather trimmed to its longest member, so no per-item Python work runs in
+the training loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, Sampler
+
+from ..tokenizer import EncodedBatch
+
+
+class EncodedSmilesDataset(Dataset):
+    """Items are row indices; `collate` turns a list of them into model inputs and targets.
+
+    ``order`` (optional) permutes the rows, e.g. sorted by length for inference and validation,
+    which keeps padding small without changing which rows are seen.
+    """
+
+    def __init__(self, encoded: EncodedBatch, y: np.ndarray | None = None, order: np.ndarray | None = None):
+        ids, flags, mask = encoded.padded()
+        self.ids = torch.as_tensor(ids)
+        self.flags = torch.as_tensor(flags.astype(np.int64))
+        self.lengths = torch.as_tensor(encoded.lengths)
+        self.y = None if y is None else torch.as_tensor(y)
+        self.order = None if order is None else torch.as_tensor(order)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, i: int) -> int:
+        return int(self.order[i]) if self.order is not None else i
+
+    def collate(self, rows: list[int]):
+        idx = torch.as_tensor(rows)
+        width = int(self.lengths[idx].max()) if len(rows) else 1
+        mask = torch.arange(width)[None, :] < self.lengths[idx][:, None]
+        X = {"input_ids": self.ids[idx, :width], "conj_flags": self.flags[idx, :width], "attention_mask": mask}
+        y = self.y[idx] if self.y is not None else torch.zeros(len(rows))
+        return X, y
+
+
+class BucketBatchSampler(Sampler):
+    """Shuffled batches of similar length.
+
+    Each epoch: shuffle all rows, cut into pools of ``pool_batches`` batches, sort each pool by
+    length, cut into batches, shuffle the batch order. Padding stays small and every epoch still
+    sees a fresh random order (seeded, so runs are reproducible).
+    """
+
+    def __init__(self, lengths: torch.Tensor, batch_size: int, seed: int, pool_batches: int = 50):
+        self.lengths = lengths
+        self.batch_size = int(batch_size)
+        self.pool = self.batch_size * pool_batches
+        self.generator = torch.Generator().manual_seed(int(seed))
+
+    def __len__(self) -> int:
+        return (len(self.lengths) + self.batch_size - 1) // self.batch_size
+
+    def __iter__(self):
+        perm = torch.randperm(len(self.lengths), generator=self.generator)
+        batches = []
+        for start in range(0, len(perm), self.pool):
+            pool = perm[start : start + self.pool]
+            pool = pool[torch.argsort(self.lengths[pool], stable=True)]
+            batches.extend(pool[i : i + self.batch_size].tolist() for i in range(0, len(pool), self.batch_size))
+        for b in torch.randperm(len(batches), generator=self.generator).tolist():
+            yield batches[b]
+
+
+class BucketedLoader:
+    """skorch ``iterator_train``: a DataLoader over bucketed batches (picklable, seeded)."""
+
+    def __init__(self, seed: int = 0, bucket: bool = True):
+        self.seed, self.bucket = seed, bucket
+
+    def __call__(self, dataset: EncodedSmilesDataset, batch_size: int = 32, **_ignored) -> DataLoader:
+        if self.bucket:
+            sampler = BucketBatchSampler(dataset.lengths, batch_size, self.seed)
+            return DataLoader(dataset, batch_sampler=sampler, collate_fn=dataset.collate)
+        generator = torch.Generator().manual_seed(int(self.seed))
+        return DataLoader(dataset, batch_size=batch_size, shuffle=True, generator=generator, collate_fn=dataset.collate)
+
+
+def sequential_loader(dataset: EncodedSmilesDataset, batch_size: int = 32, **_ignored) -> DataLoader:
+    """skorch ``iterator_valid``: fixed order (the dataset's ``order``), no shuffling."""
+    return DataLoader(dataset, batch_size=batch_size, shuffle=False, collate_fn=dataset.collate)

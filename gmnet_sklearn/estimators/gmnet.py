@@ -1,0 +1,73 @@
+"""GMNetRegressor and GMNetClassifier: Chem-GMNet on SMILES as scikit-learn estimators."""
+
+from __future__ import annotations
+
+from ..gm import GMNet
+from ._base import SmilesClassifierMixin, SmilesNetBase, SmilesRegressorMixin
+
+
+class _GMNetParams(SmilesNetBase):
+    """Hyperparameters of the Chem-GMNet estimators (defaults: the paper's model and protocol).
+
+    Parameters
+    ----------
+    k, L : sphere dimension (>= 3) and harmonic degree (>= 0); D* = sum_l N(k, l).
+    attention : "dual_ska" (default), "bidir_sfa", "gated_sfa" or "ska".
+    d_model, n_layers, n_heads, dropout : the ChemBERTa-10M shape (384, 3, 12, 0.144).
+    activation, adaptive : SH-FFN zonal activation and whether its eigenvalues are trained.
+    conj_shift : the conjugation flag's fixed shift of the decay-gate logits.
+    lr, batch_size, max_epochs : Adam learning rate, batch size, epochs (protocol: 3e-5, 32, 100).
+    valid_split, valid_size : internal validation split for best-epoch selection when ``fit`` gets
+        no ``X_valid``: "scaffold" (default), "random" or None (keep the last epoch).
+    max_length : longest accepted token sequence incl. [CLS]/[SEP] (None: 514, the paper's).
+    vocab_file : DeepChem-style vocabulary file; None fits the vocabulary on the training SMILES.
+    on_invalid : "raise" (default) or "nan": at predict time, NaN rows for invalid SMILES.
+    bucket_by_length : length-bucketed (still shuffled) training batches, less padding.
+    random_state, device ("auto" picks CUDA when present), verbose, callbacks (extra skorch callbacks).
+    """
+
+    _family = "Chem-GMNet"
+
+    def __init__(self, k=8, L=3, attention="dual_ska", d_model=384, n_layers=3, n_heads=12, dropout=0.144,
+                 activation="gelu", adaptive=False, conj_shift=1.0, lr=3e-5, batch_size=32, max_epochs=100,
+                 valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
+                 bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None):
+        self.k = k
+        self.L = L
+        self.attention = attention
+        self.d_model = d_model
+        self.n_layers = n_layers
+        self.n_heads = n_heads
+        self.dropout = dropout
+        self.activation = activation
+        self.adaptive = adaptive
+        self.conj_shift = conj_shift
+        self.lr = lr
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.valid_split = valid_split
+        self.valid_size = valid_size
+        self.max_length = max_length
+        self.vocab_file = vocab_file
+        self.on_invalid = on_invalid
+        self.bucket_by_length = bucket_by_length
+        self.random_state = random_state
+        self.device = device
+        self.verbose = verbose
+        self.callbacks = callbacks
+
+    def _model_max_length(self):
+        return 514  # the paper's max sequence length; the model itself has no position table
+
+    def _build_module(self, vocab_size, n_outputs, pad_id):
+        return GMNet(vocab_size, n_outputs, k=self.k, L=self.L, d_model=self.d_model, n_layers=self.n_layers,
+                     n_heads=self.n_heads, dropout=self.dropout, attention=self.attention,
+                     activation=self.activation, adaptive=self.adaptive, conj_shift=self.conj_shift, pad_id=pad_id)
+
+
+class GMNetRegressor(SmilesRegressorMixin, _GMNetParams):
+    __doc__ = "Chem-GMNet regressor on SMILES (single or multi-output; NaN targets are masked).\n" + (_GMNetParams.__doc__ or "")
+
+
+class GMNetClassifier(SmilesClassifierMixin, _GMNetParams):
+    __doc__ = "Chem-GMNet classifier on SMILES (binary/multiclass, or multi-label with NaN = missing).\n" + (_GMNetParams.__doc__ or "")

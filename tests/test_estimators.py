@@ -1,0 +1,291 @@
+"""The scikit-learn estimators: fit/predict, the sklearn ecosystem, persistence, bad input."""
+
+import json
+import pickle
+import warnings
+
+import joblib
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+from gmnet_sklearn import ChemBERTaClassifier, ChemBERTaRegressor, GMNetClassifier, GMNetRegressor
+from gmnet_sklearn.estimators import load_model
+from gmnet_sklearn.tokenizer import SmilesTokenizer
+
+from ._smiles import SMILES, class_target, regression_target
+
+TINY = dict(d_model=16, n_layers=1, n_heads=2, k=3, L=1, batch_size=16, max_epochs=2, lr=1e-3, random_state=0)
+TINY_CB = dict(d_model=16, n_layers=1, n_heads=2, intermediate_size=16, batch_size=16, max_epochs=2, lr=1e-3, random_state=0)
+X = SMILES
+Y = regression_target(SMILES)
+C = class_target(SMILES)
+
+
+@pytest.fixture(scope="module")
+def fitted_regressor():
+    return GMNetRegressor(**TINY).fit(X, Y)
+
+
+@pytest.fixture(scope="module")
+def fitted_classifier():
+    return GMNetClassifier(**TINY).fit(X, np.where(C == 1, "aromatic", "aliphatic"))
+
+
+# ---- basics ---------------------------------------------------------------------------------
+
+
+def test_init_stores_params_unchanged_and_clone():
+    cb = []
+    est = GMNetRegressor(k=6, L=2, callbacks=cb, vocab_file=None)
+    assert est.get_params()["k"] == 6 and est.callbacks is cb
+    est.set_params(k=10, L=4, lr=1e-4)
+    assert (est.k, est.L, est.lr) == (10, 4, 1e-4)
+    c = clone(est)
+    assert c.get_params() == {**est.get_params(), "callbacks": c.callbacks}
+    assert not hasattr(c, "net_")
+    # Invalid values are only rejected in fit (sklearn convention).
+    bad = GMNetRegressor(lr=-1)
+    with pytest.raises(ValueError, match="lr must be a positive"):
+        bad.fit(X, Y)
+
+
+def test_regressor_fit_predict(fitted_regressor):
+    est = fitted_regressor
+    pred = est.predict(X)
+    assert pred.shape == (len(X),) and np.isfinite(pred).all()
+    assert est.n_outputs_ == 1 and est.net_ is not None
+    assert est.y_mean_[0] == pytest.approx(Y[est.n_valid_ and slice(None)].mean(), abs=10)  # set on the train part
+    assert len(est.history_) == 2 and 1 <= est.best_epoch_ <= 2
+    assert isinstance(est.score(X, Y), float)
+
+
+def test_predictions_in_original_units():
+    y = Y * 1000 + 5000
+    est = GMNetRegressor(**{**TINY, "max_epochs": 1}).fit(X, y)
+    pred = est.predict(X)
+    # Standardised inside, returned in the units of y (an untrained z-output is O(1)).
+    assert abs(pred.mean() - y.mean()) < 2 * y.std() and pred.std() > 1
+
+
+def test_multi_output_regression_with_missing_targets():
+    Y2 = np.stack([Y, -Y], 1)
+    Y2[::3, 1] = np.nan
+    est = GMNetRegressor(**TINY).fit(pd.Series(X), Y2)
+    pred = est.predict(np.array(X, dtype=object))
+    assert pred.shape == (len(X), 2) and np.isfinite(pred).all()
+    with pytest.raises(ValueError, match="no observed values"):
+        GMNetRegressor(**TINY).fit(X, np.stack([Y, np.full(len(Y), np.nan)], 1))
+
+
+def test_classifier_string_labels(fitted_classifier):
+    est = fitted_classifier
+    assert list(est.classes_) == ["aliphatic", "aromatic"]
+    proba = est.predict_proba(X)
+    assert proba.shape == (len(X), 2) and np.allclose(proba.sum(1), 1)
+    assert set(est.predict(X)) <= {"aliphatic", "aromatic"}
+    assert 0 <= est.score(X, np.where(C == 1, "aromatic", "aliphatic")) <= 1
+
+
+def test_multiclass_and_multilabel():
+    y3 = np.array([i % 3 for i in range(len(X))])
+    est = GMNetClassifier(**TINY).fit(X, y3)
+    assert est.predict_proba(X).shape == (len(X), 3)
+    Ym = np.stack([C, 1 - C, C], 1).astype(float)
+    Ym[::4, 0] = np.nan
+    est = GMNetClassifier(**TINY).fit(X, Ym)
+    proba = est.predict_proba(X)
+    assert proba.shape == (len(X), 3) and ((proba >= 0) & (proba <= 1)).all()
+    assert set(np.unique(est.predict(X))) <= {0, 1}
+
+
+def test_chemberta_estimators_share_the_api():
+    reg = ChemBERTaRegressor(**TINY_CB).fit(X, Y)
+    assert reg.predict(X).shape == (len(X),)
+    clf = ChemBERTaClassifier(**TINY_CB).fit(X, C)
+    assert clf.predict_proba(X).shape == (len(X), 2)
+
+
+# ---- best-epoch selection ---------------------------------------------------------------------
+
+
+def test_restores_best_validation_epoch_regression():
+    Xv, Yv = X[:12], Y[:12]
+    est = GMNetRegressor(**{**TINY, "max_epochs": 6, "lr": 3e-3}).fit(X[12:], Y[12:], X_valid=Xv, y_valid=Yv)
+    scores = [row["valid_rmse"] for row in est.history_]
+    rmse = np.sqrt(np.mean((est.predict(Xv) - Yv) ** 2))
+    assert rmse == pytest.approx(min(scores), rel=1e-4)
+    assert est.best_epoch_ == int(np.argmin(scores)) + 1
+    assert est.n_valid_ == 12
+
+
+def test_restores_best_validation_epoch_classification():
+    from sklearn.metrics import roc_auc_score
+
+    Xv, Cv = X[::3], C[::3]
+    train = [i for i in range(len(X)) if i % 3]
+    est = GMNetClassifier(**{**TINY, "max_epochs": 5, "lr": 3e-3}).fit([X[i] for i in train], C[train], X_valid=Xv, y_valid=Cv)
+    scores = [row["valid_roc_auc"] for row in est.history_]
+    assert roc_auc_score(Cv, est.predict_proba(Xv)[:, 1]) == pytest.approx(max(scores), abs=1e-6)
+
+
+def test_internal_scaffold_split_used_by_default():
+    est = GMNetRegressor(**TINY).fit(X, Y)
+    assert est.n_valid_ > 0 and est.n_train_ + est.n_valid_ == len(X)
+    est = GMNetRegressor(**{**TINY, "valid_split": None}).fit(X, Y)
+    assert est.n_valid_ == 0 and est.best_epoch_ == 2
+
+
+# ---- the scikit-learn ecosystem -----------------------------------------------------------------
+
+
+def canonical(smiles):
+    from rdkit import Chem
+
+    return [Chem.MolToSmiles(Chem.MolFromSmiles(s)) for s in smiles]
+
+
+def test_pipeline_with_smiles_standardiser():
+    pipe = Pipeline([("canon", FunctionTransformer(canonical)), ("model", GMNetRegressor(**TINY))])
+    pipe.fit(X, Y)
+    assert pipe.predict(X).shape == (len(X),)
+    pipe.set_params(model__k=4)
+    assert pipe.named_steps["model"].k == 4
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_grid_search_over_k_and_L(n_jobs):
+    est = GMNetRegressor(**{**TINY, "max_epochs": 1, "valid_split": None})
+    grid = GridSearchCV(est, {"k": [6, 8, 10], "L": [2, 3, 4]}, cv=KFold(2), n_jobs=n_jobs, error_score="raise")
+    grid.fit(X, Y)
+    assert len(grid.cv_results_["params"]) == 9
+    assert np.isfinite(grid.cv_results_["mean_test_score"]).all()
+    assert grid.best_estimator_.predict(X[:3]).shape == (3,)
+
+
+def test_cross_val_score_classifier():
+    scores = cross_val_score(GMNetClassifier(**{**TINY, "max_epochs": 1}), X, C, cv=2, scoring="roc_auc")
+    assert scores.shape == (2,) and np.isfinite(scores).all()
+
+
+def test_same_random_state_same_predictions():
+    a = GMNetRegressor(**TINY).fit(X, Y).predict(X)
+    b = GMNetRegressor(**TINY).fit(X, Y).predict(X)
+    np.testing.assert_array_equal(a, b)
+    c = GMNetRegressor(**{**TINY, "random_state": 1}).fit(X, Y).predict(X)
+    assert not np.allclose(a, c)
+
+
+def test_pickle_and_joblib_round_trip(fitted_regressor, tmp_path):
+    expected = fitted_regressor.predict(X)
+    path = tmp_path / "model.joblib"
+    joblib.dump(fitted_regressor, path)
+    np.testing.assert_array_equal(joblib.load(path).predict(X), expected)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(fitted_regressor)).predict(X), expected)
+
+
+@pytest.mark.parametrize("kind", ["regressor", "classifier"])
+def test_safe_save_and_load(kind, fitted_regressor, fitted_classifier, tmp_path):
+    est = fitted_regressor if kind == "regressor" else fitted_classifier
+    est.save(tmp_path / "m")
+    files = sorted(p.name for p in (tmp_path / "m").iterdir())
+    assert files == ["config.json", "model.safetensors", "vocab.txt"]
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert config["estimator"] == type(est).__name__ and config["params"]["k"] == 3
+    loaded = load_model(tmp_path / "m")
+    assert type(loaded) is type(est)
+    if kind == "regressor":
+        np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
+    else:
+        np.testing.assert_array_equal(loaded.predict_proba(X), est.predict_proba(X))
+        assert list(loaded.classes_) == list(est.classes_)
+    with pytest.raises(TypeError, match="not a"):
+        (GMNetClassifier if kind == "regressor" else GMNetRegressor).load(tmp_path / "m")
+
+
+def test_deepchem_vocabulary(deepchem_vocab):
+    est = GMNetRegressor(**{**TINY, "vocab_file": str(deepchem_vocab)}).fit(X, Y)
+    assert est.tokenizer_.vocab_size == 591
+    assert est.net_.module_.encoder.embedding.P.shape == (591, 3)
+
+
+def test_tokenizes_each_distinct_smiles_once_per_fit(monkeypatch):
+    calls = []
+    original = SmilesTokenizer._encode_one
+
+    def counting(self, smiles):
+        calls.append(smiles)
+        return original(self, smiles)
+
+    monkeypatch.setattr(SmilesTokenizer, "_encode_one", counting)
+    doubled = X + X
+    GMNetRegressor(**{**TINY, "max_epochs": 3, "valid_split": None}).fit(doubled, np.concatenate([Y, Y]))
+    assert sorted(calls) == sorted(set(X))
+
+
+def test_progress_bar_when_verbose(capsys):
+    GMNetRegressor(**{**TINY, "max_epochs": 1, "verbose": 1}).fit(X, Y)
+    captured = capsys.readouterr()
+    assert "epoch" in captured.out and "valid_rmse" in captured.out
+    assert "it/s" in captured.err or "it]" in captured.err or "%" in captured.err
+
+
+# ---- bad input --------------------------------------------------------------------------------
+
+
+def test_predict_before_fit():
+    with pytest.raises(NotFittedError):
+        GMNetRegressor().predict(X)
+
+
+def test_invalid_smiles_named():
+    bad = X[:10] + ["C1CC", "not_a_smiles"]
+    with pytest.raises(ValueError) as err:
+        GMNetRegressor(**TINY).fit(bad, np.zeros(len(bad)))
+    assert "C1CC" in str(err.value) and "[10]" in str(err.value)
+
+
+def test_bad_inputs_have_clear_errors():
+    with pytest.raises(ValueError, match="empty"):
+        GMNetRegressor(**TINY).fit([], [])
+    with pytest.raises(TypeError, match="not a string"):
+        GMNetRegressor(**TINY).fit(X[:5] + [42], np.zeros(6))
+    with pytest.raises(TypeError, match="single string"):
+        GMNetRegressor(**TINY).fit("CCO", [1.0])
+    with pytest.raises(ValueError, match="different lengths: 50 SMILES but 49"):
+        GMNetRegressor(**TINY).fit(X, Y[:-1])
+    with pytest.raises(ValueError, match="at least two classes.*'a'"):
+        GMNetClassifier(**TINY).fit(X, ["a"] * len(X))
+    with pytest.raises(ValueError, match="must not be missing"):
+        GMNetClassifier(**TINY).fit(X, np.where(C == 1, 1.0, np.nan))
+
+
+def test_too_long_smiles():
+    long = "C" * 40
+    with pytest.raises(ValueError, match=r"max_length=20"):
+        GMNetRegressor(**{**TINY, "max_length": 20}).fit(X + [long], np.zeros(len(X) + 1))
+    with pytest.raises(ValueError, match="exceeds what the ChemBERTa model can take"):
+        ChemBERTaRegressor(**{**TINY_CB, "max_length": 600}).fit(X, Y)
+
+
+def test_predict_nan_rows_for_invalid_smiles(fitted_regressor, fitted_classifier):
+    batch = X[:5] + ["C1CC"] + X[5:8]
+    with pytest.raises(ValueError, match="C1CC"):
+        fitted_regressor.predict(batch)
+    reg = clone(fitted_regressor).set_params(on_invalid="nan")
+    reg.__dict__.update({k: v for k, v in fitted_regressor.__dict__.items() if k.endswith("_") or k.startswith("_")})
+    pred = reg.predict(batch)
+    assert np.isnan(pred[5]) and np.isfinite(np.delete(pred, 5)).all()
+    np.testing.assert_allclose(np.delete(pred, 5), fitted_regressor.predict(X[:8]), rtol=1e-6)
+    fitted_classifier.set_params(on_invalid="nan")
+    try:
+        proba = fitted_classifier.predict_proba(batch)
+        labels = fitted_classifier.predict(batch)
+    finally:
+        fitted_classifier.set_params(on_invalid="raise")
+    assert np.isnan(proba[5]).all() and labels[5] is np.nan or (isinstance(labels[5], float) and np.isnan(labels[5]))
