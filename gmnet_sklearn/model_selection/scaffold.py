@@ -1,0 +1,437 @@
+"""Bemis-Murcko scaffold splits that reproduce DeepChem 2.8.0's ``ScaffoldSplitter``.
+
+The protocol (DESIGN.md section 4, "chemberta3-faithful"):
+
+1. drop the SMILES RDKit cannot parse (DeepChem's ``CSVLoader`` drops the rows whose
+   featurization failed before the split; ``dataset.ids`` are the SMILES strings);
+2. group the remaining molecules by Murcko scaffold (``MurckoScaffoldSmiles(mol=...,
+   includeChirality=False)``, exactly DeepChem's ``_generate_scaffold``);
+3. sort the groups by ``(size, first index)`` in *descending* order (so among groups of
+   equal size the one that appears *later* in the file comes first);
+4. fill train while it stays ``<= frac_train * n``, then valid while train + valid stays
+   ``<= (frac_train + frac_valid) * n``; every other group goes to test;
+5. **then** drop the SMILES longer than 200 characters from each of the three parts.
+
+Indices are returned into the *original* input (unparsable rows included), in DeepChem's
+order: the scaffold groups in the order they were assigned, indices ascending within a
+group. ``DiskDataset.select`` keeps that order, so ``X[train_idx]`` is row for row the
+``train`` dataset DeepChem's molnet loaders return.
+"""
+
+from __future__ import annotations
+
+import functools
+import numbers
+from typing import Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+from sklearn.model_selection import BaseCrossValidator
+
+try:  # scikit-learn >= 1.3: request `groups` when metadata routing is enabled
+    from sklearn.model_selection._split import GroupsConsumerMixin as _GroupsConsumer
+except ImportError:  # pragma: no cover
+    class _GroupsConsumer:  # type: ignore[no-redef]
+        pass
+
+__all__ = [
+    "murcko_scaffold",
+    "scaffold_groups",
+    "scaffold_split",
+    "ScaffoldSplit",
+    "ScaffoldKFold",
+]
+
+#: Default maximum SMILES length kept after the split (the chemberta3 protocol).
+MAX_SMILES_LENGTH = 200
+
+
+# ----------------------------------------------------------------------------------------
+# Scaffolds
+# ----------------------------------------------------------------------------------------
+def _rdkit():
+    from rdkit import Chem
+    from rdkit.Chem.Scaffolds.MurckoScaffold import MurckoScaffoldSmiles
+
+    return Chem, MurckoScaffoldSmiles
+
+
+class _QuietRDKit:
+    """Silence RDKit's parse errors while computing many scaffolds."""
+
+    def __enter__(self):
+        try:
+            from rdkit.rdBase import BlockLogs
+
+            self._block = BlockLogs()
+        except Exception:  # pragma: no cover - very old RDKit
+            self._block = None
+        return self
+
+    def __exit__(self, *exc):
+        self._block = None
+        return False
+
+
+# Marks a SMILES RDKit cannot parse (MurckoScaffoldSmiles itself may return None for a
+# parsable molecule in some RDKit versions: DeepChem then keeps the row in the dataset,
+# and so in the split's denominators, but in no part).
+_UNPARSABLE = object()
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _scaffold_of_str(smiles: str, include_chirality: bool):
+    Chem, MurckoScaffoldSmiles = _rdkit()
+    mol = Chem.MolFromSmiles(smiles)
+    if mol is None:
+        return _UNPARSABLE
+    return MurckoScaffoldSmiles(mol=mol, includeChirality=include_chirality)
+
+
+def murcko_scaffold(smiles, include_chirality: bool = False) -> Optional[str]:
+    """Bemis-Murcko scaffold SMILES of one molecule, as DeepChem 2.8.0 computes it.
+
+    Same as ``deepchem.splits.splitters._generate_scaffold``:
+    ``MurckoScaffoldSmiles(mol=Chem.MolFromSmiles(smiles), includeChirality=False)``.
+    Acyclic molecules have the empty scaffold ``""``.
+
+    Parameters
+    ----------
+    smiles : str or rdkit.Chem.Mol
+        The molecule.
+    include_chirality : bool, default False
+        Passed to ``MurckoScaffoldSmiles`` (DeepChem uses False).
+
+    Returns
+    -------
+    str or None
+        The scaffold SMILES, or None when RDKit cannot parse ``smiles`` (or it is not a
+        string, e.g. NaN from an empty CSV cell). Results for strings are cached.
+    """
+    if isinstance(smiles, str):
+        with _QuietRDKit():
+            sc = _scaffold_of_str(smiles, bool(include_chirality))
+        return None if sc is _UNPARSABLE else sc
+    if smiles is None or isinstance(smiles, numbers.Number):
+        return None
+    Chem, MurckoScaffoldSmiles = _rdkit()
+    if isinstance(smiles, Chem.Mol):
+        return MurckoScaffoldSmiles(mol=smiles, includeChirality=bool(include_chirality))
+    raise TypeError(f"expected a SMILES string or an RDKit Mol, got {type(smiles).__name__}")
+
+
+def _scaffolds(smiles: np.ndarray, include_chirality: bool = False) -> list:
+    """Scaffold per molecule; ``_UNPARSABLE`` where RDKit cannot parse the SMILES."""
+    with _QuietRDKit():
+        out = []
+        for s in smiles:
+            if isinstance(s, str):
+                out.append(_scaffold_of_str(s, include_chirality))
+            else:
+                sc = murcko_scaffold(s, include_chirality)
+                out.append(_UNPARSABLE if sc is None else sc)
+        return out
+
+
+# ----------------------------------------------------------------------------------------
+# Input handling
+# ----------------------------------------------------------------------------------------
+def _as_smiles_array(X, smiles_column: str = "smiles") -> np.ndarray:
+    """1-D object array of SMILES from a list / array / Series / one-column 2-D input or a
+    DataFrame with a ``smiles`` column (or a single column)."""
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover
+        pd = None
+    if pd is not None and isinstance(X, pd.DataFrame):
+        cols = {str(c).lower(): c for c in X.columns}
+        if smiles_column in X.columns:
+            X = X[smiles_column]
+        elif str(smiles_column).lower() in cols:
+            X = X[cols[str(smiles_column).lower()]]
+        elif X.shape[1] == 1:
+            X = X.iloc[:, 0]
+        else:
+            raise ValueError(
+                f"DataFrame input needs a {smiles_column!r} column (or exactly one column); "
+                f"got columns {list(X.columns)[:10]}"
+            )
+    if pd is not None and isinstance(X, pd.Series):
+        return X.to_numpy(dtype=object)
+    if isinstance(X, str):
+        raise TypeError("expected a sequence of SMILES strings, got a single string")
+    arr = np.asarray(X, dtype=object)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        raise ValueError(
+            "expected a 1-D sequence of SMILES (or an (n, 1) array / DataFrame with a "
+            f"'smiles' column), got an array of shape {arr.shape}. For featurized X, pass "
+            "the SMILES as `groups=` to split()."
+        )
+    return arr
+
+
+def _check_fractions(frac_train, frac_valid, frac_test):
+    for name, v in (("frac_train", frac_train), ("frac_valid", frac_valid), ("frac_test", frac_test)):
+        if not (0.0 <= float(v) <= 1.0):
+            raise ValueError(f"{name} must be in [0, 1], got {v!r}")
+    # DeepChem: np.testing.assert_almost_equal(frac_train + frac_valid + frac_test, 1.)
+    if abs(frac_train + frac_valid + frac_test - 1.0) >= 1.5e-7:
+        raise ValueError(
+            "frac_train + frac_valid + frac_test must be 1, got "
+            f"{frac_train} + {frac_valid} + {frac_test} = {frac_train + frac_valid + frac_test}"
+        )
+
+
+def _sorted_scaffold_sets(scaffolds: Sequence[Optional[str]]) -> List[List[int]]:
+    """DeepChem's ``generate_scaffolds``: index lists per scaffold, sorted by
+    (size, first index) descending; molecules without a scaffold are left out."""
+    groups: dict = {}
+    for i, sc in enumerate(scaffolds):
+        if sc is not None and sc is not _UNPARSABLE:
+            groups.setdefault(sc, []).append(i)
+    # indices are appended in increasing order, so every list is already sorted
+    return sorted(groups.values(), key=lambda g: (len(g), g[0]), reverse=True)
+
+
+def scaffold_groups(smiles, include_chirality: bool = False) -> np.ndarray:
+    """Integer scaffold label per molecule (``-1`` for unparsable SMILES, or no scaffold).
+
+    Labels number the scaffold groups in DeepChem's order (0 = largest group), so they
+    can be passed as ``groups=`` to e.g. :class:`sklearn.model_selection.GroupKFold`.
+    """
+    smiles = _as_smiles_array(smiles)
+    labels = np.full(len(smiles), -1, dtype=np.int64)
+    for k, group in enumerate(_sorted_scaffold_sets(_scaffolds(smiles, include_chirality))):
+        labels[group] = k
+    return labels
+
+
+def _length_filter(idx: Sequence[int], smiles: np.ndarray, max_len: Optional[int]) -> np.ndarray:
+    idx = np.asarray(idx, dtype=np.int64)
+    if max_len is None or idx.size == 0:
+        return idx
+    keep = np.fromiter(
+        (isinstance(smiles[i], str) and len(smiles[i]) <= max_len for i in idx),
+        dtype=bool,
+        count=idx.size,
+    )
+    return idx[keep]
+
+
+# ----------------------------------------------------------------------------------------
+# The split
+# ----------------------------------------------------------------------------------------
+def scaffold_split(
+    smiles,
+    frac_train: float = 0.8,
+    frac_valid: float = 0.1,
+    frac_test: float = 0.1,
+    max_smiles_length: Optional[int] = MAX_SMILES_LENGTH,
+    drop_invalid: bool = True,
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Deterministic train / valid / test scaffold split, DeepChem 2.8.0 style.
+
+    Parameters
+    ----------
+    smiles : sequence of str, pandas Series, (n, 1) array or DataFrame with a ``smiles`` column
+        The molecules, in file order.
+    frac_train, frac_valid, frac_test : float, default 0.8 / 0.1 / 0.1
+        Must sum to 1 (as in DeepChem).
+    max_smiles_length : int or None, default 200
+        After the split, SMILES longer than this many characters are removed from each part
+        (the chemberta3 protocol). None keeps everything.
+    drop_invalid : bool, default True
+        True (the protocol): unparsable SMILES are removed *before* the split, as
+        DeepChem's ``CSVLoader`` does when featurization fails, so the 80 / 90 % cutoffs
+        count parsable molecules only. False: they stay in the count (as with
+        ``ScaffoldSplitter`` on a dataset whose ids include them, e.g. loaded with
+        ``DummyFeaturizer``). Either way they appear in no part.
+
+    Returns
+    -------
+    train_idx, valid_idx, test_idx : np.ndarray of int64
+        Positions in the input ``smiles`` (unparsable rows included in the numbering), in
+        DeepChem's order (see the module docstring).
+    """
+    _check_fractions(frac_train, frac_valid, frac_test)
+    if max_smiles_length is not None and max_smiles_length < 0:
+        raise ValueError(f"max_smiles_length must be >= 0 or None, got {max_smiles_length!r}")
+    smiles = _as_smiles_array(smiles)
+    scaffolds = _scaffolds(smiles)
+    n_total = sum(sc is not _UNPARSABLE for sc in scaffolds) if drop_invalid else len(smiles)
+    # Positions into the parsable subset map monotonically onto original positions, so
+    # sorting by (size, first original index) gives DeepChem's order on the subset.
+    scaffold_sets = _sorted_scaffold_sets(scaffolds)
+
+    # --- deepchem.splits.ScaffoldSplitter.split, verbatim arithmetic ---
+    train_cutoff = frac_train * n_total
+    valid_cutoff = (frac_train + frac_valid) * n_total
+    train_inds: List[int] = []
+    valid_inds: List[int] = []
+    test_inds: List[int] = []
+    for scaffold_set in scaffold_sets:
+        if len(train_inds) + len(scaffold_set) > train_cutoff:
+            if len(train_inds) + len(valid_inds) + len(scaffold_set) > valid_cutoff:
+                test_inds += scaffold_set
+            else:
+                valid_inds += scaffold_set
+        else:
+            train_inds += scaffold_set
+
+    return (
+        _length_filter(train_inds, smiles, max_smiles_length),
+        _length_filter(valid_inds, smiles, max_smiles_length),
+        _length_filter(test_inds, smiles, max_smiles_length),
+    )
+
+
+# ----------------------------------------------------------------------------------------
+# scikit-learn cross-validators
+# ----------------------------------------------------------------------------------------
+class _ParamsMixin:
+    """get_params / set_params so the splitters can be cloned and grid-searched."""
+
+    @classmethod
+    def _param_names(cls):
+        import inspect
+
+        sig = inspect.signature(cls.__init__)
+        return sorted(
+            p.name
+            for p in sig.parameters.values()
+            if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        )
+
+    def get_params(self, deep: bool = True) -> dict:
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params):
+        valid = set(self._param_names())
+        for key, value in params.items():
+            if key not in valid:
+                raise ValueError(f"Invalid parameter {key!r} for {type(self).__name__}")
+            setattr(self, key, value)
+        return self
+
+
+def _smiles_from(X, groups, smiles_column):
+    """SMILES come from ``groups`` when given (useful when X is a feature matrix),
+    else from X."""
+    return _as_smiles_array(groups if groups is not None else X, smiles_column)
+
+
+class ScaffoldSplit(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
+    """One deterministic scaffold fold, usable as ``cv=`` anywhere in scikit-learn.
+
+    Yields a single ``(train, eval)`` pair from :func:`scaffold_split`: ``part="test"``
+    gives (train, test), ``part="valid"`` gives (train, valid).
+
+    The SMILES are read from ``X`` (a sequence of SMILES, an (n, 1) array, or a DataFrame
+    with a ``smiles`` column). If ``X`` is already featurized, pass the SMILES as
+    ``groups`` (e.g. ``cross_val_score(est, X_fp, y, groups=smiles, cv=ScaffoldSplit())``).
+
+    Parameters
+    ----------
+    part : {"test", "valid"}, default "test"
+        Which held-out part to evaluate on.
+    frac_train, frac_valid : float, default 0.8 / 0.1
+        ``frac_test = 1 - frac_train - frac_valid``.
+    max_smiles_length : int or None, default 200
+        SMILES longer than this are dropped from both sides after the split.
+    drop_invalid : bool, default True
+        See :func:`scaffold_split`.
+    smiles_column : str, default "smiles"
+        Column read when X is a DataFrame.
+    """
+
+    def __init__(
+        self,
+        part: str = "test",
+        frac_train: float = 0.8,
+        frac_valid: float = 0.1,
+        max_smiles_length: Optional[int] = MAX_SMILES_LENGTH,
+        drop_invalid: bool = True,
+        smiles_column: str = "smiles",
+    ):
+        self.part = part
+        self.frac_train = frac_train
+        self.frac_valid = frac_valid
+        self.max_smiles_length = max_smiles_length
+        self.drop_invalid = drop_invalid
+        self.smiles_column = smiles_column
+
+    def get_n_splits(self, X=None, y=None, groups=None) -> int:
+        return 1
+
+    def split(self, X, y=None, groups=None) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
+        if self.part not in ("test", "valid"):
+            raise ValueError(f"part must be 'test' or 'valid', got {self.part!r}")
+        smiles = _smiles_from(X, groups, self.smiles_column)
+        train, valid, test = scaffold_split(
+            smiles,
+            frac_train=self.frac_train,
+            frac_valid=self.frac_valid,
+            frac_test=1.0 - self.frac_train - self.frac_valid,
+            max_smiles_length=self.max_smiles_length,
+            drop_invalid=self.drop_invalid,
+        )
+        yield train, (test if self.part == "test" else valid)
+
+
+class ScaffoldKFold(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
+    """K-fold cross-validation with whole scaffold groups per fold (GroupKFold on scaffolds).
+
+    Scaffold groups are taken largest first (DeepChem's order) and each is put into the
+    fold that currently holds the fewest molecules (lowest fold number on ties), so folds
+    are balanced in size and deterministic. Unparsable SMILES are in no fold; SMILES
+    longer than ``max_smiles_length`` are dropped from both sides of every fold.
+
+    Parameters
+    ----------
+    n_splits : int, default 5
+    max_smiles_length : int or None, default 200
+    smiles_column : str, default "smiles"
+    """
+
+    def __init__(
+        self,
+        n_splits: int = 5,
+        max_smiles_length: Optional[int] = MAX_SMILES_LENGTH,
+        smiles_column: str = "smiles",
+    ):
+        self.n_splits = n_splits
+        self.max_smiles_length = max_smiles_length
+        self.smiles_column = smiles_column
+
+    def get_n_splits(self, X=None, y=None, groups=None) -> int:
+        return self.n_splits
+
+    def split(self, X, y=None, groups=None) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
+        n_splits = int(self.n_splits)
+        if n_splits < 2:
+            raise ValueError(f"n_splits must be >= 2, got {self.n_splits!r}")
+        smiles = _smiles_from(X, groups, self.smiles_column)
+        scaffold_sets = _sorted_scaffold_sets(_scaffolds(smiles))
+        if len(scaffold_sets) < n_splits:
+            raise ValueError(
+                f"cannot make {n_splits} folds from {len(scaffold_sets)} scaffold groups"
+            )
+        fold_of = np.full(len(smiles), -1, dtype=np.int64)
+        sizes = np.zeros(n_splits, dtype=np.int64)
+        for group in scaffold_sets:
+            k = int(np.argmin(sizes))
+            fold_of[group] = k
+            sizes[k] += len(group)
+        if self.max_smiles_length is not None:
+            too_long = np.fromiter(
+                (not isinstance(s, str) or len(s) > self.max_smiles_length for s in smiles),
+                dtype=bool,
+                count=len(smiles),
+            )
+            fold_of[too_long] = -1
+        usable = fold_of >= 0
+        for k in range(n_splits):
+            test = np.flatnonzero(fold_of == k)
+            train = np.flatnonzero(usable & (fold_of != k))
+            yield train.astype(np.int64), test.astype(np.int64)

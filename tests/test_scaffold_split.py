@@ -1,0 +1,466 @@
+"""Tests for gmnet_sklearn.model_selection (DeepChem 2.8.0 ScaffoldSplitter, exactly).
+
+The reference is DeepChem itself: the rows its featurizer drops (``CSVLoader``: a row whose
+featurization fails is removed; for SMILES that is ``Chem.MolFromSmiles`` returning None),
+then ``ScaffoldSplitter().split`` on the resulting dataset (``ids`` = SMILES). Membership
+*and order* of the three parts must be identical, on every MoleculeNet file present.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.dummy import DummyRegressor
+from sklearn.linear_model import Ridge
+from sklearn.metrics import mean_squared_error
+from sklearn.model_selection import GridSearchCV, check_cv, cross_val_score, cross_validate
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+from gmnet_sklearn.datasets import fetch_moleculenet
+from gmnet_sklearn.model_selection import (
+    ScaffoldKFold,
+    ScaffoldSplit,
+    murcko_scaffold,
+    scaffold_groups,
+    scaffold_split,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _moleculenet_dir() -> Path | None:
+    """GMNET_DATA (the moleculenet folder or its parent), else <repo>/../shared/data/moleculenet."""
+    cands = []
+    env = os.environ.get("GMNET_DATA")
+    if env:
+        cands += [Path(p) for p in env.split(os.pathsep) if p]
+    cands.append(REPO.parent / "shared" / "data" / "moleculenet")
+    for c in cands:
+        for d in (c, c / "moleculenet"):
+            if d.is_dir() and any(d.glob("*.csv*")):
+                return d
+    return None
+
+
+DATA = _moleculenet_dir()
+
+# name -> (files that may hold it, DeepChem molnet loader, SMILES column, tasks or None = all)
+DATASETS = {
+    "esol": (("delaney-processed.csv",), "load_delaney"),
+    "freesolv": (("freesolv.csv", "freesolv.csv.gz"), "load_freesolv"),
+    "sampl": (("SAMPL.csv",), "load_sampl"),
+    "lipophilicity": (("Lipophilicity.csv",), "load_lipo"),
+    "bace_regression": (("bace.csv",), "load_bace_regression"),
+    "bace_classification": (("bace.csv",), "load_bace_classification"),
+    "bbbp": (("BBBP.csv",), "load_bbbp"),
+    "clintox": (("clintox.csv.gz",), "load_clintox"),
+    "sider": (("sider.csv.gz",), "load_sider"),
+    "tox21": (("tox21.csv", "tox21.csv.gz"), "load_tox21"),
+    "clearance": (("clearance.csv",), "load_clearance"),
+    "hiv": (("HIV.csv",), "load_hiv"),
+}
+# Full-data comparisons that take more than a few seconds run only with `-m slow`
+# (tox21 stays in the default run: SR-p53 is one of the paper's endpoints).
+SLOW = {"lipophilicity", "sider", "hiv"}
+
+
+def _bunch(name):
+    if DATA is None:
+        pytest.skip("MoleculeNet files not found (set GMNET_DATA)")
+    files = DATASETS[name][0]
+    if not any((DATA / f).is_file() for f in files):
+        pytest.skip(f"{files[0]} not in {DATA}")
+    return fetch_moleculenet(name, DATA, download=False)
+
+
+def _params(names):
+    return [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in names]
+
+
+@pytest.fixture(scope="module")
+def dc():
+    dc = pytest.importorskip("deepchem")
+    import logging
+
+    logging.getLogger("deepchem").setLevel(logging.ERROR)
+    return dc
+
+
+@pytest.fixture
+def quiet_rdkit():
+    from rdkit.rdBase import BlockLogs
+
+    block = BlockLogs()
+    yield
+    del block
+
+
+# --------------------------------------------------------------------------------------
+# murcko_scaffold
+# --------------------------------------------------------------------------------------
+def test_murcko_scaffold_basics():
+    assert murcko_scaffold("Cc1ccccc1O") == "c1ccccc1"
+    assert murcko_scaffold("CCCCO") == ""  # acyclic: empty scaffold, not None
+    assert murcko_scaffold("c1ccccc1CCc1ccncc1") == "c1ccc(CCc2ccncc2)cc1"
+    assert murcko_scaffold("not a smiles") is None
+    assert murcko_scaffold(float("nan")) is None
+    assert murcko_scaffold(None) is None
+    # includeChirality=False: stereo of the scaffold is dropped, as in DeepChem
+    assert murcko_scaffold("C[C@H]1CC[C@@H](C)C1c1ccccc1") == murcko_scaffold("CC1CCC(C)C1c1ccccc1")
+    from rdkit import Chem
+
+    assert murcko_scaffold(Chem.MolFromSmiles("Cc1ccccc1O")) == "c1ccccc1"
+    with pytest.raises(TypeError):
+        murcko_scaffold(object())
+
+
+def test_murcko_scaffold_equals_deepchem(dc):
+    from deepchem.splits.splitters import _generate_scaffold
+
+    smiles = ["Cc1ccccc1O", "CCCCO", "C[C@H]1CC[C@@H](C)C1c1ccccc1", "O=C(N[C@@H]1CCCC[C@H]1N)c1ccc2[nH]ccc2c1",
+              "c1ccc2c(c1)ccc1ccccc12", "[Na+].[Cl-]", "C1CC1.c1ccccc1", "xyz"]
+    for s in smiles:
+        assert murcko_scaffold(s) == _generate_scaffold(s), s
+
+
+# --------------------------------------------------------------------------------------
+# scaffold_split on hand-made data
+# --------------------------------------------------------------------------------------
+def _toy():
+    # scaffolds: benzene x4 (0,1,5,9), pyridine x2 (2,6), acyclic x2 (3,8), cyclohexane x2 (4,7),
+    # naphthalene x1 (10), invalid x1 (11)
+    return np.array(
+        ["Cc1ccccc1", "Oc1ccccc1", "Cc1ccncc1", "CCO", "CC1CCCCC1", "Nc1ccccc1", "Oc1ccncc1",
+         "OC1CCCCC1", "CCCN", "Clc1ccccc1", "c1ccc2ccccc2c1", "C1CC"],
+        dtype=object,
+    )
+
+
+def test_scaffold_split_order_and_ties():
+    s = _toy()
+    # 11 parsable -> train cutoff 8.8, valid cutoff 9.9.
+    # Groups sorted by (size, first index) descending: benzene [0,1,5,9] (4); then the
+    # size-2 groups by first index *descending*: cyclohexane [4,7] (first 4), acyclic [3,8]
+    # (3), pyridine [2,6] (2); then naphthalene [10].
+    # train: 4 -> +[4,7] = 6 -> +[3,8] = 8 -> +[2,6] = 10 > 8.8 -> 8+0+2 > 9.9 -> test;
+    # [10]: 8+1 = 9 > 8.8, 8+0+1 = 9 <= 9.9 -> valid.
+    train, valid, test = scaffold_split(s)
+    assert train.tolist() == [0, 1, 5, 9, 4, 7, 3, 8]
+    assert valid.tolist() == [10]
+    assert test.tolist() == [2, 6]
+    for part in (train, valid, test):
+        assert part.dtype == np.int64
+
+
+def test_scaffold_groups_labels():
+    labels = scaffold_groups(_toy())
+    # DeepChem order: benzene 0, cyclohexane 1, acyclic 2, pyridine 3, naphthalene 4; invalid -1
+    assert labels.tolist() == [0, 0, 3, 2, 1, 0, 3, 1, 2, 0, 4, -1]
+
+
+def test_scaffold_split_input_types():
+    s = _toy()
+    ref = scaffold_split(s)
+    for X in (list(s), tuple(s), pd.Series(s, index=np.arange(100, 112)), s.reshape(-1, 1),
+              pd.DataFrame({"y": np.zeros(12), "smiles": s}), pd.DataFrame({"SMILES": s})):
+        got = scaffold_split(X)
+        for a, b in zip(ref, got):
+            np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError):
+        scaffold_split(pd.DataFrame({"a": s, "b": s}))
+    with pytest.raises(ValueError):
+        scaffold_split(np.zeros((12, 3)))
+    with pytest.raises(TypeError):
+        scaffold_split("CCO")
+
+
+def test_fractions_validated():
+    s = _toy()
+    with pytest.raises(ValueError):
+        scaffold_split(s, 0.8, 0.1, 0.2)
+    with pytest.raises(ValueError):
+        scaffold_split(s, 1.2, -0.1, -0.1)
+    train, valid, test = scaffold_split(s, 1.0, 0.0, 0.0)
+    assert len(train) == 11 and len(valid) == 0 and len(test) == 0
+    train, valid, test = scaffold_split(s, 0.5, 0.25, 0.25)
+    assert sorted([*train, *valid, *test]) == list(range(11))
+
+
+def test_drop_invalid_changes_the_count_only():
+    s = _toy()
+    # keeping the invalid SMILES in the count: cutoffs 9.6 / 10.8
+    train, valid, test = scaffold_split(s, drop_invalid=False)
+    assert 11 not in np.concatenate([train, valid, test])
+    assert valid.tolist() == [2, 6]  # 8 + 2 = 10 > 9.6, but 8 + 0 + 2 = 10 <= 10.8
+    assert train.tolist() == [0, 1, 5, 9, 4, 7, 3, 8, 10]  # 8 + 1 = 9 <= 9.6
+    assert test.tolist() == []
+
+
+def test_length_filter_is_applied_after_the_split():
+    long_acyclic = "C" * 150 + "O" * 1 + "C" * 60  # 211 characters, acyclic -> "" scaffold
+    s = np.concatenate([_toy(), [long_acyclic, "O" + "C" * 199, "C" * 201]]).astype(object)
+    full = scaffold_split(s, max_smiles_length=None)
+    cut = scaffold_split(s)  # default 200
+    dropped = {i for i in range(len(s)) if isinstance(s[i], str) and len(s[i]) > 200}
+    assert dropped == {12, 14}
+    assert 13 in np.concatenate(cut)  # exactly 200 characters is kept
+    for a, b in zip(full, cut):
+        # same membership and order as the unfiltered split, minus the long SMILES
+        assert b.tolist() == [i for i in a.tolist() if i not in dropped]
+    # the long molecules still counted in the cutoffs: filtering before would differ
+    pre = np.array([x for i, x in enumerate(s) if i not in dropped], dtype=object)
+    kept = np.array([i for i in range(len(s)) if i not in dropped])
+    before = [kept[p].tolist() for p in scaffold_split(pre, max_smiles_length=None)]
+    assert before != [b.tolist() for b in cut]
+    assert scaffold_split(s, max_smiles_length=10)[0].tolist() == [
+        i for i in full[0].tolist() if len(s[i]) <= 10
+    ]
+
+
+def test_scaffold_split_is_fast_on_repeated_calls(quiet_rdkit):
+    rng = np.random.default_rng(0)
+    s = _toy()[rng.integers(0, 11, size=20000)]
+    t = time.perf_counter()
+    scaffold_split(s)
+    assert time.perf_counter() - t < 5.0  # cached parsing: 20k rows of 11 distinct SMILES
+
+
+# --------------------------------------------------------------------------------------
+# Identical to DeepChem on every MoleculeNet file
+# --------------------------------------------------------------------------------------
+class _ParseOnly:
+    """Builds a DeepChem MolecularFeaturizer that does DeepChem's parse + canonical renumbering
+    (where a failed row gets an empty array and is dropped by CSVLoader) and nothing else."""
+
+    @staticmethod
+    def make(dc):
+        class ParseOnlyFeaturizer(dc.feat.MolecularFeaturizer):
+            def _featurize(self, datapoint, **kwargs):
+                return np.zeros(1)
+
+        return ParseOnlyFeaturizer()
+
+
+def _check_against_deepchem_dataset(bunch, ds, dc_parts, max_len=None):
+    """ds: DeepChem dataset after its featurizer dropped rows; dc_parts: indices into ds."""
+    smiles = bunch.smiles
+    parsable = np.flatnonzero(scaffold_groups(smiles) >= 0)
+    # 1. the rows DeepChem keeps are exactly the SMILES RDKit parses, in file order
+    assert list(ds.ids) == list(smiles[parsable])
+    # 2. same parts, same order, as positions in the original file
+    ours = scaffold_split(smiles, max_smiles_length=max_len)
+    for mine, theirs in zip(ours, dc_parts):
+        np.testing.assert_array_equal(mine, parsable[np.asarray(theirs, dtype=np.int64)])
+    return ours
+
+
+@pytest.mark.parametrize("name", _params(DATASETS))
+def test_split_identical_to_deepchem_scaffold_splitter(name, dc, tmp_path, monkeypatch, quiet_rdkit):
+    """CSVLoader (DeepChem's drop of failed rows) + ScaffoldSplitter().split, default fractions."""
+    bunch = _bunch(name)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # DiskDataset shards go here
+    loader = dc.data.CSVLoader(tasks=bunch.target_names, feature_field=bunch.smiles_column,
+                               featurizer=_ParseOnly.make(dc))
+    ds = loader.create_dataset(bunch.path, shard_size=8192)
+    dc_parts = dc.splits.ScaffoldSplitter().split(ds, frac_train=0.8, frac_valid=0.1, frac_test=0.1)
+    ours = _check_against_deepchem_dataset(bunch, ds, dc_parts)
+    assert sum(map(len, ours)) == len(ds)
+
+    # the 200-character filter afterwards
+    filtered = scaffold_split(bunch.smiles)
+    for full, cut in zip(ours, filtered):
+        assert cut.tolist() == [i for i in full.tolist() if len(bunch.smiles[i]) <= 200]
+
+
+def _molnet_data_dir(tmp_path: Path) -> Path:
+    """DeepChem's file names in a temporary data_dir: links to the reference files; tox21
+    and freesolv gzipped, since the 2.8.0 loaders only look for ``*.csv.gz``."""
+    d = tmp_path / "molnet_data"
+    d.mkdir()
+    for f in DATA.iterdir():
+        if f.suffix in (".csv", ".gz"):
+            os.symlink(f, d / f.name)
+    for name in ("tox21.csv", "freesolv.csv"):
+        if (DATA / name).is_file() and not (DATA / (name + ".gz")).is_file():
+            with open(DATA / name, "rb") as src, gzip.open(d / (name + ".gz"), "wb") as dst:
+                shutil.copyfileobj(src, dst)
+    return d
+
+
+# The default DeepChem pipeline (ECFP featurizer, 'scaffold' splitter) costs more; the
+# cheapest few run by default, all of them with -m slow.
+MOLNET_FAST = {"esol", "freesolv", "bbbp", "clintox"}
+
+
+@pytest.mark.parametrize(
+    "name", [n if n in MOLNET_FAST else pytest.param(n, marks=pytest.mark.slow) for n in DATASETS]
+)
+def test_split_identical_to_deepchem_molnet_loader(name, dc, tmp_path, monkeypatch, quiet_rdkit):
+    """End to end: dc.molnet.load_<name>(featurizer='ECFP', splitter='scaffold') as in
+    LOADER_NOTES.md; train/valid/test ids, y and w against our loader + split."""
+    bunch = _bunch(name)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    data_dir = _molnet_data_dir(tmp_path)
+    kwargs = {"tasks": bunch.target_names} if name == "tox21" else {}
+    loader = getattr(dc.molnet, DATASETS[name][1])
+    tasks, parts, _ = loader(featurizer="ECFP", splitter="scaffold", transformers=[], reload=False,
+                             data_dir=str(data_dir), save_dir=str(tmp_path / "save"), **kwargs)
+    assert list(tasks) == bunch.target_names
+    ours = scaffold_split(bunch.smiles, max_smiles_length=None)
+    target = bunch.target.reshape(len(bunch.smiles), -1)
+    for idx, part in zip(ours, parts):
+        assert list(part.ids) == list(bunch.smiles[idx])
+        y_ours = target[idx]
+        missing = np.isnan(y_ours)
+        np.testing.assert_array_equal(part.w.reshape(y_ours.shape) == 0, missing)
+        np.testing.assert_allclose(part.y.reshape(y_ours.shape)[~missing], y_ours[~missing], rtol=0, atol=1e-12)
+
+
+def test_drop_invalid_false_equals_splitter_on_undropped_ids(dc, quiet_rdkit):
+    """ScaffoldSplitter on a dataset that still contains the unparsable SMILES (e.g. loaded with
+    DummyFeaturizer): they count in len(dataset) but land in no part."""
+    bunch = _bunch("bbbp")
+    ds = dc.data.NumpyDataset(X=np.zeros(len(bunch.smiles)), ids=bunch.smiles)
+    dc_parts = dc.splits.ScaffoldSplitter().split(ds)
+    ours = scaffold_split(bunch.smiles, drop_invalid=False, max_smiles_length=None)
+    for mine, theirs in zip(ours, dc_parts):
+        np.testing.assert_array_equal(mine, np.asarray(theirs, dtype=np.int64))
+    # ... and that is a different split from the protocol's
+    assert [len(p) for p in ours] != [len(p) for p in scaffold_split(bunch.smiles, max_smiles_length=None)]
+
+
+@pytest.mark.slow
+def test_hiv_split_is_fast(quiet_rdkit):
+    bunch = _bunch("hiv")
+    from gmnet_sklearn.model_selection.scaffold import _scaffold_of_str
+
+    _scaffold_of_str.cache_clear()
+    t = time.perf_counter()
+    train, valid, test = scaffold_split(bunch.smiles)
+    assert time.perf_counter() - t < 60
+    assert len(train) + len(valid) + len(test) <= 41127 - 7
+
+
+# --------------------------------------------------------------------------------------
+# scikit-learn integration
+# --------------------------------------------------------------------------------------
+def _toy_regression(n_rep=3):
+    s = np.concatenate([_toy()] * n_rep)
+    y = np.arange(len(s), dtype=float) % 7
+    return s, y
+
+
+def test_scaffold_split_cv_protocol():
+    cv = ScaffoldSplit()
+    assert cv.get_n_splits() == 1
+    assert check_cv(cv) is cv
+    assert repr(cv).startswith("ScaffoldSplit(")
+    assert "part='test'" in repr(cv)
+    cv2 = clone(cv)
+    assert cv2 is not cv and cv2.get_params() == cv.get_params()
+    cv.set_params(part="valid", max_smiles_length=None)
+    assert cv.part == "valid" and cv.max_smiles_length is None
+    with pytest.raises(ValueError):
+        cv.set_params(nope=1)
+    with pytest.raises(ValueError):
+        next(ScaffoldSplit(part="train").split(_toy()))
+
+
+def test_scaffold_split_cv_yields_the_parts():
+    s = _toy()
+    train, valid, test = scaffold_split(s)
+    (tr, te), = list(ScaffoldSplit().split(s))
+    np.testing.assert_array_equal(tr, train)
+    np.testing.assert_array_equal(te, test)
+    (tr, va), = list(ScaffoldSplit(part="valid").split(pd.DataFrame({"smiles": s})))
+    np.testing.assert_array_equal(tr, train)
+    np.testing.assert_array_equal(va, valid)
+    # featurized X: SMILES come from groups
+    (tr2, te2), = list(ScaffoldSplit().split(np.zeros((12, 5)), groups=s))
+    np.testing.assert_array_equal(tr2, train)
+    np.testing.assert_array_equal(te2, test)
+
+
+def test_cross_val_score_with_dummy_regressor():
+    s, y = _toy_regression()
+    X = s.reshape(-1, 1)
+    scores = cross_val_score(DummyRegressor(), X, y, cv=ScaffoldSplit(), scoring="neg_root_mean_squared_error")
+    assert scores.shape == (1,)
+    train, _, test = scaffold_split(s)
+    expected = np.sqrt(mean_squared_error(y[test], np.full(len(test), y[train].mean())))
+    assert scores[0] == pytest.approx(-expected)
+
+    res = cross_validate(DummyRegressor(), X, y, cv=ScaffoldSplit(part="valid"), return_indices=True)
+    _, valid, _ = scaffold_split(s)
+    np.testing.assert_array_equal(res["indices"]["test"][0], valid)
+
+
+def test_grid_search_with_scaffold_split_on_dataframe():
+    s, y = _toy_regression()
+    df = pd.DataFrame({"smiles": s})
+
+    def featurize(frame):
+        sm = frame["smiles"]
+        return np.c_[sm.str.len().to_numpy(float), sm.str.count("c").to_numpy(float)]
+
+    pipe = make_pipeline(FunctionTransformer(featurize), Ridge())
+    gs = GridSearchCV(pipe, {"ridge__alpha": [0.1, 1.0, 10.0]}, cv=ScaffoldSplit(part="valid"),
+                      scoring="neg_mean_squared_error")
+    gs.fit(df, y)
+    assert gs.n_splits_ == 1
+    assert gs.best_params_["ridge__alpha"] in (0.1, 1.0, 10.0)
+    # featurized X + SMILES as groups
+    Xf = featurize(df)
+    scores = cross_val_score(Ridge(), Xf, y, groups=s, cv=ScaffoldSplit())
+    assert scores.shape == (1,)
+
+
+def test_metadata_routing_groups_are_requested():
+    import sklearn
+
+    s, y = _toy_regression()
+    Xf = np.c_[[len(x) for x in s], [x.count("c") for x in s]].astype(float)
+    with sklearn.config_context(enable_metadata_routing=True):
+        scores = cross_val_score(Ridge(), Xf, y, cv=ScaffoldSplit(), params={"groups": s})
+    assert scores.shape == (1,)
+
+
+def test_scaffold_kfold():
+    s, y = _toy_regression(n_rep=2)
+    s = np.concatenate([s, ["c1ccc2ccccc2c1C" * 1, "C1CCC2CCCCC2C1", "c1ccoc1", "c1ccsc1"]]).astype(object)
+    y = np.arange(len(s), dtype=float)
+    cv = ScaffoldKFold(n_splits=3)
+    assert cv.get_n_splits() == 3 and repr(cv).startswith("ScaffoldKFold(")
+    folds = list(cv.split(s))
+    assert len(folds) == 3
+    labels = scaffold_groups(s)
+    tests = np.concatenate([te for _, te in folds])
+    assert sorted(tests.tolist()) == np.flatnonzero(labels >= 0).tolist()  # every parsable row once
+    for tr, te in folds:
+        assert not set(labels[tr]) & set(labels[te])  # no scaffold on both sides
+        assert -1 not in set(labels[tr]) | set(labels[te])
+    scores = cross_val_score(DummyRegressor(), s.reshape(-1, 1), y, cv=cv)
+    assert scores.shape == (3,)
+    with pytest.raises(ValueError):
+        list(ScaffoldKFold(n_splits=50).split(s))
+    assert clone(cv).get_params() == cv.get_params()
+
+
+def test_scaffold_split_cv_on_real_data():
+    bunch = _bunch("esol")
+    scores = cross_val_score(DummyRegressor(), bunch.smiles.reshape(-1, 1), bunch.target,
+                             cv=ScaffoldSplit(), scoring="neg_root_mean_squared_error")
+    train, _, test = scaffold_split(bunch.smiles)
+    assert (len(train), len(test)) == (902, 113)
+    expected = np.sqrt(np.mean((bunch.target[test] - bunch.target[train].mean()) ** 2))
+    assert scores[0] == pytest.approx(-expected)
