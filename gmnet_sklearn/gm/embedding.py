@@ -27,12 +27,13 @@ class SHEmbedding(nn.Module):
             self.tok_res.weight[pad_id].zero_()
         self.res_proj = nn.Linear(r, d_model, bias=False) if r < d_model else nn.Identity()
         self.W_up = nn.Linear(self.dim, d_model, bias=False)
+        self.sh = F.HarmonicMap(k, L)
         self.dropout = nn.Dropout(dropout)
 
     def table(self) -> torch.Tensor:
         """The (V, d) embedding of every token. It depends on the token id alone, so computing the
         whole vocabulary once per step is cheaper than per position (V is smaller than B*T)."""
-        sphere = F.harmonic_readout(F.normalise(self.P), self.W_up.weight, self.L)
+        sphere = self.sh.readout(F.normalise(self.P), self.W_up.weight)
         return sphere + self.res_proj(self.tok_res.weight)
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:

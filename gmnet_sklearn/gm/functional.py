@@ -4,7 +4,7 @@ Phi(x) is built as a fixed coefficient matrix over monomials: for each degree l,
 of harmonic homogeneous polynomials (from the classical x_1-recurrence, so it is canonical and
 identical on every machine) is orthonormalised in L2(S^{k-1}) with exact monomial integrals and a
 Cholesky factor. Phi(x) = A @ monomials(x) is then linear in the monomials, which lets modules fold
-A into their trainable weights at run time without changing the parameterisation.
+A into their trainable weights at run time without changing the parameterisation (`HarmonicMap`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ __all__ = [
     "harmonic_basis",
     "monomials",
     "phi",
-    "harmonic_readout",
+    "HarmonicMap",
     "sh_coefficients",
     "normalise",
     "funk_hecke",
@@ -268,16 +268,47 @@ def phi(x: torch.Tensor, L: int) -> torch.Tensor:
     return monomials(x, L) @ sh_coefficients(k, L, x.device, x.dtype).T
 
 
-def harmonic_readout(z: torch.Tensor, weight: torch.Tensor, L: int, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """weight @ Phi(z) (+ bias) for unit z, with A folded into the (out, D*) weight.
+class HarmonicMap(torch.nn.Module):
+    """Phi on S^{k-1} with its fixed tables held as (non-persistent) buffers.
 
-    monomials(z) @ (weight @ A)^T costs one matmul instead of two and never materialises the
-    D*-wide features; the trainable parameter stays the (out, D*) weight.
+    Works in feature-major layout: monomials are built from rows of x^T, so each gather copies
+    whole contiguous rows (much faster on CPU than gathering along the last axis), and read-outs
+    are one matmul with A folded into the trainable weight. Buffers follow ``.to()``/``.double()``
+    and keep ``torch.compile`` free of global caches.
     """
-    k = z.shape[-1]
-    folded = weight @ sh_coefficients(k, L, z.device, z.dtype)
-    out = monomials(z, L) @ folded.T
-    return out if bias is None else out + bias
+
+    def __init__(self, k: int, L: int):
+        super().__init__()
+        _check_kL(k, L)
+        self.k, self.L = k, L
+        basis = harmonic_basis(k, L)
+        self.dim, self.n_monomials = basis.dim, basis.n_monomials
+        # float64 master (cast on use) so a .double() model keeps Phi exact.
+        self.register_buffer("coeffs", torch.as_tensor(basis.coeffs, dtype=torch.float64), persistent=False)
+        for l in range(1, L + 1):
+            sel = np.nonzero(basis.monomial_degrees == l)[0]
+            start = int(np.nonzero(basis.monomial_degrees == l - 1)[0][0])
+            self.register_buffer(f"parent{l}", torch.as_tensor(basis.parent[sel] - start), persistent=False)
+            self.register_buffer(f"variable{l}", torch.as_tensor(basis.variable[sel]), persistent=False)
+
+    def monomials_fm(self, x_fm: torch.Tensor) -> torch.Tensor:
+        """x_fm (k, ...) -> all monomials of degree <= L, (n_monomials, ...)."""
+        blocks = [torch.ones_like(x_fm[:1])]
+        for l in range(1, self.L + 1):
+            parent, variable = getattr(self, f"parent{l}"), getattr(self, f"variable{l}")
+            blocks.append(blocks[-1].index_select(0, parent) * x_fm.index_select(0, variable))
+        return torch.cat(blocks, 0)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        """Phi(z) (..., D*) for unit z (..., k)."""
+        return self.readout(z, torch.eye(self.dim, dtype=z.dtype, device=z.device))
+
+    def readout(self, z: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        """weight @ Phi(z) + bias for unit z (..., k) and weight (out, D*): (..., out)."""
+        lead = z.shape[:-1]
+        m = self.monomials_fm(z.reshape(-1, self.k).T)  # (n_mono, N)
+        out = ((weight @ self.coeffs.to(weight.dtype)) @ m).T.reshape(*lead, weight.shape[0])
+        return out if bias is None else out + bias
 
 
 def normalise(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:

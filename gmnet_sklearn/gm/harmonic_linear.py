@@ -31,11 +31,12 @@ class SHFFN(nn.Module):
         else:
             self.register_buffer("lam", eig)
         self.register_buffer("degrees", torch.as_tensor(F.degree_index(k, L)), persistent=False)
+        self.sh = F.HarmonicMap(k, L)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         z = F.normalise(self.W_sphere(x))
         weight = self.M.weight * self.lam[self.degrees]  # lambda folded into the read-out
-        return F.harmonic_readout(z, weight, self.L, self.M.bias)
+        return self.sh.readout(z, weight, self.M.bias)
 
     def reference(self, x: torch.Tensor) -> torch.Tensor:
         z = F.normalise(self.W_sphere(x))

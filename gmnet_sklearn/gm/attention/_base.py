@@ -17,7 +17,8 @@ from torch.nn import functional as torch_F
 
 from .. import functional as F
 
-IMPLS = ("auto", "parallel", "reference")
+# "triton": the fused kernel (gm/triton), used by "auto" on CUDA when Triton is installed (DualSKA).
+IMPLS = ("auto", "parallel", "reference", "triton")
 
 
 def _spread_gamma_logits(n_heads: int, L: int) -> torch.Tensor:
@@ -63,7 +64,7 @@ class SphereAttention(nn.Module):
         bound = 1.0 / math.sqrt(self.dim)
         self.W_out_h = nn.Parameter(torch.empty(n_heads, self.dim, self.d_head).uniform_(-bound, bound))
         self.out_proj = nn.Linear(d_model, d_model, bias=False)
-        self.register_buffer("zonal", torch.as_tensor(F.zonal_coefficients(k, L), dtype=torch.float32), persistent=False)
+        self.sh = F.HarmonicMap(k, L)
 
     # -- projections --------------------------------------------------------------------------
     def project(self, x: torch.Tensor, mask: torch.Tensor):
@@ -94,20 +95,23 @@ class SphereAttention(nn.Module):
     def readout(self, branches: list[torch.Tensor]) -> torch.Tensor:
         """Fuse branch k-vectors (B, H, T, k) through Phi and W_out_h, then out_proj: (B, T, d).
 
-        Phi is linear in the monomials, so the convex fusion a Phi(z1) + (1-a) Phi(z2) is taken on
-        monomials and A is folded into W_out_h: one (n_mono x d_h) matmul per head.
+        Phi is linear in the monomials, so the convex fusion a Phi(z1) + (1-a) Phi(z2) becomes a
+        sum of two per-head matmuls with A folded into a W_out_h and (1-a) W_out_h. Monomials are
+        built feature-major, (n_mono, H, B*T), where each gather copies contiguous rows.
         """
-        mono = [F.monomials(F.normalise(z), self.L) for z in branches]
-        if len(mono) == 2:
-            a = torch.sigmoid(self.beta_fusion)[None, :, None, None]
-            m = a * mono[0] + (1 - a) * mono[1]
+        B, H, T, k = branches[0].shape
+        W = torch.einsum("sm,hsc->hcm", self.sh.coeffs.to(self.W_out_h.dtype), self.W_out_h)  # (H, d_head, n_mono)
+        if len(branches) == 2:
+            a = torch.sigmoid(self.beta_fusion)[:, None, None]
+            weights = [a * W, (1 - a) * W]
         else:
-            m = mono[0]
-        A = F.sh_coefficients(self.k, self.L, m.device, m.dtype)  # (D*, n_mono)
-        W = torch.einsum("sm,hsc->hmc", A, self.W_out_h)  # (H, n_mono, d_head)
-        heads = torch.einsum("bhtm,hmc->bthc", m, W)
-        B, T = heads.shape[:2]
-        return self.out_proj(heads.reshape(B, T, self.d_model))
+            weights = [W]
+        heads = 0
+        for z, w in zip(branches, weights):
+            z_fm = F.normalise(z).permute(3, 1, 0, 2).reshape(k, H, B * T)
+            heads = heads + torch.bmm(w, self.sh.monomials_fm(z_fm).transpose(0, 1))  # (H, d_head, B*T)
+        heads = heads.reshape(H, self.d_head, B, T).permute(2, 3, 0, 1).reshape(B, T, self.d_model)
+        return self.out_proj(heads)
 
     def branch_outputs(self, q, k, p, log_gamma, mask, impl: str) -> list[torch.Tensor]:
         raise NotImplementedError

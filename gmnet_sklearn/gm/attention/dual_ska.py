@@ -5,9 +5,11 @@ u = a Phi(normalise(y_SFA)) + (1 - a) Phi(normalise(cv)), a = sigmoid(beta_fusio
 
 from __future__ import annotations
 
+from ..triton import triton_available
 from ._base import SphereAttention
 from .bidir_sfa import bidir_sfa
-from .ska import ska
+from .gated_sfa import PARALLEL_MAX_LEN, sfa_parallel, zonal_terms
+from .ska import ska, ska_zonal
 
 
 class DualSKA(SphereAttention):
@@ -16,4 +18,8 @@ class DualSKA(SphereAttention):
     n_branches = 2
 
     def branch_outputs(self, q, k, p, log_gamma, mask, impl):
+        if impl == "triton" or (impl == "auto" and q.is_cuda and triton_available()):
+            from ..triton.dual_ska import dual_ska_triton  # lazy: triton is optional
+
+            return list(dual_ska_triton(q, k, p, log_gamma, mask, self.L))
         return [bidir_sfa(q, k, p, log_gamma, self.L, impl), ska(q, k, p, mask, self.L, impl)]

@@ -39,14 +39,23 @@ def sfa_scan(q, k, p, log_gamma, L: int, reverse: bool = False, return_state: bo
     return (y, M) if return_state else y
 
 
-def zonal_kernel(cos: torch.Tensor, k: int, L: int) -> torch.Tensor:
-    """a_l P_l(cos) for l = 0..L on a new last axis: the per-degree pieces of Phi(q).Phi(k)."""
-    a = torch.as_tensor(F.zonal_coefficients(k, L), dtype=cos.dtype, device=cos.device)
-    return F.gegenbauer_normalised(L, k, cos) * a
+def zonal_terms(cos: torch.Tensor, k: int, L: int) -> list:
+    """[a_0, a_1 P_1(cos), ..., a_L P_L(cos)]: the per-degree pieces of Phi(q).Phi(k).
+
+    Term 0 is the constant a_0 (a float), so no all-constant T x T tensor is ever built. Shared by
+    both DualSKA branches, which see the same cosines.
+    """
+    a = F.zonal_coefficients(k, L)
+    lam = (k - 2) / 2.0
+    P = [None, cos]
+    for n in range(1, L):
+        prev = P[n - 1] if n > 1 else 1.0
+        P.append((2.0 * (n + lam) / (n + 2.0 * lam)) * cos * P[n] - (n / (n + 2.0 * lam)) * prev)
+    return [float(a[0])] + [float(a[l]) * P[l] for l in range(1, L + 1)]
 
 
 def decay_weights(log_gamma: torch.Tensor, causal: bool) -> torch.Tensor:
-    """Path weights (B, H, L+1, T, T) from cumulative log-gates.
+    """Path weights (B, H, L+1, T, T) from cumulative log-gates (the direct, unfactorised form).
 
     forward part, s <= t: exp(C_t - C_s) with C the inclusive cumsum;
     backward part, s >= t: exp(D_s - D_t) with D = C - log_gamma (exclusive cumsum).
@@ -68,13 +77,42 @@ def decay_weights(log_gamma: torch.Tensor, causal: bool) -> torch.Tensor:
     return 0.5 * both + 0.5 * torch.eye(T, dtype=both.dtype, device=both.device)
 
 
-def sfa_parallel(q, k, p, log_gamma, L: int, causal: bool) -> torch.Tensor:
-    """Decay-masked zonal form of the (causal or bidirectional) Gated SFA branch: y (B, H, T, k)."""
-    cos = q @ k.transpose(-1, -2)  # (B, H, T, T)
-    K = zonal_kernel(cos, q.shape[-1], L)  # (B, H, T, T, L+1)
-    G = decay_weights(log_gamma, causal)  # (B, H, L+1, T, T)
-    W = torch.einsum("bhtsl,bhlts->bhts", K, G)
-    return W @ p
+# exp() of cumulative log-gates stays finite in float32 while the span is below this.
+_FACTOR_MAX_SPAN = 150.0
+
+
+def sfa_parallel(q, k, p, log_gamma, L: int, causal: bool, terms: list | None = None) -> torch.Tensor:
+    """Decay-masked zonal form of the (causal or bidirectional) Gated SFA branch: y (B, H, T, k).
+
+    The path weight factorises, exp(C_t - C_s) = exp(C_t - R) exp(R - C_s), so the exponentials
+    act on (T x k) values instead of (T x T) pair tensors; only the triangular masks of the
+    zonal terms touch T^2 elements. R (the mid-sequence cumulative gate) centres the exponents;
+    when their span could overflow, the direct form `decay_weights` is used instead.
+    """
+    if terms is None:
+        terms = zonal_terms(q @ k.transpose(-1, -2), q.shape[-1], L)
+    T = q.shape[2]
+    C = log_gamma.cumsum(2)  # (B, H, T, L+1)
+    if T == 0 or float(-C[:, :, -1].detach().min()) > _FACTOR_MAX_SPAN:
+        W = sum(K * G for K, G in zip(_expand(terms, q), decay_weights(log_gamma, causal).unbind(2)))
+        return W @ p
+    R = C[:, :, T // 2 : T // 2 + 1]
+    lower = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
+    zero = q.new_zeros(())
+    y = 0
+    for l, K in enumerate(_expand(terms, q)):
+        out = torch.exp(C[..., l : l + 1] - R[..., l : l + 1])  # exp(C_t - R)
+        y = y + out * (torch.where(lower, K, zero) @ (p / out))
+        if not causal:
+            D = C[..., l : l + 1] - log_gamma[..., l : l + 1]
+            back = torch.exp(R[..., l : l + 1] - D)  # exp(R - D_t)
+            y = y + back * (torch.where(lower.T, K, zero) @ (p / back))
+    return y if causal else 0.5 * y
+
+
+def _expand(terms: list, q: torch.Tensor) -> list:
+    T = q.shape[2]
+    return [q.new_full((1, 1, T, T), t) if isinstance(t, float) else t for t in terms]
 
 
 class GatedSFA(SphereAttention):

@@ -13,6 +13,7 @@ import torch
 
 from .. import functional as F
 from ._base import SphereAttention
+from .gated_sfa import zonal_terms
 
 
 def _masked_softmax_attend(scores: torch.Tensor, p: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -28,26 +29,12 @@ def ska_features(q, k, p, mask, L: int):
     return _masked_softmax_attend(scores, p, mask)
 
 
-def ska_score_polynomial(k: int, L: int) -> list[float]:
-    """Coefficients c_j of sum_l a_l P_l(t) / sqrt(D*) = sum_j c_j t^j (monomial form, for Horner)."""
-    import numpy as np
-
-    a = F.zonal_coefficients(k, L)
-    # Power-basis coefficients of each P_l from its values at L+1 Chebyshev-like nodes (exact:
-    # P_l has degree l <= L).
-    nodes = np.cos(np.pi * (np.arange(L + 1) + 0.5) / (L + 1))
-    values = F.gegenbauer_normalised(L, k, nodes) @ a / math.sqrt(F.harmonic_dim(k, L))
-    return list(np.linalg.solve(np.vander(nodes, L + 1, increasing=True), values))
-
-
-def ska_zonal(q, k, p, mask, L: int):
-    """Fast form: scores are a degree-L polynomial of the k-dim cosine (Horner), never D*-wide."""
-    cos = q @ k.transpose(-1, -2)
-    coeffs = ska_score_polynomial(q.shape[-1], L)
-    scores = torch.full_like(cos, coeffs[-1])
-    for c in reversed(coeffs[:-1]):
-        scores = scores * cos + c
-    return _masked_softmax_attend(scores, p, mask)
+def ska_zonal(q, k, p, mask, L: int, terms: list | None = None):
+    """Fast form: scores are sum_l a_l P_l(q.k) / sqrt(D*), never D*-wide features."""
+    if terms is None:
+        terms = zonal_terms(q @ k.transpose(-1, -2), q.shape[-1], L)
+    scores = sum(terms[1:], terms[0]) if len(terms) > 1 else q.new_full((1, 1, q.shape[2], k.shape[2]), terms[0])
+    return _masked_softmax_attend(scores / math.sqrt(F.harmonic_dim(q.shape[-1], L)), p, mask)
 
 
 def ska(q, k, p, mask, L: int, impl: str = "auto"):

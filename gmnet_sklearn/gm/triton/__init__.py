@@ -1,0 +1,45 @@
+"""Optional fused Triton kernels (DESIGN.md section 5: fusion on GPU is where the speed is).
+
+Triton is imported lazily: this package imports, and `triton_available()` answers, without it.
+Kernels run on CUDA tensors, or on CPU tensors under the Triton interpreter (``TRITON_INTERPRET=1``,
+which must be set before `gmnet_sklearn.gm.triton.dual_ska` is first imported: ``triton.jit``
+reads it when the kernels are defined).
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+__all__ = ["triton_available", "interpret_mode", "dual_ska_triton"]
+
+
+@lru_cache(maxsize=None)
+def _triton_importable() -> bool:
+    try:
+        import triton  # noqa: F401
+        import triton.language  # noqa: F401
+    except Exception:  # ImportError, or a broken install (missing driver libraries, ...)
+        return False
+    return True
+
+
+def interpret_mode() -> bool:
+    """True when the Triton interpreter is requested (kernels then run on CPU tensors)."""
+    return os.environ.get("TRITON_INTERPRET", "0").strip().lower() not in ("", "0", "false", "off", "no")
+
+
+def triton_available() -> bool:
+    """Triton is importable and there is something to run it on: a CUDA device or the interpreter."""
+    if not _triton_importable():
+        return False
+    import torch
+
+    return torch.cuda.is_available() or interpret_mode()
+
+
+def dual_ska_triton(q, k, p, log_gamma, mask, L: int, **kwargs):
+    """Both DualSKA branch outputs (y_sfa, cv) from one fused kernel; see `.dual_ska`."""
+    from .dual_ska import dual_ska_triton as impl
+
+    return impl(q, k, p, log_gamma, mask, L, **kwargs)

@@ -1,0 +1,177 @@
+"""The fused Triton DualSKA kernel against the torch references, forward and backward.
+
+Without CUDA the kernels run on CPU tensors under the Triton interpreter: TRITON_INTERPRET=1 is
+set here before triton is imported (triton.jit reads it when the kernels are defined, and triton
+imports some of its own modules lazily at the first launch, so it stays set for the session; that
+only affects `triton_available()`, and "auto" never sends CPU tensors to Triton). With CUDA
+the same comparisons run on the GPU with compiled kernels (run ``TRITON_INTERPRET=1 pytest`` there
+to exercise the interpreter instead). Shapes are tiny: the interpreter executes every op in numpy.
+"""
+
+import os
+
+import pytest
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+pytest.importorskip("triton")
+
+from gmnet_sklearn.gm import functional as F  # noqa: E402
+from gmnet_sklearn.gm.attention import make_attention  # noqa: E402
+from gmnet_sklearn.gm.attention._base import IMPLS  # noqa: E402
+from gmnet_sklearn.gm.attention.bidir_sfa import bidir_sfa_parallel, bidir_sfa_scan  # noqa: E402
+from gmnet_sklearn.gm.attention.ska import ska_features, ska_zonal  # noqa: E402
+from gmnet_sklearn.gm.triton import dual_ska as kernels  # noqa: E402
+from gmnet_sklearn.gm.triton import triton_available  # noqa: E402
+
+dual_ska_triton = kernels.dual_ska_triton
+
+DEVICES = [
+    pytest.param("cpu", marks=pytest.mark.skipif(not kernels.INTERPRETED, reason="kernels compiled for GPU (TRITON_INTERPRET unset)")),
+    pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")),
+]
+
+# T -> valid lengths per batch row: a full row, a padded row and an all-padding row.
+LENGTHS = {1: [1, 0, 1], 7: [7, 3, 0], 13: [13, 6, 0], 37: [37, 20, 0]}
+
+
+def make_inputs(T, kdim, L, device, B=3, H=2, seed=0, lengths=None):
+    """float32 leaves: raw (off-sphere) q, k, then p and log_gamma zeroed at padding."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = LENGTHS[T] if lengths is None else lengths
+    mask = torch.ones(B, T, dtype=torch.bool)
+    for b, n in enumerate(lengths[:B]):
+        mask[b, n:] = False
+    q = torch.randn(B, H, T, kdim, generator=g)
+    k = torch.randn(B, H, T, kdim, generator=g)
+    p = torch.randn(B, H, T, kdim, generator=g) * mask[:, None, :, None]
+    lg = torch.nn.functional.logsigmoid(torch.randn(B, H, T, L + 1, generator=g) + 1.5) * mask[:, None, :, None]
+    leaves = [t.to(device).requires_grad_(True) for t in (q, k, p, lg)]
+    return leaves, mask.to(device)
+
+
+def reference(leaves, mask, L, recurrent=False):
+    """float64 references on copies of the leaves: (y_sfa, cv) and the float64 leaves."""
+    ref_leaves = [t.detach().double().requires_grad_(True) for t in leaves]
+    q, k, p, lg = ref_leaves
+    qn, kn = F.normalise(q), F.normalise(k)
+    if recurrent:
+        y, cv = bidir_sfa_scan(qn, kn, p, lg, L), ska_features(qn, kn, p, mask, L)
+    else:
+        y, cv = bidir_sfa_parallel(qn, kn, p, lg, L), ska_zonal(qn, kn, p, mask, L)
+    return (y, cv), ref_leaves
+
+
+def assert_close(actual, expected, what=""):
+    """float32 tolerances: 1e-4 relative, plus an absolute floor at 1e-5 of the tensor's scale."""
+    expected = expected.detach().double()
+    scale = expected.abs().max().clamp_min(1.0).item() if expected.numel() else 1.0
+    torch.testing.assert_close(actual.detach().double().cpu(), expected.cpu(), rtol=1e-4, atol=1e-5 * scale, msg=lambda m: f"{what}: {m}")
+
+
+def grads(outputs, weights, leaves):
+    loss = sum((o * w.to(o.dtype)).sum() for o, w in zip(outputs, weights) if w is not None)
+    return torch.autograd.grad(loss, leaves, allow_unused=True, materialize_grads=True)
+
+
+def check(T, kdim, L, device, block=None, recurrent=False, lengths=None, use=(True, True)):
+    leaves, mask = make_inputs(T, kdim, L, device, lengths=lengths)
+    q, k, p, lg = leaves
+    y, cv = dual_ska_triton(F.normalise(q), F.normalise(k), p, lg, mask, L, block=block)
+    (y_ref, cv_ref), ref_leaves = reference(leaves, mask.cpu() if recurrent else mask, L, recurrent)
+    assert y.dtype == torch.float32 and cv.dtype == torch.float32
+    assert torch.isfinite(y).all() and torch.isfinite(cv).all()
+    assert_close(y, y_ref, "y_sfa")
+    assert_close(cv, cv_ref, "cv")
+
+    g = torch.Generator().manual_seed(1)
+    weights = [torch.randn(y.shape, generator=g).to(device) if u else None for u in use]
+    got = grads((y, cv), weights, leaves)
+    want = grads((y_ref, cv_ref), weights, ref_leaves)
+    for name, a, b in zip(("q", "k", "p", "log_gamma"), got, want):
+        assert torch.isfinite(a).all(), name
+        assert_close(a, b, f"d{name}")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("L", [0, 2, 3])
+@pytest.mark.parametrize("kdim", [3, 8])
+@pytest.mark.parametrize("T", [1, 7, 13])
+def test_matches_reference_padded(T, kdim, L, device):
+    check(T, kdim, L, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_several_blocks(device):
+    # T = 37 over blocks of 16: three query and key blocks, the last one partial.
+    check(37, 8, 3, device, block=16)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_matches_recurrent_and_feature_references(device):
+    check(7, 3, 2, device, recurrent=True)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("use", [(True, False), (False, True)], ids=["sfa_only", "ska_only"])
+def test_one_branch_gradient(use, device):
+    # The other output gets no gradient (None in backward); each branch's gradient alone is exact.
+    check(7, 8, 3, device, use=use)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_all_padding_batch_is_finite(device):
+    leaves, mask = make_inputs(7, 3, 2, device, lengths=[0, 0, 0])
+    q, k, p, lg = leaves
+    y, cv = dual_ska_triton(F.normalise(q), F.normalise(k), p, lg, mask, 2)
+    assert (y == 0).all() and (cv == 0).all()
+    for gr in torch.autograd.grad((y.sum() + cv.sum()), leaves, allow_unused=True, materialize_grads=True):
+        assert torch.isfinite(gr).all()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_dual_ska_module_dispatch(device):
+    assert "triton" in IMPLS
+    torch.manual_seed(0)
+    layer = make_attention("dual_ska", d_model=24, n_heads=3, k=5, L=3).to(device)
+    B, T = 3, 9
+    x = torch.randn(B, T, 24, device=device, requires_grad=True)
+    mask = torch.ones(B, T, dtype=torch.bool, device=device)
+    mask[1, 6:] = False
+    mask[2, 1:] = False
+    conj = torch.randint(0, 2, (B, T), device=device)
+    fused, ref = layer(x, conj, mask, impl="triton"), layer(x, conj, mask, impl="parallel")
+    assert_close(fused, ref, "layer output")
+    params = [x, *layer.parameters()]
+    w = torch.randn_like(ref)
+    for a, b in zip(torch.autograd.grad((fused * w)[mask].sum(), params), torch.autograd.grad((ref * w)[mask].sum(), params)):
+        assert_close(a, b, "layer gradient")
+    if device == "cuda" and triton_available():
+        assert_close(layer(x, conj, mask, impl="auto"), ref, "auto on CUDA")
+
+
+def test_auto_stays_on_torch_for_cpu_tensors(monkeypatch):
+    def boom(*args, **kwargs):
+        raise AssertionError("auto must not dispatch CPU tensors to Triton")
+
+    monkeypatch.setattr(kernels, "dual_ska_triton", boom)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # even with the interpreter requested
+    layer = make_attention("dual_ska", d_model=24, n_heads=3, k=5, L=2)
+    x = torch.randn(2, 4, 24)
+    layer(x, torch.zeros(2, 4, dtype=torch.long), torch.ones(2, 4, dtype=torch.bool), impl="auto")
+
+
+def test_float64_inputs_round_trip():
+    if not kernels.INTERPRETED and not torch.cuda.is_available():
+        pytest.skip("no way to run the kernels")
+    device = "cpu" if kernels.INTERPRETED else "cuda"
+    leaves, mask = make_inputs(7, 3, 2, device)
+    leaves = [t.detach().double().requires_grad_(True) for t in leaves]
+    q, k, p, lg = leaves
+    y, cv = dual_ska_triton(F.normalise(q), F.normalise(k), p, lg, mask, 2)
+    assert y.dtype == cv.dtype == torch.float64
+    (y_ref, cv_ref), _ = reference(leaves, mask, 2)
+    assert_close(y, y_ref, "y_sfa")
+    assert_close(cv, cv_ref, "cv")
+    assert all(g.dtype == torch.float64 for g in torch.autograd.grad(y.sum() + cv.sum(), leaves))
