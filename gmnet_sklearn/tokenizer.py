@@ -65,6 +65,9 @@ def tokenize_smiles(smiles: str) -> list[str]:
     """
     if not isinstance(smiles, str):
         raise TypeError(f"SMILES must be a str, got {type(smiles).__name__}: {smiles!r}")
+    # Surrounding whitespace is not part of a SMILES (RDKit and DeepChem ignore it; ESOL has
+    # trailing spaces); whitespace inside one is still an error.
+    smiles = smiles.strip()
     tokens = SMILES_PATTERN.findall(smiles)
     if sum(map(len, tokens)) != len(smiles):  # cheap check first; findall never overlaps
         raise ValueError(f"cannot tokenize SMILES {smiles!r}: {_describe_unmatched(smiles)}")
@@ -167,6 +170,7 @@ def conjugation_flags(smiles: str, tokens: list[str] | None = None) -> np.ndarra
     1 for an atom token whose RDKit atom is aromatic or has a conjugated bond, 0 otherwise
     (including every non-atom token). ``[CLS]``/``[SEP]`` are not included.
     """
+    smiles = smiles.strip()
     if tokens is None:
         tokens = tokenize_smiles(smiles)
     mol = _parse(smiles)
@@ -368,6 +372,7 @@ class SmilesTokenizer:
 
     def _encode_one(self, smiles: str) -> tuple[np.ndarray, np.ndarray] | str:
         """Encoded arrays, or the reason the SMILES is invalid (no exceptions: batch path)."""
+        smiles = smiles.strip()
         if not smiles:
             return "empty string"
         try:

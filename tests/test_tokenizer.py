@@ -115,7 +115,7 @@ def test_tokenize_examples(smiles: str, tokens: list[str]) -> None:
     assert "".join(tokens) == smiles
 
 
-@pytest.mark.parametrize("smiles, bad", [("CCO ", "' ' at 3"), ("C|C", "'|' at 1"), ("C[C", "'[' at 1")])
+@pytest.mark.parametrize("smiles, bad", [("CC O", "' ' at 2"), ("C|C", "'|' at 1"), ("C[C", "'[' at 1")])
 def test_tokenize_rejects_unmatched_characters(smiles: str, bad: str) -> None:
     with pytest.raises(ValueError) as err:
         tokenize_smiles(smiles)
@@ -313,7 +313,7 @@ def test_encode_batch_errors_name_items(tok: SmilesTokenizer) -> None:
 
 
 def test_encode_batch_mask(tok: SmilesTokenizer) -> None:
-    items = ["CCO", "C1CC", "", 3.5, "c1ccccc1", "CCO "]
+    items = ["CCO", "C1CC", "", 3.5, "c1ccccc1", "CC O"]
     batch = tok.encode_batch(items, max_length=8, on_invalid="mask")
     assert batch.valid.tolist() == [True, False, False, False, False, False]
     assert batch.lengths.tolist() == [5, 2, 2, 2, 2, 2]
@@ -321,7 +321,7 @@ def test_encode_batch_mask(tok: SmilesTokenizer) -> None:
         assert batch.ids[i].tolist() == [tok.cls_id, tok.sep_id]
         assert batch.flags[i].tolist() == [0, 0]
     assert set(batch.errors) == {1, 2, 3, 4, 5}
-    assert "max_length" in batch.errors[4] and "' ' at 3" in batch.errors[5]
+    assert "max_length" in batch.errors[4] and "' ' at 2" in batch.errors[5]
 
 
 def test_single_encode_errors(tok: SmilesTokenizer) -> None:
@@ -344,3 +344,16 @@ def test_pickle_roundtrip(tok: SmilesTokenizer) -> None:
         a, b = clone.encode_with_flags("CCOc1ccccc1"), t.encode_with_flags("CCOc1ccccc1")
         np.testing.assert_array_equal(a[1], b[1])
     assert pickle.loads(pickle.dumps(SmilesTokenizer())).vocab_file is None
+
+
+def test_surrounding_whitespace_is_ignored_inner_whitespace_is_an_error():
+    from gmnet_sklearn.tokenizer import SmilesTokenizer, tokenize_smiles
+
+    assert tokenize_smiles(" CCO  ") == ["C", "C", "O"]
+    tok = SmilesTokenizer().fit(["CCO"])
+    batch = tok.encode_batch(["CCO ", "\tCCO"])
+    assert [list(a) for a in batch.ids] == [tok.encode("CCO")] * 2
+    with pytest.raises(ValueError, match="strip whitespace"):
+        tokenize_smiles("CC O")
+    with pytest.raises(ValueError, match="empty"):
+        tok.encode_batch(["  "])
