@@ -1,0 +1,1 @@
+"""Benchmark harness: protocols, runs, the (k, L) ablation and the results report (see benchmarks/README.md)."""

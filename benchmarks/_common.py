@@ -1,0 +1,512 @@
+"""Shared machinery of ``benchmarks.run`` and ``benchmarks.ablation``: data, estimators,
+scoring, environment capture and the result-file format (one JSON per run)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from .protocols import ARMS, Endpoint, Protocol
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+DEFAULT_RESULTS_DIR = REPO / "benchmarks" / "results"
+RESULT_SCHEMA = "gmnet-benchmark-result/1"
+SPLIT_FRACTIONS = (0.8, 0.1, 0.1)
+MAX_SMILES_LENGTH = 200
+
+
+# ------------------------------------------------------------------------------------------
+# Paths
+# ------------------------------------------------------------------------------------------
+def protocol_id(protocol: Protocol, max_epochs: Optional[int] = None, limit: Optional[int] = None) -> str:
+    """Name of the results folder: the protocol's name, plus the command-line overrides that
+    change its meaning (so a shortened run never lands among, or is resumed as, full runs)."""
+    tags = []
+    if max_epochs is not None and max_epochs != protocol.training.get("max_epochs"):
+        tags.append(f"max_epochs={max_epochs}")
+    if limit is not None:
+        tags.append(f"limit={limit}")
+    return protocol.name + ("@" + ",".join(tags) if tags else "")
+
+
+def result_path(results_dir, protocol_name: str, arm: str, endpoint: str, seed: int,
+                k: Optional[int] = None, L: Optional[int] = None) -> Path:
+    """``<results>/<protocol>/<arm>/<endpoint>/seed<s>[_k<k>_L<L>].json`` (k, L for gmnet only)."""
+    name = f"seed{seed}" + (f"_k{k}_L{L}" if arm == "gmnet" else "") + ".json"
+    return Path(results_dir) / protocol_name / arm / endpoint / name
+
+
+def resolve_data_home(data_home=None) -> Optional[str]:
+    """``--data-home``, else ``GMNET_DATA`` (read by the loader itself), else the project's
+    ``../shared/data/moleculenet`` when it exists."""
+    if data_home:
+        return str(data_home)
+    if os.environ.get("GMNET_DATA"):
+        return None
+    cand = SHARED / "data" / "moleculenet"
+    return str(cand) if cand.is_dir() else None
+
+
+def resolve_vocab_file(vocab_file=None) -> str:
+    """The DeepChem vocabulary (591 tokens): ``--vocab-file``, ``GMNET_TOKENIZER_VOCAB`` or
+    ``../shared/data/tokenizer/deepchem_smiles_vocab.txt``. Both arms must use it."""
+    for cand in (vocab_file, os.environ.get("GMNET_TOKENIZER_VOCAB"),
+                 SHARED / "data" / "tokenizer" / "deepchem_smiles_vocab.txt"):
+        if cand and Path(cand).is_file():
+            return str(Path(cand).resolve())
+    raise FileNotFoundError(
+        "DeepChem vocabulary file not found: pass --vocab-file, set GMNET_TOKENIZER_VOCAB, or place it at "
+        f"{SHARED / 'data' / 'tokenizer' / 'deepchem_smiles_vocab.txt'}"
+    )
+
+
+def sha256_file(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# ------------------------------------------------------------------------------------------
+# Data
+# ------------------------------------------------------------------------------------------
+@dataclass
+class EndpointData:
+    """The DeepChem scaffold split of one endpoint; targets in original units."""
+
+    endpoint: Endpoint
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_valid: np.ndarray
+    y_valid: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    target_names: List[str]
+    data_path: str
+    n_rows_file: int
+    n_rows_used: int
+    split_sizes: Dict[str, int]  # after the 200-character filter, before dropping missing labels
+    dropped_missing_label: Dict[str, int] = field(default_factory=dict)
+    n_whitespace_stripped: int = 0
+    prep_seconds: float = 0.0
+
+    @property
+    def sizes(self) -> Dict[str, int]:
+        return {"train": len(self.X_train), "valid": len(self.X_valid), "test": len(self.X_test)}
+
+    def to_fit(self, y: np.ndarray) -> np.ndarray:
+        """Targets as the estimator is trained on them (log(y + 1) for clearance)."""
+        if self.endpoint.target_transform == "log1p":
+            return np.log1p(y)
+        return y
+
+    def from_fit(self, pred: np.ndarray) -> np.ndarray:
+        if self.endpoint.target_transform == "log1p":
+            return np.expm1(pred)
+        return pred
+
+
+def load_endpoint(endpoint: Endpoint, data_home=None, limit: Optional[int] = None,
+                  download: bool = False) -> EndpointData:
+    """Load, scaffold-split (DeepChem-exact, 200-character filter after the split) and, for
+    single-task classification, drop missing labels after the split."""
+    from gmnet_sklearn.datasets import fetch_moleculenet
+    from gmnet_sklearn.model_selection import scaffold_split
+
+    t0 = time.perf_counter()
+    bunch = fetch_moleculenet(endpoint.dataset, data_home=data_home, download=download)
+    smiles = np.asarray(bunch.smiles, dtype=object)
+    target = np.asarray(bunch.target, dtype=np.float64)
+    n_file = len(smiles)
+    if limit is not None:
+        smiles, target = smiles[:limit], target[:limit]
+    parts = scaffold_split(smiles, *SPLIT_FRACTIONS, max_smiles_length=MAX_SMILES_LENGTH)
+    split_sizes = {name: int(len(idx)) for name, idx in zip(("train", "valid", "test"), parts)}
+    dropped = {}
+    if endpoint.drop_missing_labels:
+        if target.ndim != 1:
+            raise ValueError(f"{endpoint.name}: drop_missing_labels is for single-task endpoints")
+        kept = []
+        for name, idx in zip(("train", "valid", "test"), parts):
+            keep = ~np.isnan(target[idx])
+            dropped[name] = int((~keep).sum())
+            kept.append(idx[keep])
+        parts = tuple(kept)
+    train, valid, test = parts
+    # Some files carry SMILES with surrounding whitespace (ESOL: trailing spaces), which RDKit
+    # and so the split ignore but the tokenizer rejects. The split above saw the strings as in
+    # the file (DeepChem's ids, 200-character filter included); the models get them stripped.
+    stripped = np.array([s.strip() if isinstance(s, str) else s for s in smiles], dtype=object)
+    n_stripped = int(sum(a != b for a, b in zip(smiles[np.concatenate(parts)], stripped[np.concatenate(parts)])))
+    return EndpointData(
+        endpoint=endpoint,
+        X_train=stripped[train], y_train=target[train],
+        X_valid=stripped[valid], y_valid=target[valid],
+        X_test=stripped[test], y_test=target[test],
+        target_names=list(bunch.target_names),
+        data_path=str(bunch.path),
+        n_rows_file=n_file,
+        n_rows_used=len(smiles),
+        split_sizes=split_sizes,
+        dropped_missing_label=dropped,
+        n_whitespace_stripped=n_stripped,
+        prep_seconds=time.perf_counter() - t0,
+    )
+
+
+# ------------------------------------------------------------------------------------------
+# Estimators and scoring
+# ------------------------------------------------------------------------------------------
+def estimator_class(arm: str, endpoint: Endpoint):
+    from gmnet_sklearn import ChemBERTaClassifier, ChemBERTaRegressor, GMNetClassifier, GMNetRegressor
+
+    table = {
+        ("gmnet", "regression"): GMNetRegressor,
+        ("gmnet", "classification"): GMNetClassifier,
+        ("chemberta", "regression"): ChemBERTaRegressor,
+        ("chemberta", "classification"): ChemBERTaClassifier,
+    }
+    if arm not in ARMS:
+        raise ValueError(f"unknown arm {arm!r}; choose from {ARMS}")
+    return table[arm, endpoint.task_type]
+
+
+def make_estimator(protocol: Protocol, arm: str, endpoint: Endpoint, seed: int, *, vocab_file: str,
+                   device: str = "auto", max_epochs: Optional[int] = None, k: Optional[int] = None,
+                   L: Optional[int] = None, verbose: int = 0):
+    overrides = {"max_epochs": max_epochs, "random_state": seed, "vocab_file": vocab_file,
+                 "device": device, "verbose": verbose}
+    if arm == "gmnet":
+        overrides.update(k=k, L=L)
+    elif k is not None or L is not None:
+        raise ValueError("k and L apply to the gmnet arm only")
+    params = protocol.estimator_params(arm, endpoint.name, **overrides)
+    return estimator_class(arm, endpoint)(**params)
+
+
+def score(endpoint: Endpoint, est, X, y_true, data: EndpointData):
+    """(metric value, per-task values or None) of ``est`` on ``X`` against ``y_true`` in
+    original units: RMSE (regression; clearance predictions mapped back by expm1) or ROC-AUC
+    (mean over tasks, missing labels masked)."""
+    from gmnet_sklearn.estimators.metrics import masked_rmse, mean_roc_auc
+
+    y_true = np.asarray(y_true, dtype=np.float64)
+    if endpoint.task_type == "regression":
+        pred = data.from_fit(np.asarray(est.predict(X), dtype=np.float64))
+        _check_finite(pred)
+        value = masked_rmse(y_true, pred)
+        per_task = None
+        if y_true.ndim == 2:
+            per_task = {t: masked_rmse(y_true[:, j], pred[:, j]) for j, t in enumerate(data.target_names)}
+        return value, per_task
+    proba = np.asarray(est.predict_proba(X), dtype=np.float64)
+    _check_finite(proba)
+    if y_true.ndim == 1:
+        positive = list(np.asarray(est.classes_).tolist()).index(1)
+        return mean_roc_auc(y_true, proba[:, positive]), None
+    per_task = {t: mean_roc_auc(y_true[:, j], proba[:, j]) for j, t in enumerate(data.target_names)}
+    return mean_roc_auc(y_true, proba), per_task
+
+
+class NonFiniteError(RuntimeError):
+    """The restored model predicts NaN / inf: no result is written for such a run."""
+
+
+def _check_finite(values: np.ndarray) -> None:
+    bad = ~np.isfinite(values)
+    if bad.any():
+        rows = int(bad.reshape(len(values), -1).any(1).sum())
+        raise NonFiniteError(f"the restored model gives non-finite predictions for {rows} of {len(values)} molecules")
+
+
+def run_warnings(est) -> List[str]:
+    """Problems worth a flag in the result and the report (the run itself is kept)."""
+    out = []
+    losses = [r.get("train_loss") for r in est.history_]
+    bad = [i + 1 for i, v in enumerate(losses) if v is None or not np.isfinite(v)]
+    if bad:
+        out.append(f"non-finite training loss in {len(bad)} epoch(s), first at epoch {bad[0]}")
+    if "valid_loss" in est.history_[-1] and not any(k in est.history_[-1] for k in ("valid_rmse", "valid_roc_auc")):
+        out.append("validation metric undefined: best epoch selected by validation loss")
+    return out
+
+
+def n_parameters(est) -> Dict[str, int]:
+    params = list(est.net_.module_.parameters())
+    return {"total": int(sum(p.numel() for p in params)),
+            "trainable": int(sum(p.numel() for p in params if p.requires_grad))}
+
+
+def training_curves(est) -> Dict[str, object]:
+    """Per-epoch validation metric (the one used for best-epoch selection), losses, durations."""
+    hist = est.history_
+    row = hist[-1]
+    metric = next((k for k in ("valid_rmse", "valid_roc_auc") if k in row), "valid_loss" if "valid_loss" in row else None)
+
+    def col(key):
+        return [_num(r.get(key)) for r in hist]
+
+    return {
+        "selection_metric": metric,
+        "valid_curve": col(metric) if metric else [],
+        "train_loss": col("train_loss"),
+        "valid_loss": col("valid_loss"),
+        "epoch_seconds": col("dur"),
+    }
+
+
+# ------------------------------------------------------------------------------------------
+# Environment
+# ------------------------------------------------------------------------------------------
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def hardware_info(device: str) -> Dict[str, object]:
+    import torch
+
+    info: Dict[str, object] = {
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "torch_threads": torch.get_num_threads(),
+        "device": device,
+        "gpu_name": None,
+        "platform": platform.platform(),
+    }
+    try:
+        with open("/proc/meminfo") as fh:
+            kb = int(next(line for line in fh if line.startswith("MemTotal")).split()[1])
+        info["memory_gib"] = round(kb / 2**20, 1)
+    except (OSError, StopIteration, ValueError):
+        info["memory_gib"] = None
+    try:  # other jobs on the machine slow a run down: the load at its end helps read its times
+        info["load_average_1_5_15min"] = [round(x, 2) for x in os.getloadavg()]
+    except (OSError, AttributeError):
+        info["load_average_1_5_15min"] = None
+    if str(device).startswith("cuda") and torch.cuda.is_available():
+        info["gpu_name"] = torch.cuda.get_device_name(torch.device(device))
+    return info
+
+
+def hardware_label(hw: Dict[str, object]) -> str:
+    """One-line description of a ``hardware`` record (used by the report)."""
+    cores = hw.get("cpu_affinity") or hw.get("cpu_count")
+    s = f"{hw.get('cpu_model')}, {cores} cores, torch threads {hw.get('torch_threads')}"
+    if hw.get("gpu_name"):
+        s = f"{hw['gpu_name']} ({hw.get('device')}); host " + s
+    else:
+        s = f"CPU only: {s}"
+    return s
+
+
+def versions() -> Dict[str, Optional[str]]:
+    import sklearn
+    import skorch
+    import torch
+
+    import gmnet_sklearn
+
+    out = {
+        "python": platform.python_version(),
+        "gmnet_sklearn": gmnet_sklearn.__version__,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "numpy": np.__version__,
+        "scikit-learn": sklearn.__version__,
+        "skorch": skorch.__version__,
+    }
+    try:
+        import rdkit
+
+        out["rdkit"] = rdkit.__version__
+    except ImportError:  # pragma: no cover
+        out["rdkit"] = None
+    return out
+
+
+def git_info() -> Dict[str, object]:
+    def git(*args):
+        return subprocess.run(["git", "--no-optional-locks", *args], cwd=REPO, capture_output=True,
+                              text=True, timeout=20)
+
+    try:
+        head = git("rev-parse", "HEAD")
+        if head.returncode != 0:
+            return {"commit": None, "dirty": None}
+        status = git("status", "--porcelain", "--untracked-files=no")
+        return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip()) if status.returncode == 0 else None}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+
+
+def command_line(module: str, argv: Sequence[str]) -> str:
+    return f"python -m {module} " + shlex.join(list(argv))
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# ------------------------------------------------------------------------------------------
+# Result records
+# ------------------------------------------------------------------------------------------
+def _num(v):
+    if v is None:
+        return None
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return v
+    return None if math.isnan(f) or math.isinf(f) else f
+
+
+def jsonable(obj):
+    """Plain JSON types; NaN / inf become null."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [jsonable(v) for v in obj.tolist()]
+    if isinstance(obj, (str, bytes, np.str_, np.bytes_)):
+        return str(obj) if isinstance(obj, np.str_) else obj
+    if isinstance(obj, (float, int, np.generic)):
+        return _num(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+def write_json_atomic(path, obj) -> Path:
+    """Write ``obj`` to ``path`` via a temporary file in the same folder + ``os.replace``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(jsonable(obj), fh, indent=1, allow_nan=False)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def estimator_params_record(est) -> Dict[str, object]:
+    return {k: v for k, v in est.get_params(deep=False).items() if k != "callbacks"}
+
+
+def build_record(*, source: str, protocol: Protocol, protocol_name: str, overrides: Dict[str, object],
+                 arm: str, data: EndpointData, est, seed: int, valid, test, wall: Dict[str, object],
+                 command: str, vocab_file: str, extra: Optional[Dict[str, object]] = None) -> Dict[str, object]:
+    endpoint = data.endpoint
+    curves = training_curves(est)
+    epochs = [s for s in curves["epoch_seconds"] if s is not None]
+    best_epoch = int(est.best_epoch_)
+    curve = curves["valid_curve"]
+    record: Dict[str, object] = {
+        "schema": RESULT_SCHEMA,
+        "source": source,
+        "arm": arm,
+        "estimator": type(est).__name__,
+        "endpoint": endpoint.name,
+        "endpoint_label": endpoint.label,
+        "dataset": endpoint.dataset,
+        "task_type": endpoint.task_type,
+        "tasks": data.target_names,
+        "target_transform": endpoint.target_transform,
+        "units": endpoint.units,
+        "protocol": protocol_name,
+        "protocol_base": protocol.name,
+        "protocol_overrides": {k: v for k, v in overrides.items() if v is not None},
+        "protocol_definition": protocol.to_dict(),
+        "hyperparameters": estimator_params_record(est),
+        "seed": seed,
+        "k": est.get_params().get("k") if arm == "gmnet" else None,
+        "L": est.get_params().get("L") if arm == "gmnet" else None,
+        "n_parameters": n_parameters(est)["trainable"],
+        "n_parameters_total": n_parameters(est)["total"],
+        "vocab_file": vocab_file,
+        "vocab_size": int(est.tokenizer_.vocab_size),
+        "metric": endpoint.metric,
+        "higher_is_better": endpoint.higher_is_better,
+        "valid_metric": valid[0] if valid is not None else None,
+        "test_metric": test[0],
+        "valid_per_task": valid[1] if valid is not None else None,
+        "test_per_task": test[1],
+        "best_epoch": best_epoch,
+        "n_epochs": len(est.history_),
+        "selection_metric": curves["selection_metric"],
+        "selection_metric_units": ("log1p(y)" if endpoint.target_transform == "log1p" and endpoint.task_type == "regression"
+                                   else "original"),
+        "selection_metric_at_best_epoch": curve[best_epoch - 1] if curve and best_epoch <= len(curve) else None,
+        "valid_curve": curve,
+        "train_loss_curve": curves["train_loss"],
+        "valid_loss_curve": curves["valid_loss"],
+        "sizes": {**data.sizes, "file_rows": data.n_rows_file, "rows_used": data.n_rows_used,
+                  "split_before_label_drop": data.split_sizes, "dropped_missing_label": data.dropped_missing_label,
+                  "whitespace_stripped": data.n_whitespace_stripped},
+        "data_path": data.data_path,
+        "wall_time_s": {**wall, "per_epoch_mean": float(np.mean(epochs)) if epochs else None, "per_epoch": epochs},
+        "hardware": hardware_info(getattr(est, "device_", "cpu")),
+        "versions": versions(),
+        "git": git_info(),
+        "warnings": run_warnings(est),
+        "command": command,
+        "cwd": os.getcwd(),
+        "timestamp_utc": utc_now(),
+    }
+    if extra:
+        record.update(extra)
+    return record
+
+
+def fmt_metric(v, metric: str) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "nan"
+    return f"{v:.4f}" if metric == "roc_auc" else f"{v:.4g}"
+
+
+def set_threads(threads: Optional[int]) -> None:
+    if threads:
+        import torch
+
+        torch.set_num_threads(int(threads))
+
+
+def eprint(*args) -> None:
+    print(*args, file=sys.stderr, flush=True)

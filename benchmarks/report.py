@@ -1,0 +1,601 @@
+"""Regenerate ``benchmarks/README.md`` and ``benchmarks/results/summary.json`` from the result JSONs.
+
+    python -m benchmarks.report [--results-dir benchmarks/results] [--output benchmarks/README.md]
+                                [--protocol chemberta3]
+
+Every figure in the README comes from the result files (ours) or from ``benchmarks/protocols.py``
+(the paper's, copied from ``paper/chem-gmnet.tex``); nothing is typed in by hand. Means are over
+the seeds present, with the population standard deviation (numpy ``std(ddof=0)``), as the paper.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import _common as C
+from .protocols import (
+    ARM_LABELS,
+    ARMS,
+    ENDPOINTS,
+    EXTRA_ENDPOINTS,
+    KL_GRID_K,
+    KL_GRID_L,
+    PAPER_KL,
+    PAPER_KL_LABELS,
+    PAPER_KL_PARAMS,
+    PROTOCOLS,
+    TABLE1_ENDPOINTS,
+)
+
+DASH = "—"
+DEFAULT_OUTPUT = C.REPO / "benchmarks" / "README.md"
+
+
+# ------------------------------------------------------------------------------------------
+# Loading
+# ------------------------------------------------------------------------------------------
+def load_results(results_dir) -> List[dict]:
+    """Every result JSON under ``<results>/<protocol>/<arm>/<endpoint>/``, with its path."""
+    results_dir = Path(results_dir)
+    out = []
+    for path in sorted(results_dir.glob("*/*/*/*.json")):
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            C.eprint(f"report: skipping unreadable {path}: {exc}")
+            continue
+        if not isinstance(rec, dict) or rec.get("schema") != C.RESULT_SCHEMA:
+            continue
+        rec["_path"] = path
+        out.append(rec)
+    return out
+
+
+def stats(values: Sequence[float]) -> Optional[Dict[str, float]]:
+    vals = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    if not vals:
+        return None
+    arr = np.asarray(vals, dtype=np.float64)
+    return {"mean": float(arr.mean()), "sd": float(arr.std(ddof=0)), "n": int(arr.size)}
+
+
+def default_kl(protocol_base: str) -> Tuple[Optional[int], Optional[int]]:
+    p = PROTOCOLS.get(protocol_base)
+    return (p.gmnet.get("k"), p.gmnet.get("L")) if p else (None, None)
+
+
+class Index:
+    """Result records grouped by protocol / arm / endpoint / (k, L) / seed."""
+
+    def __init__(self, records: Iterable[dict]):
+        self.records = list(records)
+        self.by: Dict[str, Dict[str, Dict[str, Dict[Tuple, Dict[int, dict]]]]] = defaultdict(
+            lambda: defaultdict(lambda: defaultdict(lambda: defaultdict(dict))))
+        self.base: Dict[str, str] = {}
+        for r in self.records:
+            kl = (r.get("k"), r.get("L")) if r["arm"] == "gmnet" else (None, None)
+            self.by[r["protocol"]][r["arm"]][r["endpoint"]][kl][int(r["seed"])] = r
+            self.base[r["protocol"]] = r.get("protocol_base", r["protocol"].split("@")[0])
+
+    @property
+    def protocols(self) -> List[str]:
+        return sorted(self.by)
+
+    def runs(self, protocol: str, arm: str, endpoint: str, kl=None) -> Dict[int, dict]:
+        if kl is None:
+            kl = default_kl(self.base.get(protocol, protocol.split("@")[0])) if arm == "gmnet" else (None, None)
+        return self.by.get(protocol, {}).get(arm, {}).get(endpoint, {}).get(kl, {})
+
+    def kl_cells(self, protocol: str, endpoint: str) -> Dict[Tuple[int, int], Dict[int, dict]]:
+        return {kl: seeds for kl, seeds in self.by.get(protocol, {}).get("gmnet", {}).get(endpoint, {}).items()}
+
+
+def summarise_runs(runs: Dict[int, dict]) -> Optional[dict]:
+    s = stats([runs[s]["test_metric"] for s in sorted(runs)])
+    if s is None:
+        return None
+    s["seeds"] = sorted(runs)
+    s["values"] = [runs[k]["test_metric"] for k in sorted(runs)]
+    s["valid"] = stats([runs[k].get("valid_metric") for k in sorted(runs)])
+    return s
+
+
+# ------------------------------------------------------------------------------------------
+# Formatting
+# ------------------------------------------------------------------------------------------
+def fmt(mean: Optional[float], sd: Optional[float], dec: int, n: Optional[int] = None, bold: bool = False) -> str:
+    if mean is None:
+        return DASH
+    s = f"{mean:.{dec}f} ± {sd:.{dec}f}"
+    if bold:
+        s = f"**{s}**"
+    return s + (f" (n={n})" if n is not None else "")
+
+
+def better(a: float, b: float, higher_is_better: bool) -> Optional[bool]:
+    """True if a beats b, False if b beats a, None on a tie."""
+    if a == b:
+        return None
+    return (a > b) if higher_is_better else (a < b)
+
+
+def md_table(header: Sequence[str], rows: Sequence[Sequence[str]], align: Optional[Sequence[str]] = None) -> str:
+    align = align or ["---"] * len(header)
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.2f} h"
+
+
+def rel(path, start) -> str:
+    return os.path.relpath(Path(path).resolve(), Path(start).resolve())
+
+
+# ------------------------------------------------------------------------------------------
+# Sections
+# ------------------------------------------------------------------------------------------
+def table1(idx: Index, protocol: str, endpoints: Sequence[str]) -> Tuple[str, dict]:
+    rows, summary = [], {}
+    wins = {"ours_gmnet": 0, "ours_chemberta": 0, "ours_ties": 0, "ours_compared": 0,
+            "paper_gmnet": 0, "paper_chemberta": 0, "paper_compared": 0, "same_winner_as_paper": 0,
+            "vs_paper": {arm: {"better": 0, "worse": 0, "equal": 0, "compared": 0} for arm in ARMS}}
+    for name in endpoints:
+        ep = ENDPOINTS[name]
+        dec = ep.decimals
+        hib = ep.higher_is_better
+        ours = {arm: summarise_runs(idx.runs(protocol, arm, name)) for arm in ARMS}
+        paper = {arm: ep.paper_value(arm) for arm in ARMS}
+        ours_win = paper_win = None
+        if ours["gmnet"] and ours["chemberta"]:
+            b = better(ours["gmnet"]["mean"], ours["chemberta"]["mean"], hib)
+            ours_win = "tie" if b is None else ("gmnet" if b else "chemberta")
+            if ep.table1:
+                wins["ours_compared"] += 1
+                wins["ours_ties" if b is None else f"ours_{ours_win}"] += 1
+        if paper["gmnet"] and paper["chemberta"]:
+            b = better(paper["gmnet"][0], paper["chemberta"][0], hib)
+            paper_win = "tie" if b is None else ("gmnet" if b else "chemberta")
+            if ep.table1:
+                wins["paper_compared"] += 1
+                if b is not None:
+                    wins[f"paper_{paper_win}"] += 1
+        if ep.table1 and ours_win and paper_win and ours_win == paper_win:
+            wins["same_winner_as_paper"] += 1
+        for arm in ARMS:
+            if ep.table1 and ours[arm] and paper[arm]:
+                vp = wins["vs_paper"][arm]
+                vp["compared"] += 1
+                b = better(ours[arm]["mean"], paper[arm][0], hib)
+                vp["equal" if b is None else ("better" if b else "worse")] += 1
+        row = [ep.label + ("" if ep.table1 else " *"), ep.metric_label]
+        for arm in ARMS:
+            p = paper[arm]
+            row.append(fmt(*(p or (None, None)), dec, bold=paper_win == arm) if p else DASH)
+        for arm in ARMS:
+            o = ours[arm]
+            row.append(fmt(o["mean"], o["sd"], dec, o["n"], bold=ours_win == arm) if o else DASH)
+        rows.append(row)
+        summary[name] = {"metric": ep.metric, "higher_is_better": hib, "table1": ep.table1,
+                         "paper": {arm: ({"mean": paper[arm][0], "sd": paper[arm][1]} if paper[arm] else None) for arm in ARMS},
+                         "ours": ours, "ours_winner": ours_win, "paper_winner": paper_win}
+    header = ["Endpoint", "Metric", "Paper Chem-GMNet", "Paper ChemBERTa", "Ours Chem-GMNet", "Ours ChemBERTa"]
+    return md_table(header, rows, ["---", "---", "---:", "---:", "---:", "---:"]), {"endpoints": summary, "wins": wins}
+
+
+def wins_text(w: dict, vs_paper: bool = True) -> str:
+    lines = []
+    if w["paper_compared"] and vs_paper:
+        lines.append(f"- Paper: Chem-GMNet wins {w['paper_gmnet']} of {w['paper_compared']} endpoints, "
+                     f"ChemBERTa {w['paper_chemberta']}.")
+    if w["ours_compared"]:
+        lines.append(f"- Ours: Chem-GMNet wins {w['ours_gmnet']} of {w['ours_compared']} endpoints with both arms present, "
+                     f"ChemBERTa {w['ours_chemberta']}" + (f", ties {w['ours_ties']}" if w["ours_ties"] else "")
+                     + (f"; the winner matches the paper's on {w['same_winner_as_paper']} of {w['ours_compared']}."
+                        if vs_paper else "."))
+    else:
+        lines.append("- Ours: no Table-1 endpoint has results for both arms yet.")
+    for arm in ARMS if vs_paper else ():
+        vp = w["vs_paper"][arm]
+        if vp["compared"]:
+            lines.append(f"- Ours vs paper, {ARM_LABELS[arm]}: ours better on {vp['better']} of {vp['compared']} endpoints, "
+                         f"worse on {vp['worse']}" + (f", equal on {vp['equal']}" if vp["equal"] else "") + ".")
+    return "\n".join(lines)
+
+
+def kl_grid(idx: Index, protocol: str, endpoint: str) -> Tuple[str, dict]:
+    ep = ENDPOINTS[endpoint]
+    cells = idx.kl_cells(protocol, endpoint)
+    paper = PAPER_KL.get(endpoint, {})
+    ks = sorted(set(KL_GRID_K) | {k for k, _ in cells} | {k for k, _ in paper})
+    Ls = sorted(set(KL_GRID_L) | {L for _, L in cells} | {L for _, L in paper})
+    ours = {kl: summarise_runs(seeds) for kl, seeds in cells.items()}
+    ours = {kl: s for kl, s in ours.items() if s}
+    dec = ep.decimals
+
+    def best_of(values: Dict[Tuple[int, int], float]):
+        if not values:
+            return None
+        pick = max if ep.higher_is_better else min
+        return pick(values, key=lambda kl: values[kl])
+
+    best_ours = best_of({kl: s["mean"] for kl, s in ours.items()})
+    best_paper = best_of({kl: float(v[0]) for kl, v in paper.items()})
+    header = ["k \\ L"]
+    for L in Ls:
+        header += [f"L={L} ours", f"L={L} paper"]
+    rows = []
+    for k in ks:
+        row = [f"k={k}"]
+        for L in Ls:
+            o = ours.get((k, L))
+            row.append(fmt(o["mean"], o["sd"], dec, o["n"], bold=best_ours == (k, L)) if o else DASH)
+            p = paper.get((k, L))
+            row.append(fmt(float(p[0]), float(p[1]), dec, bold=best_paper == (k, L)) if p else DASH)
+        rows.append(row)
+    summary = {f"k{k}_L{L}": {"ours": ours.get((k, L)),
+                              "paper": ({"mean": float(paper[k, L][0]), "sd": float(paper[k, L][1])} if (k, L) in paper else None)}
+               for k in ks for L in Ls}
+    return md_table(header, rows, ["---"] + ["---:"] * (2 * len(Ls))), summary
+
+
+def params_grid(idx: Index, protocol: str) -> Optional[str]:
+    """Our trainable parameter counts per (k, L) (from BBBP runs, 2 outputs, as the paper's
+    count; ESOL's single output otherwise) next to tab:kl-params."""
+    counts: Dict[Tuple[int, int], Tuple[int, str]] = {}
+    for endpoint in ("esol", "bbbp"):  # bbbp last: it wins
+        for kl, seeds in idx.kl_cells(protocol, endpoint).items():
+            if seeds:
+                counts[kl] = (next(iter(seeds.values()))["n_parameters"], endpoint)
+    if not counts:
+        return None
+    ks = sorted(set(KL_GRID_K) | {k for k, _ in counts})
+    Ls = sorted(set(KL_GRID_L) | {L for _, L in counts})
+    header = ["k \\ L"]
+    for L in Ls:
+        header += [f"L={L} ours", f"L={L} paper"]
+    rows = []
+    for k in ks:
+        row = [f"k={k}"]
+        for L in Ls:
+            c = counts.get((k, L))
+            row.append(f"{c[0]:,} ({c[1]})" if c else DASH)
+            p = PAPER_KL_PARAMS.get((k, L))
+            row.append(f"{p:,}" if p else DASH)
+        rows.append(row)
+    return md_table(header, rows, ["---"] + ["---:"] * (2 * len(Ls)))
+
+
+def hardware_section(idx: Index, protocols: Sequence[str], out_dir: Path) -> Tuple[str, dict]:
+    labels: Dict[str, str] = {}
+
+    def hw_id(rec) -> str:
+        label = C.hardware_label(rec.get("hardware", {}))
+        if label not in labels:
+            labels[label] = f"H{len(labels) + 1}"
+        return labels[label]
+
+    rows, summary = [], []
+    for protocol in protocols:
+        groups: Dict[Tuple, List[dict]] = defaultdict(list)
+        for r in idx.records:
+            if r["protocol"] == protocol:
+                kl = f"k{r['k']} L{r['L']}" if r["arm"] == "gmnet" else ""
+                groups[(r["arm"], r["endpoint"], kl)].append(r)
+        order = list(ENDPOINTS)
+        for (arm, endpoint, kl), recs in sorted(groups.items(), key=lambda kv: (kv[0][0], order.index(kv[0][1]) if kv[0][1] in order else 99, kv[0][2])):
+            hw = sorted({hw_id(r) for r in recs})
+            total = [r["wall_time_s"]["total"] for r in recs]
+            per_epoch = [r["wall_time_s"].get("per_epoch_mean") for r in recs if r["wall_time_s"].get("per_epoch_mean")]
+            epochs = sorted({r["n_epochs"] for r in recs})
+            loads = [r["hardware"]["load_average_1_5_15min"][1] for r in recs
+                     if (r.get("hardware") or {}).get("load_average_1_5_15min")]
+            rows.append([protocol, ARM_LABELS.get(arm, arm) + (f" ({kl})" if kl else ""), endpoint, len(recs),
+                         ", ".join(hw), ", ".join(map(str, epochs)), f"{np.mean(per_epoch):.2f}" if per_epoch else DASH,
+                         duration(float(np.mean(total))), duration(float(np.sum(total))),
+                         f"{max(loads):.1f}" if loads else DASH])
+            summary.append({"protocol": protocol, "arm": arm, "endpoint": endpoint, "kl": kl, "n_runs": len(recs),
+                            "hardware": hw, "epochs": epochs, "mean_s_per_epoch": float(np.mean(per_epoch)) if per_epoch else None,
+                            "mean_run_s": float(np.mean(total)), "total_s": float(np.sum(total)),
+                            "max_load_5min_at_end": max(loads) if loads else None})
+    if not rows:
+        return "No results yet.", {"hardware": {}, "rows": []}
+    text = md_table(["Protocol", "Arm", "Endpoint", "Runs", "Hardware", "Epochs", "s / epoch (mean)",
+                     "per run (mean)", "total", "load at end (5 min, max)"], rows,
+                    ["---", "---", "---", "---:", "---", "---:", "---:", "---:", "---:", "---:"])
+    text += "\n\n" + "\n".join(f"- **{i}**: {label}" for label, i in labels.items())
+    return text, {"hardware": {i: label for label, i in labels.items()}, "rows": summary}
+
+
+def commands_section(idx: Index) -> Tuple[str, list]:
+    cmds: Dict[str, dict] = {}
+    for r in sorted(idx.records, key=lambda r: r.get("timestamp_utc", "")):
+        c = cmds.setdefault(r.get("command", "?"), {"runs": 0, "protocols": set(), "first": r.get("timestamp_utc"),
+                                                    "last": r.get("timestamp_utc"), "commits": set()})
+        c["runs"] += 1
+        c["protocols"].add(r["protocol"])
+        c["last"] = r.get("timestamp_utc")
+        g = r.get("git", {}) or {}
+        if g.get("commit"):
+            c["commits"].add(g["commit"][:12] + (" (dirty)" if g.get("dirty") else ""))
+    lines, summary = [], []
+    for cmd, c in cmds.items():
+        lines.append(f"- `{cmd}`  \n  {c['runs']} run(s), protocol {', '.join(sorted(c['protocols']))}, "
+                     f"{c['first']} – {c['last']}" + (f", commit {', '.join(sorted(c['commits']))}" if c["commits"] else ""))
+        summary.append({"command": cmd, "runs": c["runs"], "protocols": sorted(c["protocols"]), "first": c["first"],
+                        "last": c["last"], "commits": sorted(c["commits"])})
+    return ("\n".join(lines) if lines else "No results yet."), summary
+
+
+def missing_runs(idx: Index, protocol: str) -> Tuple[str, list]:
+    base = PROTOCOLS.get(protocol.split("@")[0])
+    if base is None:
+        return "Unknown protocol: cannot tell which runs are expected.", []
+    seeds = list(base.seeds)
+    k0, L0 = base.gmnet.get("k"), base.gmnet.get("L")
+    missing = []
+    for group, endpoints in (("table1", TABLE1_ENDPOINTS), ("extras", EXTRA_ENDPOINTS)):
+        for arm in ARMS:
+            for ep in endpoints:
+                have = idx.runs(protocol, arm, ep)
+                miss = [s for s in seeds if s not in have]
+                if miss:
+                    missing.append({"group": group, "arm": arm, "endpoint": ep, "k": k0 if arm == "gmnet" else None,
+                                    "L": L0 if arm == "gmnet" else None, "seeds": miss})
+    for ep in PAPER_KL:
+        for k in KL_GRID_K:
+            for L in KL_GRID_L:
+                have = idx.kl_cells(protocol, ep).get((k, L), {})
+                miss = [s for s in seeds if s not in have]
+                if miss:
+                    missing.append({"group": "ablation", "arm": "gmnet", "endpoint": ep, "k": k, "L": L, "seeds": miss})
+    if not missing:
+        return "None: every expected run of this protocol is present.", []
+    titles = {"table1": "Table 1", "extras": "Extras (beyond the paper)", "ablation": "(k, L) ablation"}
+    lines = []
+    for group in ("table1", "extras", "ablation"):
+        items = [m for m in missing if m["group"] == group]
+        if not items:
+            continue
+        lines.append(f"**{titles[group]}** ({sum(len(m['seeds']) for m in items)} runs):\n")
+        for m in items:
+            kl = f" k={m['k']} L={m['L']}" if m["arm"] == "gmnet" else ""
+            lines.append(f"- {ARM_LABELS[m['arm']]}{kl} {m['endpoint']}: seeds {', '.join(map(str, m['seeds']))}")
+        lines.append("")
+    return "\n".join(lines).rstrip(), missing
+
+
+def throughput_section(results_dir: Path, out_dir: Path) -> Optional[str]:
+    files = sorted(results_dir.glob("throughput*.json"))
+    if not files:
+        return None
+    parts = []
+    for f in files:
+        parts.append(f"- [{f.name}]({rel(f, out_dir)})")
+        try:
+            data = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and "throughput" in data:
+            parts += ["", render_generic(data["throughput"]), ""]
+        elif isinstance(data, dict):  # its top-level scalar fields; the rest is in the file
+            scalars = {k: v for k, v in data.items() if isinstance(v, (str, int, float, bool)) or v is None}
+            if scalars:
+                parts += ["", render_generic(scalars), ""]
+    return "\n".join(parts)
+
+
+def render_generic(obj) -> str:
+    """A list of flat dicts as a table, a flat dict as key/value rows, anything else as JSON."""
+    def flat(d):
+        return isinstance(d, dict) and all(not isinstance(v, (dict, list)) for v in d.values())
+
+    if isinstance(obj, list) and obj and all(flat(r) for r in obj):
+        keys = list(dict.fromkeys(k for r in obj for k in r))
+        return md_table(keys, [[_cell(r.get(k)) for k in keys] for r in obj])
+    if flat(obj):
+        return md_table(["key", "value"], [[k, _cell(v)] for k, v in obj.items()])
+    return "```json\n" + json.dumps(obj, indent=1)[:20000] + "\n```"
+
+
+def _cell(v) -> str:
+    if v is None:
+        return DASH
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v).replace("|", "\\|")
+
+
+# ------------------------------------------------------------------------------------------
+# README
+# ------------------------------------------------------------------------------------------
+NOTES = """\
+- The paper's text says it used "per-task batch sizes from the chemberta3 paper Table 10";
+  DESIGN.md section 4, which the `chemberta3` protocol follows, fixes one batch size for every
+  endpoint (see the protocol table above).
+- Data: DeepChem 2.8.0 files and DeepChem-exact scaffold split (80/10/10; SMILES longer than
+  200 characters dropped *after* the split). FreeSolv is DeepChem's `freesolv.csv` `y`
+  (already z-scored): RMSE in σ units (× 3.845 for kcal/mol). Clearance is trained on
+  log(y + 1) and scored on expm1(prediction) in the file's units; its `clearance.csv` is a
+  reconstruction (data MANIFEST note 3). Tox21 SR-p53 is split on all molecules first, then
+  its unlabelled molecules are dropped; multi-task sets (SIDER, ClinTox, Tox21) keep missing
+  labels, masked in loss and metric. Regression targets are z-scored on train inside the
+  estimators; every metric is in original units.
+- In the (k, L) grids the cell at the protocol's default (k, L) and Table 1's Chem-GMNet row
+  are the same result files: `benchmarks.run` and `benchmarks.ablation` write one file per
+  (protocol, endpoint, k, L, seed) and produce identical numbers for it. Ablation cells take
+  their test and valid figures from `GridSearchCV.cv_results_` (the valid figure through a
+  custom scorer on the DeepChem valid split).
+- Population standard deviation over the seeds present; `n` is the number of seeds. **Bold**:
+  the better arm of a pair (Table 1), or the best cell of a grid. `*`: endpoint beyond the
+  paper's Table 1 (no published figures).
+"""
+
+
+def protocol_section(idx: Index, protocol: str) -> str:
+    """The protocol's hyperparameters (from protocols.py) and a check that the result files
+    were produced under that same definition."""
+    base = PROTOCOLS.get(protocol.split("@")[0])
+    if base is None:
+        return f"Protocol `{protocol}` is not defined in `benchmarks/protocols.py`."
+    d = base.to_dict()
+    rows = [["seeds", ", ".join(map(str, d["seeds"]))]]
+    rows += [[f"training: {k}", f"`{v}`"] for k, v in d["training"].items()]
+    rows += [[f"Chem-GMNet: {k}", f"`{v}`"] for k, v in d["gmnet"].items()]
+    rows += [[f"ChemBERTa: {k}", f"`{v}`"] for k, v in d["chemberta"].items()]
+    for ep, over in d["endpoint_overrides"].items():
+        rows.append([f"override for {ep}", f"`{over}`"])
+    text = d["description"] + "\n\n" + md_table(["parameter", "value"], rows)
+    recs = [r for r in idx.records if r["protocol"] == protocol]
+    def essentials(defn):
+        return {k: v for k, v in (defn or {}).items() if k != "description"}
+
+    differ = [r for r in recs if r.get("protocol_definition") and essentials(r["protocol_definition"]) != essentials(d)]
+    if differ:
+        text += (f"\n\n**Warning:** {len(differ)} of {len(recs)} result files of this protocol were written under a "
+                 "different definition of it (their `protocol_definition` differs from `benchmarks/protocols.py`).")
+    return text
+
+
+def render(idx: Index, results_dir: Path, out_path: Path, primary: str) -> Tuple[str, dict]:
+    out_dir = out_path.parent
+    protocols = [primary] + [p for p in idx.protocols if p != primary]
+    summary: Dict[str, object] = {
+        "generated_by": "python -m benchmarks.report",
+        "n_result_files": len(idx.records),
+        "latest_result_timestamp_utc": max((r.get("timestamp_utc", "") for r in idx.records), default=None),
+        "primary_protocol": primary,
+        "protocols": {},
+    }
+    parts = [
+        "# Benchmarks: Chem-GMNet vs. same-shape ChemBERTa",
+        "",
+        "<!-- Generated by `python -m benchmarks.report` from the JSON files under "
+        f"`{rel(results_dir, out_dir)}/`. Do not edit by hand: re-run the report. -->",
+        "",
+        f"Generated from {len(idx.records)} result file(s) in [`{rel(results_dir, out_dir)}/`]({rel(results_dir, out_dir)}/)"
+        + (f"; the latest was written {summary['latest_result_timestamp_utc']}." if idx.records else "."),
+        "Aggregates are also in "
+        f"[`{rel(results_dir / 'summary.json', out_dir)}`]({rel(results_dir / 'summary.json', out_dir)}).",
+        "",
+    ]
+    for n, protocol in enumerate(protocols):
+        psum: Dict[str, object] = {}
+        level = "##" if n == 0 else "###"
+        if n == 1:
+            parts += ["## Other protocols", "",
+                      "Runs under other protocols or with overrides (`@max_epochs=…`, `@limit=…`): "
+                      "not comparable with the paper's figures.", ""]
+        endpoints = list(TABLE1_ENDPOINTS) + [e for e in EXTRA_ENDPOINTS
+                                              if n == 0 or any(idx.runs(protocol, a, e) for a in ARMS)]
+        if n > 0:
+            endpoints = [e for e in endpoints if any(idx.runs(protocol, a, e) for a in ARMS)]
+        k0, L0 = default_kl(idx.base.get(protocol, protocol.split("@")[0]))
+        if endpoints:
+            title = "Table 1: test metric, paper vs. ours" if n == 0 else f"Protocol `{protocol}`: test metric"
+            text, t1 = table1(idx, protocol, endpoints)
+            parts += [f"{level} {title}" + (f" (protocol `{protocol}`)" if n == 0 else ""), "",
+                      f"Chem-GMNet at k={k0}, L={L0}. Paper: `tab:main` of `paper/chem-gmnet.tex`.", "",
+                      text, "", wins_text(t1["wins"], vs_paper=n == 0), ""]
+            psum["table1"] = t1
+        grids = {}
+        for ep in PAPER_KL:
+            cells = idx.kl_cells(protocol, ep)
+            if n == 0 or len(cells) > 1 or (cells and set(cells) != {(k0, L0)}):
+                text, g = kl_grid(idx, protocol, ep)
+                grids[ep] = g
+                e = ENDPOINTS[ep]
+                parts += [f"{level} (k, L) grid: {e.label} test {e.metric_label}"
+                          + (f" (protocol `{protocol}`)" if n == 0 else f", protocol `{protocol}`"), "",
+                          f"Paper: `{PAPER_KL_LABELS[ep]}`.", "", text, ""]
+        if grids:
+            psum["kl_grids"] = grids
+            pg = params_grid(idx, protocol)
+            if pg and n == 0:
+                parts += [f"{level} Chem-GMNet trainable parameters over (k, L)", "",
+                          "Ours from the result files (BBBP: 2 outputs, as the paper's count; ESOL: 1 output "
+                          "where BBBP is missing); paper: `tab:kl-params`.", "", pg, ""]
+        if n == 0:
+            parts += [f"## Protocol `{protocol}`", "", protocol_section(idx, protocol), ""]
+            text, missing = missing_runs(idx, protocol)
+            psum["missing"] = missing
+            parts += [f"## Runs still missing (protocol `{protocol}`)", "", text, "",
+                      "Fill them with (`--resume` skips what exists):", "",
+                      "```bash",
+                      f"python -m benchmarks.run --arm gmnet chemberta --endpoints table1 --protocol {protocol} --resume",
+                      f"python -m benchmarks.ablation --endpoints esol bbbp --protocol {protocol} --resume",
+                      f"python -m benchmarks.run --arm gmnet chemberta --endpoints extras --protocol {protocol} --resume",
+                      "python -m benchmarks.report",
+                      "```", ""]
+        summary["protocols"][protocol] = psum
+    flagged = [r for r in idx.records if r.get("warnings")]
+    summary["runs_with_warnings"] = [{"file": rel(r["_path"], out_dir), "warnings": r["warnings"]} for r in flagged]
+    if flagged:
+        parts += ["## Runs with warnings", "", "Kept in the tables above; check them before quoting the figures.", ""]
+        parts += [f"- [`{rel(r['_path'], out_dir)}`]({rel(r['_path'], out_dir)}): " + "; ".join(r["warnings"])
+                  for r in flagged]
+        parts.append("")
+    hw_text, hw = hardware_section(idx, protocols, out_dir)
+    summary["hardware_and_wall_time"] = hw
+    parts += ["## Hardware and wall time", "", "Per group of runs: the machine(s) they ran on and the time they took "
+              "(data preparation + fit + scoring). The last column is the machine's 5-minute load "
+              "average when a run ended; a run accounts for about its own torch threads, so a load well "
+              "above that means other jobs competed for the CPU and the times are inflated.", "", hw_text, ""]
+    cmd_text, cmds = commands_section(idx)
+    summary["commands"] = cmds
+    parts += ["## Commands that produced these results", "", cmd_text, ""]
+    tp = throughput_section(results_dir, out_dir)
+    if tp:
+        parts += ["## Throughput", "", "Written by `benchmarks/throughput.py`:", "", tp, ""]
+        summary["throughput_files"] = [p.name for p in sorted(results_dir.glob("throughput*.json"))]
+    parts += ["## Notes", "", NOTES]
+    return "\n".join(parts).rstrip() + "\n", summary
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.report", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--results-dir", default=str(C.DEFAULT_RESULTS_DIR))
+    p.add_argument("--output", default=None, help="README to write (default: benchmarks/README.md, or "
+                   "<results-dir>/../README.md when --results-dir is given)")
+    p.add_argument("--protocol", default="chemberta3", help="the protocol of the main tables (default chemberta3)")
+    p.add_argument("--stdout", action="store_true", help="print the README instead of writing files")
+    args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
+    results_dir = Path(args.results_dir).resolve()
+    if args.output:
+        out = Path(args.output)
+    elif results_dir == C.DEFAULT_RESULTS_DIR.resolve():
+        out = DEFAULT_OUTPUT
+    else:
+        out = results_dir.parent / "README.md"
+    idx = Index(load_results(results_dir))
+    text, summary = render(idx, results_dir, out.resolve(), args.protocol)
+    if args.stdout:
+        print(text)
+        return 0
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, out)
+    C.write_json_atomic(results_dir / "summary.json", summary)
+    print(f"wrote {out} and {results_dir / 'summary.json'} ({len(idx.records)} result files)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

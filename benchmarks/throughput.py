@@ -1,0 +1,183 @@
+"""Training and inference throughput: Chem-GMNet vs the same-shape ChemBERTa baseline.
+
+Both models at the paper's shape (d 384, 3 layers, 12 heads; k=8, L=3), batch 32, on real SMILES
+(ESOL and Lipophilicity), with the same length-bucketed batches. Steps are measured interleaved
+(model A, model B, A, B, ...) in one process so the ratio holds on a noisy machine. A training
+step is forward + backward + Adam step. Peak memory is measured per model in a fresh subprocess.
+
+    python -m benchmarks.throughput [--device auto] [--rounds 5] [--steps 10] [--threads N]
+
+Writes benchmarks/results/throughput_<device>.json; `python -m benchmarks.report` renders it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import platform
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import torch
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DATASETS = {"esol": "esol", "lipophilicity": "lipophilicity"}
+
+
+def hardware(device: str) -> dict:
+    info = {"platform": platform.platform(), "python": platform.python_version(), "torch": torch.__version__,
+            "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads()}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["cpu"] = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        info["cpu"] = platform.processor()
+    if device.startswith("cuda"):
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+def load_batches(name: str, tokenizer, batch_size: int, n_batches: int, seed: int = 0):
+    """Length-bucketed batches of real SMILES (the estimators' training batches)."""
+    from gmnet_sklearn.datasets import fetch_moleculenet
+    from gmnet_sklearn.estimators.data import BucketBatchSampler, EncodedSmilesDataset
+
+    data = fetch_moleculenet(name)
+    enc = tokenizer.encode_batch([s.strip() for s in data.smiles], on_invalid="mask")
+    ds = EncodedSmilesDataset(enc.subset(np.nonzero(enc.valid)[0]))
+    sampler = BucketBatchSampler(ds.lengths, batch_size, seed)
+    batches = []
+    while len(batches) < n_batches:
+        batches.extend(ds.collate(rows)[0] for rows in sampler if len(rows) == batch_size)
+    lengths = [int(b["attention_mask"].sum(1).float().mean()) for b in batches]
+    return batches[:n_batches], {"mean_tokens": float(np.mean(lengths)), "mean_padded_width": float(np.mean([b["input_ids"].shape[1] for b in batches[:n_batches]]))}
+
+
+def build(arm: str, vocab_size: int, device: str):
+    from gmnet_sklearn.baselines import ChemBERTa
+    from gmnet_sklearn.gm import GMNet
+
+    torch.manual_seed(0)
+    model = GMNet(vocab_size, 1) if arm == "gmnet" else ChemBERTa(vocab_size, 1)
+    model = model.to(device)
+    return model, torch.optim.Adam(model.parameters(), lr=3e-5)
+
+
+def _sync(device):
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def time_steps(model, opt, batches, device, train: bool, steps: int) -> float:
+    """Seconds per batch over `steps` batches (cycling through `batches`)."""
+    model.train(train)
+    _sync(device)
+    start = time.perf_counter()
+    for i in range(steps):
+        X = batches[i % len(batches)]
+        if train:
+            opt.zero_grad(set_to_none=True)
+            loss = model(**X).float().pow(2).mean()
+            loss.backward()
+            opt.step()
+        else:
+            with torch.inference_mode():
+                model(**X)
+    _sync(device)
+    return (time.perf_counter() - start) / steps
+
+
+def _peak_memory_worker(arm, vocab_size, device, batches, queue):
+    import resource
+
+    model, opt = build(arm, vocab_size, device)
+    if device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    time_steps(model, opt, [{k: v.to(device) for k, v in b.items()} for b in batches], device, True, len(batches))
+    if device.startswith("cuda"):
+        queue.put({"peak_gpu_bytes": int(torch.cuda.max_memory_allocated())})
+    else:
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        queue.put({"peak_rss_bytes": int(after * 1024), "rss_growth_during_training_bytes": int((after - before) * 1024)})
+
+
+def peak_memory(arm, vocab_size, device, batches) -> dict:
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_peak_memory_worker, args=(arm, vocab_size, device, batches, queue))
+    proc.start()
+    result = queue.get(timeout=1800)
+    proc.join()
+    return result
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (median reported)")
+    parser.add_argument("--steps", type=int, default=10, help="batches per model per round")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
+    from gmnet_sklearn.datasets import fetch_moleculenet
+    from gmnet_sklearn.tokenizer import SmilesTokenizer
+
+    # DeepChem's 591-token vocabulary (the paper's), else one fitted on the benchmark SMILES.
+    vocab = os.environ.get("GMNET_TOKENIZER_VOCAB") or str(Path(__file__).resolve().parents[2] / "shared/data/tokenizer/deepchem_smiles_vocab.txt")
+    tokenizer = SmilesTokenizer(vocab if Path(vocab).is_file() else None)
+    smiles = [s.strip() for d in args.datasets for s in fetch_moleculenet(DATASETS[d]).smiles]
+    tokenizer.fit(smiles, on_invalid="ignore")
+
+    report = {"benchmark": "throughput", "device": device, "hardware": hardware(device), "batch_size": args.batch_size,
+              "rounds": args.rounds, "steps_per_round": args.steps, "command": " ".join([sys.executable, "-m", "benchmarks.throughput", *sys.argv[1:]]),
+              "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"), "datasets": {}}
+    models = {arm: build(arm, tokenizer.vocab_size, device) for arm in ("gmnet", "chemberta")}
+    report["n_parameters"] = {arm: sum(p.numel() for p in m.parameters()) for arm, (m, _) in models.items()}
+    for name in args.datasets:
+        batches, shape = load_batches(DATASETS[name], tokenizer, args.batch_size, args.steps)
+        batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
+        entry = {"batches": shape}
+        for mode, train in (("train", True), ("inference", False)):
+            times = {arm: [] for arm in models}
+            for arm, (m, o) in models.items():  # warm-up
+                time_steps(m, o, batches, device, train, 2)
+            for _ in range(args.rounds):
+                for arm, (m, o) in models.items():
+                    times[arm].append(time_steps(m, o, batches, device, train, args.steps))
+            med = {arm: statistics.median(t) for arm, t in times.items()}
+            entry[mode] = {
+                "seconds_per_batch": med,
+                "molecules_per_second": {arm: args.batch_size / t for arm, t in med.items()},
+                "ratio_gmnet_over_chemberta": med["chemberta"] / med["gmnet"],
+                "per_round_ratio": [c / g for g, c in zip(times["gmnet"], times["chemberta"])],
+            }
+            print(f"{name:14s} {mode:9s} gmnet {args.batch_size / med['gmnet']:8.1f} mol/s   "
+                  f"chemberta {args.batch_size / med['chemberta']:8.1f} mol/s   ratio {entry[mode]['ratio_gmnet_over_chemberta']:.2f}")
+        entry["peak_memory"] = {arm: peak_memory(arm, tokenizer.vocab_size, device, [{k: v.cpu() for k, v in b.items()} for b in batches[:3]]) for arm in models}
+        report["datasets"][name] = entry
+    out = Path(args.out) if args.out else RESULTS / f"throughput_{device.split(':')[0]}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(report, indent=2))
+    os.replace(tmp, out)
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,342 @@
+"""Tests of the benchmark harness (benchmarks/): protocols, run, ablation, report.
+
+Fast: the ``smoke`` protocol (tiny models, 1-2 epochs) on the first rows of FreeSolv. Skipped
+when the MoleculeNet files or the DeepChem vocabulary are absent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks import _common as C
+from benchmarks import ablation, report, run
+from benchmarks.protocols import (
+    ENDPOINTS,
+    PAPER_KL,
+    PAPER_KL_PARAMS,
+    PROTOCOLS,
+    TABLE1_ENDPOINTS,
+    Protocol,
+    by_size,
+    get_protocol,
+    register_protocol,
+    resolve_endpoints,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+TEX = REPO.parent / "shared" / "paper" / "chem-gmnet.tex"
+LIMIT = 120  # first rows of freesolv.csv: a 96/12/12 scaffold split
+
+
+# ------------------------------------------------------------------------------------------
+# Protocols and the paper's figures
+# ------------------------------------------------------------------------------------------
+def test_chemberta3_protocol_is_design_section_4():
+    p = get_protocol("chemberta3")
+    assert p.seeds == (0, 1, 2)
+    assert p.training["lr"] == 3e-5 and p.training["batch_size"] == 32 and p.training["max_epochs"] == 100
+    for arm in ("gmnet", "chemberta"):
+        params = p.estimator_params(arm)
+        assert (params["d_model"], params["n_layers"], params["n_heads"], params["dropout"]) == (384, 3, 12, 0.144)
+    assert (p.gmnet["k"], p.gmnet["L"]) == (8, 3)
+    assert p.chemberta["intermediate_size"] == 464
+    assert p.estimator_params("gmnet", max_epochs=2, k=None)["max_epochs"] == 2  # None overrides are ignored
+    with pytest.raises(ValueError):
+        get_protocol("nope")
+
+
+def test_register_protocol_is_a_dict_entry():
+    p = Protocol(name="_test_tmp", description="x", seeds=(0,), training={}, gmnet={}, chemberta={})
+    try:
+        register_protocol(p)
+        assert get_protocol("_test_tmp") is p
+        with pytest.raises(ValueError):
+            register_protocol(p)
+    finally:
+        PROTOCOLS.pop("_test_tmp", None)
+
+
+def test_endpoint_table():
+    assert len(TABLE1_ENDPOINTS) == 10
+    assert set(ENDPOINTS) == set(TABLE1_ENDPOINTS) | {"tox21", "hiv"}
+    assert resolve_endpoints(["table1"]) == list(TABLE1_ENDPOINTS)
+    assert resolve_endpoints(["esol", "all"])[0] == "esol" and len(resolve_endpoints(["all"])) == 12
+    with pytest.raises(ValueError):
+        resolve_endpoints(["bace"])
+    order = by_size(list(ENDPOINTS))
+    assert order[0] == "freesolv" and order[-1] == "hiv"
+    for e in ENDPOINTS.values():
+        assert e.metric == ("rmse" if e.task_type == "regression" else "roc_auc")
+        assert (e.paper is not None) == e.table1
+    assert ENDPOINTS["clearance"].target_transform == "log1p" and ENDPOINTS["clearance"].decimals == 2
+    assert ENDPOINTS["tox21_sr_p53"].drop_missing_labels and not ENDPOINTS["tox21"].drop_missing_labels
+
+
+def _tex_block(tex: str, label: str) -> str:
+    start = tex.index(r"\label{" + label + "}")
+    return tex[start: tex.index(r"\end{tabular}", start)]
+
+
+@pytest.mark.skipif(not TEX.is_file(), reason="paper/chem-gmnet.tex not found")
+def test_paper_figures_match_the_tex_file():
+    tex = TEX.read_text()
+    block = _tex_block(tex, "tab:main")
+    pm = re.compile(r"(\d+\.\d+) \$\\pm\$ (\d+\.\d+)")
+    for name in TABLE1_ENDPOINTS:
+        e = ENDPOINTS[name]
+        line = next(ln for ln in block.splitlines() if ln.strip().startswith(e.label + " ") and "&" in ln)
+        figs = pm.findall(line)
+        assert figs == [e.paper["gmnet"], e.paper["chemberta"]], name
+    kl = re.compile(r"(\d+\.\d+) \\pm (\d+\.\d+)")
+    for ep, label in (("esol", "tab:kl-esol"), ("bbbp", "tab:kl-bbbp")):
+        block = _tex_block(tex, label)
+        for k in (6, 8, 10):
+            line = next(ln for ln in block.splitlines() if ln.strip().startswith(f"$k{{=}}{k}$"))
+            assert kl.findall(line) == [PAPER_KL[ep][k, L] for L in (2, 3, 4)], (ep, k)
+    block = _tex_block(tex, "tab:kl-params")
+    for k in (6, 8, 10):
+        line = next(ln for ln in block.splitlines() if ln.strip().startswith(f"$k{{=}}{k}$"))
+        counts = [int(x.replace("{,}", "")) for x in re.findall(r"(\d+(?:\{,\}\d+)+)", line)]
+        assert counts == [PAPER_KL_PARAMS[k, L] for L in (2, 3, 4)], k
+
+
+# ------------------------------------------------------------------------------------------
+# Helpers
+# ------------------------------------------------------------------------------------------
+def test_paths_and_protocol_ids(tmp_path):
+    p = get_protocol("chemberta3")
+    assert C.protocol_id(p) == "chemberta3"
+    assert C.protocol_id(p, max_epochs=100) == "chemberta3"
+    assert C.protocol_id(p, max_epochs=2, limit=50) == "chemberta3@max_epochs=2,limit=50"
+    assert C.result_path(tmp_path, "chemberta3", "gmnet", "esol", 1, 8, 3) == tmp_path / "chemberta3/gmnet/esol/seed1_k8_L3.json"
+    assert C.result_path(tmp_path, "chemberta3", "chemberta", "esol", 2, 8, 3) == tmp_path / "chemberta3/chemberta/esol/seed2.json"
+    assert ablation.missing_grid([(6, 2, 0), (6, 2, 2), (8, 3, 1)]) == [
+        {"k": [6], "L": [2], "random_state": [0, 2]}, {"k": [8], "L": [3], "random_state": [1]}]
+
+
+def test_write_json_atomic_maps_nan_to_null(tmp_path):
+    path = C.write_json_atomic(tmp_path / "a" / "b.json", {"x": np.float32(1.5), "y": float("nan"), "z": np.arange(2)})
+    assert json.loads(path.read_text()) == {"x": 1.5, "y": None, "z": [0, 1]}
+    assert [p.name for p in path.parent.iterdir()] == ["b.json"]
+
+
+def test_sr_p53_split_first_then_drop_missing(moleculenet_path):
+    from gmnet_sklearn.datasets import fetch_moleculenet
+    from gmnet_sklearn.model_selection import scaffold_split
+
+    data = C.load_endpoint(ENDPOINTS["tox21_sr_p53"], data_home=moleculenet_path, limit=1500)
+    b = fetch_moleculenet("tox21_sr_p53", data_home=moleculenet_path, download=False)
+    parts = scaffold_split(b.smiles[:1500], 0.8, 0.1, 0.1, max_smiles_length=200)
+    for name, idx, X, y in zip(("train", "valid", "test"), parts, (data.X_train, data.X_valid, data.X_test),
+                               (data.y_train, data.y_valid, data.y_test)):
+        keep = idx[~np.isnan(b.target[idx])]
+        assert data.split_sizes[name] == len(idx)
+        assert data.dropped_missing_label[name] == len(idx) - len(keep)
+        assert list(X) == list(b.smiles[keep]) and not np.isnan(y).any()
+    assert sum(data.dropped_missing_label.values()) > 0
+
+
+def test_clearance_is_scored_in_original_units(moleculenet_path):
+    data = C.load_endpoint(ENDPOINTS["clearance"], data_home=moleculenet_path, limit=100)
+    np.testing.assert_allclose(data.from_fit(data.to_fit(data.y_test)), data.y_test)
+
+    class Exact:  # predicts the training-space target exactly
+        def predict(self, X):
+            return data.to_fit(data.y_test)
+
+    value, per_task = C.score(data.endpoint, Exact(), data.X_test, data.y_test, data)
+    assert value < 1e-9 and per_task is None
+
+
+def test_smiles_whitespace_is_stripped_after_the_split(moleculenet_path):
+    data = C.load_endpoint(ENDPOINTS["esol"], data_home=moleculenet_path, limit=300)
+    assert data.n_whitespace_stripped > 0  # ESOL's file has trailing spaces
+    for X in (data.X_train, data.X_valid, data.X_test):
+        assert all(s == s.strip() for s in X)
+
+
+def test_non_finite_predictions_are_an_error(moleculenet_path):
+    data = C.load_endpoint(ENDPOINTS["freesolv"], data_home=moleculenet_path, limit=60)
+
+    class Broken:
+        def predict(self, X):
+            return np.full(len(X), np.nan)
+
+    with pytest.raises(C.NonFiniteError):
+        C.score(data.endpoint, Broken(), data.X_test, data.y_test, data)
+
+
+# ------------------------------------------------------------------------------------------
+# End to end (smoke protocol)
+# ------------------------------------------------------------------------------------------
+REQUIRED = {
+    "arm", "endpoint", "dataset", "protocol", "protocol_definition", "hyperparameters", "seed", "k", "L",
+    "n_parameters", "metric", "valid_metric", "test_metric", "best_epoch", "valid_curve", "sizes",
+    "wall_time_s", "hardware", "versions", "git", "command", "timestamp_utc",
+}
+
+
+@pytest.fixture
+def common_args(moleculenet_path, deepchem_vocab):
+    return ["--protocol", "smoke", "--limit", str(LIMIT), "--data-home", str(moleculenet_path),
+            "--vocab-file", str(deepchem_vocab), "--device", "cpu"]
+
+
+def test_run_resume_and_report(tmp_path, common_args, capsys):
+    results = tmp_path / "results"
+    argv = ["--arm", "gmnet", "chemberta", "--endpoints", "freesolv", "--seeds", "0",
+            "--results-dir", str(results), *common_args]
+    assert run.main(argv) == 0
+    pdir = results / f"smoke@limit={LIMIT}"
+    gm = pdir / "gmnet" / "freesolv" / "seed0_k4_L2.json"
+    cb = pdir / "chemberta" / "freesolv" / "seed0.json"
+    assert gm.is_file() and cb.is_file()
+    for path, arm in ((gm, "gmnet"), (cb, "chemberta")):
+        rec = json.loads(path.read_text())
+        assert REQUIRED <= set(rec)
+        assert rec["arm"] == arm and rec["endpoint"] == "freesolv" and rec["seed"] == 0
+        assert rec["metric"] == "rmse" and rec["test_metric"] > 0 and rec["valid_metric"] > 0
+        assert rec["protocol"] == f"smoke@limit={LIMIT}" and rec["protocol_overrides"] == {"limit": LIMIT}
+        assert rec["sizes"]["train"] + rec["sizes"]["valid"] + rec["sizes"]["test"] == LIMIT
+        assert len(rec["valid_curve"]) == rec["n_epochs"] == 2 and 1 <= rec["best_epoch"] <= 2
+        assert rec["valid_metric"] == pytest.approx(rec["valid_curve"][rec["best_epoch"] - 1], rel=1e-5)
+        assert rec["vocab_size"] == 591 and rec["hyperparameters"]["random_state"] == 0
+        assert len(rec["wall_time_s"]["per_epoch"]) == 2 and rec["wall_time_s"]["total"] > 0
+        assert rec["hardware"]["cpu_count"] and rec["hardware"]["torch_threads"] >= 1
+        assert rec["command"].startswith("python -m benchmarks.run --arm gmnet chemberta")
+        assert rec["timestamp_utc"].endswith("Z")
+    rec = json.loads(gm.read_text())
+    assert (rec["k"], rec["L"]) == (4, 2) and rec["n_parameters"] > 0
+    assert json.loads(cb.read_text())["k"] is None
+    out = capsys.readouterr().out
+    assert "gmnet k4 L2 freesolv seed0: test rmse" in out and out.count(" -> ") == 2
+
+    # --resume skips both runs (the files are untouched)
+    mtimes = (gm.stat().st_mtime_ns, cb.stat().st_mtime_ns)
+    assert run.main(argv + ["--resume"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("skip (exists)") == 2 and "0 run(s) written, 2 skipped" in out
+    assert (gm.stat().st_mtime_ns, cb.stat().st_mtime_ns) == mtimes
+
+    # the report renders a table with both runs
+    readme = tmp_path / "README.md"
+    assert report.main(["--results-dir", str(results), "--output", str(readme)]) == 0
+    text = readme.read_text()
+    summary = json.loads((results / "summary.json").read_text())
+    row = next(ln for ln in text.splitlines() if ln.startswith("| FreeSolv") and "(n=1)" in ln)
+    for path in (gm, cb):
+        value = json.loads(path.read_text())["test_metric"]
+        assert f"{value:.3f} ± 0.000" in row
+    assert f"smoke@limit={LIMIT}" in text and "## Runs still missing (protocol `chemberta3`)" in text
+    assert "python -m benchmarks.run --arm gmnet chemberta --endpoints freesolv" in text
+    ours = summary["protocols"][f"smoke@limit={LIMIT}"]["table1"]["endpoints"]["freesolv"]["ours"]
+    assert ours["gmnet"]["n"] == 1 and ours["chemberta"]["n"] == 1
+    assert len(summary["protocols"]["chemberta3"]["missing"]) > 0
+
+
+def test_ablation_grid_search(tmp_path, common_args, capsys, monkeypatch):
+    results = tmp_path / "results"
+    argv = ["--endpoints", "freesolv", "--seeds", "0", "--k", "4", "6", "--L", "2", "--max-epochs", "1",
+            "--results-dir", str(results), *common_args]
+    assert ablation.main(argv) == 0
+    pdir = results / f"smoke@max_epochs=1,limit={LIMIT}" / "gmnet" / "freesolv"
+    files = {k: pdir / f"seed0_k{k}_L2.json" for k in (4, 6)}
+    recs = {k: json.loads(p.read_text()) for k, p in files.items()}
+    for k, rec in recs.items():
+        assert REQUIRED <= set(rec)
+        assert (rec["k"], rec["L"], rec["seed"]) == (k, 2, 0)
+        assert rec["source"] == "benchmarks.ablation" and rec["n_epochs"] == 1 and rec["best_epoch"] == 1
+        assert rec["grid_search"]["cv_results_verified"] and rec["grid_search"]["n_candidates"] == 2
+        assert rec["test_metric"] > 0 and rec["valid_metric"] == pytest.approx(rec["valid_curve"][0], rel=1e-5)
+        assert rec["sizes"]["train"] + rec["sizes"]["valid"] + rec["sizes"]["test"] == LIMIT
+    assert recs[6]["n_parameters"] > recs[4]["n_parameters"]
+
+    # --resume: nothing to do, no grid search at all
+    def boom(**kwargs):
+        raise AssertionError("grid search started although every cell exists")
+
+    monkeypatch.setattr(ablation, "run_endpoint", boom)
+    assert ablation.main(argv + ["--resume"]) == 0
+    assert capsys.readouterr().out.count("skip (exists)") == 2
+    monkeypatch.undo()
+
+    # --resume with one cell missing: the grid holds that cell only
+    files[6].unlink()
+    mtime = files[4].stat().st_mtime_ns
+    assert ablation.main(argv + ["--resume"]) == 0
+    rec = json.loads(files[6].read_text())
+    assert rec["grid_search"]["param_grid"] == [{"k": [6], "L": [2], "random_state": [0]}]
+    assert rec["grid_search"]["n_candidates"] == 1
+    assert rec["test_metric"] == pytest.approx(recs[6]["test_metric"], rel=1e-6)  # same seed, same numbers
+    assert files[4].stat().st_mtime_ns == mtime
+
+
+# ------------------------------------------------------------------------------------------
+# Report on hand-made records
+# ------------------------------------------------------------------------------------------
+def _record(arm, endpoint, seed, test, k=8, L=3, protocol="chemberta3"):
+    e = ENDPOINTS[endpoint]
+    return {
+        "schema": C.RESULT_SCHEMA, "source": "test", "arm": arm, "endpoint": endpoint, "dataset": e.dataset,
+        "protocol": protocol, "protocol_base": protocol, "protocol_definition": PROTOCOLS[protocol].to_dict(),
+        "seed": seed, "k": k if arm == "gmnet" else None, "L": L if arm == "gmnet" else None,
+        "n_parameters": 1000 + k, "metric": e.metric, "test_metric": test, "valid_metric": test,
+        "n_epochs": 100, "wall_time_s": {"total": 60.0, "per_epoch_mean": 0.5},
+        "hardware": {"cpu_model": "Test CPU", "cpu_count": 2, "torch_threads": 2, "device": "cpu"},
+        "git": {"commit": "0" * 40, "dirty": False}, "command": "python -m benchmarks.run --test",
+        "timestamp_utc": "2026-01-01T00:00:00Z",
+    }
+
+
+def test_report_statistics_and_win_counts(tmp_path):
+    results = tmp_path / "results"
+    recs = [_record("gmnet", "esol", s, v) for s, v in enumerate((1.0, 1.1, 1.2))]
+    recs += [_record("chemberta", "esol", s, v) for s, v in enumerate((1.3, 1.3))]
+    recs += [_record("gmnet", "bbbp", 0, 0.70), _record("chemberta", "bbbp", 0, 0.75)]
+    recs += [_record("gmnet", "esol", s, 0.9, k=10, L=3) for s in (0, 1, 2)]
+    for r in recs:
+        C.write_json_atomic(C.result_path(results, r["protocol"], r["arm"], r["endpoint"], r["seed"], r["k"], r["L"]), r)
+    (results / "throughput_cpu.json").write_text(json.dumps({"throughput": [{"model": "gmnet", "mol_per_s": 12.5}]}))
+    readme = tmp_path / "README.md"
+    assert report.main(["--results-dir", str(results), "--output", str(readme)]) == 0
+    text = readme.read_text()
+    esol = next(ln for ln in text.splitlines() if ln.startswith("| ESOL |"))
+    assert "**1.100 ± 0.082** (n=3)" in esol and "1.300 ± 0.000 (n=2)" in esol  # population sd
+    bbbp = next(ln for ln in text.splitlines() if ln.startswith("| BBBP |"))
+    assert "**0.750 ± 0.000** (n=1)" in bbbp
+    assert "Chem-GMNet wins 1 of 2 endpoints with both arms present, ChemBERTa 1" in text
+    assert "the winner matches the paper's on 1 of 2" in text
+    assert "Paper: Chem-GMNet wins 7 of 10 endpoints, ChemBERTa 3." in text
+    grid_row = next(ln for ln in text.split("(k, L) grid: ESOL")[1].splitlines() if ln.startswith("| k=10 |"))
+    assert "**0.900 ± 0.000** (n=3)" in grid_row and "**0.938 ± 0.042**" in grid_row
+    assert "Chem-GMNet k=8 L=3 bace_classification: seeds 0, 1, 2" in text
+    assert "Chem-GMNet k=8 L=3 esol" not in text.split("## Runs still missing")[1].split("## ")[0]
+    assert "throughput_cpu.json" in text and "| gmnet | 12.5 |" in text
+    assert "python -m benchmarks.run --test" in text and "Test CPU" in text
+    summary = json.loads((results / "summary.json").read_text())
+    esol_sum = summary["protocols"]["chemberta3"]["table1"]["endpoints"]["esol"]
+    assert esol_sum["ours"]["gmnet"]["values"] == [1.0, 1.1, 1.2] and esol_sum["ours_winner"] == "gmnet"
+    assert summary["protocols"]["chemberta3"]["kl_grids"]["esol"]["k10_L3"]["ours"]["n"] == 3
+
+
+def test_ablation_failed_cell_is_reported_and_not_written(tmp_path, common_args, monkeypatch):
+    results = tmp_path / "results"
+    real_score = C.score
+
+    def score(endpoint, est, X, y, data):
+        if est.get_params()["k"] == 6:
+            raise C.NonFiniteError("simulated divergence")
+        return real_score(endpoint, est, X, y, data)
+
+    monkeypatch.setattr(C, "score", score)
+    argv = ["--endpoints", "freesolv", "--seeds", "0", "--k", "4", "6", "--L", "2", "--max-epochs", "1",
+            "--results-dir", str(results), *common_args]
+    with pytest.warns(UserWarning):
+        assert ablation.main(argv) == 1
+    pdir = results / f"smoke@max_epochs=1,limit={LIMIT}" / "gmnet" / "freesolv"
+    assert (pdir / "seed0_k4_L2.json").is_file() and not (pdir / "seed0_k6_L2.json").exists()
