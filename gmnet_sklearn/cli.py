@@ -37,6 +37,9 @@ def main(argv=None) -> int:
     parser.add_argument("--dataset", default="freesolv", choices=sorted(PAPER_TABLE1))
     parser.add_argument("--k", type=int, default=8)
     parser.add_argument("--L", type=int, default=3)
+    parser.add_argument("--d-model", type=int, default=384)
+    parser.add_argument("--n-layers", type=int, default=3)
+    parser.add_argument("--n-heads", type=int, default=12)
     parser.add_argument("--epochs", type=int, default=100, help="protocol: 100")
     parser.add_argument("--lr", type=float, default=3e-5, help="protocol: 3e-5")
     parser.add_argument("--batch-size", type=int, default=32, help="protocol: 32")
@@ -61,7 +64,7 @@ def main(argv=None) -> int:
     print(f"{args.dataset}: {len(smiles)} molecules from {data.source} ({data.path}); "
           f"DeepChem scaffold split {len(train)}/{len(valid)}/{len(test)}")
     cls = GMNetRegressor if metric == "rmse" else GMNetClassifier
-    est = cls(k=args.k, L=args.L, lr=args.lr, batch_size=args.batch_size, max_epochs=args.epochs,
+    est = cls(k=args.k, L=args.L, d_model=args.d_model, n_layers=args.n_layers, n_heads=args.n_heads, lr=args.lr, batch_size=args.batch_size, max_epochs=args.epochs,
               random_state=args.seed, device=args.device, vocab_file=_vocab_file(args.vocab),
               verbose=0 if args.quiet else 1)
     y = data.target

