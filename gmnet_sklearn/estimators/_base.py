@@ -75,12 +75,10 @@ def _seed(random_state) -> int:
 
 
 class SmilesNetBase(BaseEstimator):
-    """Base of the SMILES estimators. Subclasses provide ``_build_module`` and ``_model_config``."""
+    """Base of the SMILES estimators. Model families provide ``_build_module`` and
+    ``_model_max_length``; the task mixins provide targets, loss, metric and predict."""
 
-    # Set by the model families.
-    _family: str = ""
-    # Set by the task mixins.
-    _task: str = ""
+    _family: str = ""  # set by the model families, used in messages
 
     # ---- hooks ------------------------------------------------------------------------------
     def _build_module(self, vocab_size: int, n_outputs: int, pad_id: int) -> torch.nn.Module:
@@ -92,10 +90,8 @@ class SmilesNetBase(BaseEstimator):
 
     # ---- validation -------------------------------------------------------------------------
     def _check_params(self):
-        for name in ("lr",):
-            value = getattr(self, name)
-            if not isinstance(value, numbers.Real) or value <= 0:
-                raise ValueError(f"{name} must be a positive number, got {value!r}")
+        if isinstance(self.lr, bool) or not isinstance(self.lr, numbers.Real) or self.lr <= 0:
+            raise ValueError(f"lr must be a positive number, got {self.lr!r}")
         for name in ("batch_size", "max_epochs"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
@@ -347,8 +343,6 @@ def _json_default(obj):
 class SmilesRegressorMixin(RegressorMixin):
     """Regression: y (n,) or (n, n_tasks), NaN = missing; standardised on the training data."""
 
-    _task = "regression"
-
     def _check_y(self, y, n: int) -> np.ndarray:
         y = _check_target(y, n)
         try:
@@ -410,8 +404,6 @@ class SmilesRegressorMixin(RegressorMixin):
 class SmilesClassifierMixin(ClassifierMixin):
     """Classification: y (n,) single task (2 logits + cross-entropy for binary), or (n, n_tasks)
     multi-label with 0/1/NaN (BCE with missing labels masked)."""
-
-    _task = "classification"
 
     def _check_y(self, y, n: int) -> np.ndarray:
         y = _check_target(y, n)
