@@ -9,10 +9,14 @@ SHARED = REPO.parent / "shared"
 
 
 def moleculenet_dir() -> Path | None:
-    """The MoleculeNet files: GMNET_DATA, else ../shared/data/moleculenet; None when absent."""
-    for cand in (os.environ.get("GMNET_DATA"), SHARED / "data" / "moleculenet"):
-        if cand and Path(cand).is_dir():
-            return Path(cand)
+    """GMNET_DATA (folders, os.pathsep-separated: the moleculenet folder or its parent), else
+    <repo>/../shared/data/moleculenet; None when absent."""
+    cands = [Path(p) for p in os.environ.get("GMNET_DATA", "").split(os.pathsep) if p]
+    cands.append(SHARED / "data" / "moleculenet")
+    for c in cands:
+        for d in (c, c / "moleculenet"):
+            if d.is_dir() and any(d.glob("*.csv*")):
+                return d
     return None
 
 

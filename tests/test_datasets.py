@@ -28,24 +28,12 @@ from gmnet_sklearn.datasets import (
 )
 from gmnet_sklearn.datasets import moleculenet as mn
 
-REPO = Path(__file__).resolve().parents[1]
+from .conftest import moleculenet_dir
 
 
-def _moleculenet_dir() -> Path | None:
-    """GMNET_DATA (the moleculenet folder or its parent), else <repo>/../shared/data/moleculenet."""
-    cands = []
-    env = os.environ.get("GMNET_DATA")
-    if env:
-        cands += [Path(p) for p in env.split(os.pathsep) if p]
-    cands.append(REPO.parent / "shared" / "data" / "moleculenet")
-    for c in cands:
-        for d in (c, c / "moleculenet"):
-            if d.is_dir() and any(d.glob("*.csv*")):
-                return d
-    return None
 
 
-DATA = _moleculenet_dir()
+DATA = moleculenet_dir()
 ESOL_TASK = "measured log solubility in mols per litre"
 
 

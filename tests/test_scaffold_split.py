@@ -35,24 +35,12 @@ from gmnet_sklearn.model_selection import (
     scaffold_split,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+from .conftest import moleculenet_dir
 
 
-def _moleculenet_dir() -> Path | None:
-    """GMNET_DATA (the moleculenet folder or its parent), else <repo>/../shared/data/moleculenet."""
-    cands = []
-    env = os.environ.get("GMNET_DATA")
-    if env:
-        cands += [Path(p) for p in env.split(os.pathsep) if p]
-    cands.append(REPO.parent / "shared" / "data" / "moleculenet")
-    for c in cands:
-        for d in (c, c / "moleculenet"):
-            if d.is_dir() and any(d.glob("*.csv*")):
-                return d
-    return None
 
 
-DATA = _moleculenet_dir()
+DATA = moleculenet_dir()
 
 # name -> (files that may hold it, DeepChem molnet loader, SMILES column, tasks or None = all)
 DATASETS = {

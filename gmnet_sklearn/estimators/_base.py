@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import numbers
-import os
 import shutil
 import tempfile
 import warnings
@@ -20,7 +19,6 @@ from typing import Any
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.exceptions import NotFittedError
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet

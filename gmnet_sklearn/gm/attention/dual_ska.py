@@ -8,8 +8,7 @@ from __future__ import annotations
 from ..triton import triton_available
 from ._base import SphereAttention
 from .bidir_sfa import bidir_sfa
-from .gated_sfa import PARALLEL_MAX_LEN, sfa_parallel, zonal_terms
-from .ska import ska, ska_zonal
+from .ska import ska
 
 
 class DualSKA(SphereAttention):
