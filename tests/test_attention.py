@@ -182,3 +182,15 @@ def test_long_sequences_strong_decay_finite_and_exact(T, bias):
     torch.testing.assert_close(out32.double(), out64, atol=2e-4, rtol=1e-3)
     for a, b in zip(g32, g64):
         torch.testing.assert_close(a.double(), b, atol=2e-3 * b.abs().max().item(), rtol=1e-2)
+
+
+def test_dual_ska_fast_path_shares_zonal_terms(monkeypatch):
+    # DualSKA's parallel path computes the pair cosines' zonal terms once for both branches.
+    import gmnet_sklearn.gm.attention.dual_ska as dual
+
+    calls = []
+    original = dual.zonal_terms
+    monkeypatch.setattr(dual, "zonal_terms", lambda *a: calls.append(1) or original(*a))
+    layer = make_layer("dual_ska")
+    layer(torch.randn(2, 5, 24, dtype=torch.float64), torch.zeros(2, 5, dtype=torch.long), torch.ones(2, 5, dtype=torch.bool))
+    assert len(calls) == 1

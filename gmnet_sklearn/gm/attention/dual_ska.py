@@ -8,7 +8,8 @@ from __future__ import annotations
 from ..triton import triton_available
 from ._base import SphereAttention
 from .bidir_sfa import bidir_sfa
-from .ska import ska
+from .gated_sfa import PARALLEL_MAX_LEN, sfa_parallel, zonal_terms
+from .ska import ska, ska_zonal
 
 
 class DualSKA(SphereAttention):
@@ -21,4 +22,9 @@ class DualSKA(SphereAttention):
             from ..triton.dual_ska import dual_ska_triton  # lazy: triton is optional
 
             return list(dual_ska_triton(q, k, p, log_gamma, mask, self.L))
+        if impl == "parallel" or (impl == "auto" and q.shape[2] <= PARALLEL_MAX_LEN):
+            # Both branches see the same cosines: compute the zonal terms once.
+            terms = zonal_terms(q @ k.transpose(-1, -2), self.k, self.L)
+            return [sfa_parallel(q, k, p, log_gamma, self.L, causal=False, terms=terms),
+                    ska_zonal(q, k, p, mask, self.L, terms=terms)]
         return [bidir_sfa(q, k, p, log_gamma, self.L, impl), ska(q, k, p, mask, self.L, impl)]
