@@ -380,37 +380,56 @@ def missing_runs(idx: Index, protocol: str) -> Tuple[str, list]:
     return "\n".join(lines).rstrip(), missing
 
 
+def _throughput_table(data: dict) -> str:
+    """One row per (dataset, mode): molecules/s of both models, their ratio, peak memory."""
+    hw = data.get("hardware", {})
+    where = hw.get("gpu") or hw.get("cpu", "?")
+    lines = [
+        f"Device `{data.get('device')}` ({where}; {hw.get('cpu_count', '?')} cores, torch threads "
+        f"{hw.get('torch_threads', '?')}, torch {hw.get('torch', '?')}), batch {data.get('batch_size')}, median of "
+        f"{data.get('rounds')} interleaved rounds of {data.get('steps_per_round')} batches, {data.get('timestamp')}. "
+        f"Command: `{data.get('command')}`.",
+        "",
+        "| data | mean tokens | mode | Chem-GMNet mol/s | ChemBERTa mol/s | ratio (GMNet / ChemBERTa) | peak memory GMNet / ChemBERTa |",
+        "| --- | ---: | --- | ---: | ---: | ---: | --- |",
+    ]
+    for name, entry in data.get("datasets", {}).items():
+        mem = entry.get("peak_memory", {})
+
+        def mib(arm):
+            m = mem.get(arm, {})
+            v = m.get("peak_gpu_bytes", m.get("rss_growth_during_training_bytes"))
+            return "—" if v is None else f"{v / 2**20:.0f} MiB"
+
+        for mode in ("train", "inference"):
+            e = entry.get(mode)
+            if not e:
+                continue
+            mps = e["molecules_per_second"]
+            lines.append(
+                f"| {name} | {entry.get('batches', {}).get('mean_tokens', float('nan')):.1f} | {mode} | {mps['gmnet']:.1f} | "
+                f"{mps['chemberta']:.1f} | {e['ratio_gmnet_over_chemberta']:.2f} | {mib('gmnet')} / {mib('chemberta')} |"
+            )
+    lines.append("")
+    lines.append("Train = forward + backward + Adam step. CPU memory is the growth of peak RSS while training "
+                 "(measured in a fresh process per model); GPU memory is `torch.cuda.max_memory_allocated`.")
+    return "\n".join(lines)
+
+
 def throughput_section(results_dir: Path, out_dir: Path) -> Optional[str]:
     files = sorted(results_dir.glob("throughput*.json"))
     if not files:
         return None
     parts = []
     for f in files:
-        parts.append(f"- [{f.name}]({rel(f, out_dir)})")
+        parts.append(f"[{f.name}]({rel(f, out_dir)})")
         try:
             data = json.loads(f.read_text())
         except (OSError, ValueError):
             continue
-        if isinstance(data, dict) and "throughput" in data:
-            parts += ["", render_generic(data["throughput"]), ""]
-        elif isinstance(data, dict):  # its top-level scalar fields; the rest is in the file
-            scalars = {k: v for k, v in data.items() if isinstance(v, (str, int, float, bool)) or v is None}
-            if scalars:
-                parts += ["", render_generic(scalars), ""]
+        if isinstance(data, dict) and data.get("benchmark") == "throughput":
+            parts += ["", _throughput_table(data), ""]
     return "\n".join(parts)
-
-
-def render_generic(obj) -> str:
-    """A list of flat dicts as a table, a flat dict as key/value rows, anything else as JSON."""
-    def flat(d):
-        return isinstance(d, dict) and all(not isinstance(v, (dict, list)) for v in d.values())
-
-    if isinstance(obj, list) and obj and all(flat(r) for r in obj):
-        keys = list(dict.fromkeys(k for r in obj for k in r))
-        return md_table(keys, [[_cell(r.get(k)) for k in keys] for r in obj])
-    if flat(obj):
-        return md_table(["key", "value"], [[k, _cell(v)] for k, v in obj.items()])
-    return "```json\n" + json.dumps(obj, indent=1)[:20000] + "\n```"
 
 
 def _cell(v) -> str:

@@ -95,19 +95,29 @@ def time_steps(model, opt, batches, device, train: bool, steps: int) -> float:
     return (time.perf_counter() - start) / steps
 
 
-def _peak_memory_worker(arm, vocab_size, device, batches, queue):
-    import resource
+def _proc_status_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise KeyError(field)
 
+
+def _peak_memory_worker(arm, vocab_size, device, batches, queue):
     model, opt = build(arm, vocab_size, device)
+    batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
+    time_steps(model, opt, batches[:1], device, True, 1)  # allocate optimiser state first
     if device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    time_steps(model, opt, [{k: v.to(device) for k, v in b.items()} for b in batches], device, True, len(batches))
-    if device.startswith("cuda"):
+        time_steps(model, opt, batches, device, True, len(batches))
         queue.put({"peak_gpu_bytes": int(torch.cuda.max_memory_allocated())})
-    else:
-        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        queue.put({"peak_rss_bytes": int(after * 1024), "rss_growth_during_training_bytes": int((after - before) * 1024)})
+        return
+    # Linux: writing 5 to clear_refs resets the peak-RSS mark (VmHWM), so the peak below is
+    # the training steps' own, on top of the already-built model and optimiser.
+    Path("/proc/self/clear_refs").write_text("5")
+    base = _proc_status_kib("VmRSS")
+    time_steps(model, opt, batches, device, True, len(batches))
+    queue.put({"peak_rss_bytes": _proc_status_kib("VmHWM") * 1024,
+               "rss_growth_during_training_bytes": (_proc_status_kib("VmHWM") - base) * 1024})
 
 
 def peak_memory(arm, vocab_size, device, batches) -> dict:
@@ -115,7 +125,15 @@ def peak_memory(arm, vocab_size, device, batches) -> dict:
     queue = ctx.Queue()
     proc = ctx.Process(target=_peak_memory_worker, args=(arm, vocab_size, device, batches, queue))
     proc.start()
-    result = queue.get(timeout=1800)
+    import queue as queue_mod
+
+    while True:  # poll, so a worker that dies does not leave us waiting
+        try:
+            result = queue.get(timeout=5)
+            break
+        except queue_mod.Empty:
+            if not proc.is_alive():
+                raise RuntimeError(f"peak-memory worker for {arm} exited with code {proc.exitcode}")
     proc.join()
     return result
 

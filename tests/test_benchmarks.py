@@ -301,7 +301,14 @@ def test_report_statistics_and_win_counts(tmp_path):
     recs += [_record("gmnet", "esol", s, 0.9, k=10, L=3) for s in (0, 1, 2)]
     for r in recs:
         C.write_json_atomic(C.result_path(results, r["protocol"], r["arm"], r["endpoint"], r["seed"], r["k"], r["L"]), r)
-    (results / "throughput_cpu.json").write_text(json.dumps({"throughput": [{"model": "gmnet", "mol_per_s": 12.5}]}))
+    (results / "throughput_cpu.json").write_text(json.dumps({
+        "benchmark": "throughput", "device": "cpu", "batch_size": 32, "rounds": 1, "steps_per_round": 2,
+        "hardware": {"cpu": "test cpu", "cpu_count": 2, "torch_threads": 1, "torch": "x"},
+        "datasets": {"esol": {"batches": {"mean_tokens": 22.8},
+                              "train": {"molecules_per_second": {"gmnet": 12.5, "chemberta": 25.0},
+                                        "ratio_gmnet_over_chemberta": 0.5},
+                              "peak_memory": {"gmnet": {"rss_growth_during_training_bytes": 2**21},
+                                              "chemberta": {"rss_growth_during_training_bytes": 2**20}}}}}))
     readme = tmp_path / "README.md"
     assert report.main(["--results-dir", str(results), "--output", str(readme)]) == 0
     text = readme.read_text()
@@ -316,7 +323,8 @@ def test_report_statistics_and_win_counts(tmp_path):
     assert "**0.900 ± 0.000** (n=3)" in grid_row and "**0.938 ± 0.042**" in grid_row
     assert "Chem-GMNet k=8 L=3 bace_classification: seeds 0, 1, 2" in text
     assert "Chem-GMNet k=8 L=3 esol" not in text.split("## Runs still missing")[1].split("## ")[0]
-    assert "throughput_cpu.json" in text and "| gmnet | 12.5 |" in text
+    assert "throughput_cpu.json" in text
+    assert "| esol | 22.8 | train | 12.5 | 25.0 | 0.50 | 2 MiB / 1 MiB |" in text
     assert "python -m benchmarks.run --test" in text and "Test CPU" in text
     summary = json.loads((results / "summary.json").read_text())
     esol_sum = summary["protocols"]["chemberta3"]["table1"]["endpoints"]["esol"]
