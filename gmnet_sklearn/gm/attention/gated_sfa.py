@@ -14,8 +14,8 @@ import torch
 from .. import functional as F
 from ._base import SphereAttention
 
-# Above this length the O(T^2) pair tensors outweigh the O(T) scan (measured on CPU; SMILES are
-# far shorter).
+# Above this length "auto" uses the O(T)-memory scan instead of O(T^2) pair tensors. Not tuned:
+# SMILES stay far below it (the protocol caps molecules at 200 characters, the model at 514 tokens).
 PARALLEL_MAX_LEN = 1024
 
 
@@ -42,8 +42,9 @@ def sfa_scan(q, k, p, log_gamma, L: int, reverse: bool = False, return_state: bo
 def zonal_terms(cos: torch.Tensor, k: int, L: int) -> list:
     """[a_0, a_1 P_1(cos), ..., a_L P_L(cos)]: the per-degree pieces of Phi(q).Phi(k).
 
-    Term 0 is the constant a_0 (a float), so no all-constant T x T tensor is ever built. Shared by
-    both DualSKA branches, which see the same cosines.
+    The recurrence of `functional.gegenbauer_normalised`, kept as a list (no stacked
+    (..., T, T, L+1) copy). Term 0 is the constant a_0 (a float), so no all-constant T x T tensor
+    is ever built. Shared by both DualSKA branches, which see the same cosines.
     """
     a = F.zonal_coefficients(k, L)
     lam = (k - 2) / 2.0
