@@ -170,14 +170,14 @@ class SmilesNetBase(BaseEstimator):
                 enc_valid, y_valid = encoded.subset(valid_idx), y[valid_idx]
                 encoded, y = encoded.subset(train_idx), y[train_idx]
         y = self._fit_y(y)  # target statistics / classes come from the training part only
-        train_set = EncodedSmilesDataset(encoded, y)
+        self.device_ = resolve_device(self.device)
+        train_set = EncodedSmilesDataset(encoded, y, device=self.device_)
         valid_set = None
         if enc_valid is not None:
             order = np.argsort(enc_valid.lengths, kind="stable")  # less padding, same rows
-            valid_set = EncodedSmilesDataset(enc_valid, self._transform_y(y_valid), order=order)
+            valid_set = EncodedSmilesDataset(enc_valid, self._transform_y(y_valid), order=order, device=self.device_)
 
         torch.manual_seed(seed)
-        self.device_ = resolve_device(self.device)
         module = self._build_module(self.tokenizer_.vocab_size, self.n_outputs_, self.tokenizer_.pad_id)
         callbacks = list(self.callbacks or [])
         self._checkpoint_dir = None
@@ -210,7 +210,7 @@ class SmilesNetBase(BaseEstimator):
         return self
 
     def _selection_callbacks(self, valid_set):
-        name, lower, scorer = self._validation_metric(valid_set.y.numpy())
+        name, lower, scorer = self._validation_metric(valid_set.y.cpu().numpy())
         self._checkpoint_dir = tempfile.mkdtemp(prefix="gmnet_ckpt_")
         scoring = [] if scorer is None else [EpochScoring(scorer, name=name, lower_is_better=lower, on_train=False, use_caching=True)]
         return scoring + [
@@ -224,14 +224,12 @@ class SmilesNetBase(BaseEstimator):
         check_is_fitted(self, "net_")
         X = check_smiles_input(X)
         enc = self._encode(X, self.on_invalid)
-        ds = EncodedSmilesDataset(enc, order=np.argsort(enc.lengths, kind="stable"))
+        ds = EncodedSmilesDataset(enc, order=np.argsort(enc.lengths, kind="stable"), device=self.device_)
         module = self.net_.module_
         module.eval()
-        outs = []
         with torch.inference_mode():
-            for Xb, _ in sequential_loader(ds, batch_size=max(self.batch_size, 128)):
-                outs.append(module(**{k: v.to(self.device_) for k, v in Xb.items()}).float().cpu())
-        raw = torch.cat(outs).numpy().astype(np.float64)
+            outs = [module(**Xb) for Xb, _ in sequential_loader(ds, batch_size=max(self.batch_size, 128))]
+            raw = torch.cat(outs).float().cpu().numpy().astype(np.float64)  # one copy back
         out = np.empty_like(raw)
         out[ds.order.numpy()] = raw
         out[~enc.valid] = np.nan

@@ -21,12 +21,18 @@ class EncodedSmilesDataset(Dataset):
     which keeps padding small without changing which rows are seen.
     """
 
-    def __init__(self, encoded: EncodedBatch, y: np.ndarray | None = None, order: np.ndarray | None = None):
-        ids, flags, mask = encoded.padded()
-        self.ids = torch.as_tensor(ids)
-        self.flags = torch.as_tensor(flags.astype(np.int64))
+    def __init__(self, encoded: EncodedBatch, y: np.ndarray | None = None, order: np.ndarray | None = None,
+                 device: str | torch.device = "cpu"):
+        ids, flags, _ = encoded.padded()
+        # Token matrix, flags and targets live on the training device, so batches are gathered
+        # there (no host-to-device copy per step); lengths stay on the host too, so choosing a
+        # batch's width never synchronises with the device.
+        self.device = torch.device(device)
+        self.ids = torch.as_tensor(ids, device=self.device)
+        self.flags = torch.as_tensor(flags.astype(np.int64), device=self.device)
         self.lengths = torch.as_tensor(encoded.lengths)
-        self.y = None if y is None else torch.as_tensor(y)
+        self._lengths_dev = self.lengths.to(self.device)
+        self.y = None if y is None else torch.as_tensor(y, device=self.device)
         self.order = None if order is None else torch.as_tensor(order)
 
     def __len__(self) -> int:
@@ -38,9 +44,10 @@ class EncodedSmilesDataset(Dataset):
     def collate(self, rows: list[int]):
         idx = torch.as_tensor(rows)
         width = int(self.lengths[idx].max()) if len(rows) else 1
-        mask = torch.arange(width)[None, :] < self.lengths[idx][:, None]
-        X = {"input_ids": self.ids[idx, :width], "conj_flags": self.flags[idx, :width], "attention_mask": mask}
-        y = self.y[idx] if self.y is not None else torch.zeros(len(rows))
+        dev_idx = idx.to(self.device, non_blocking=True)
+        mask = torch.arange(width, device=self.device)[None, :] < self._lengths_dev[dev_idx][:, None]
+        X = {"input_ids": self.ids[dev_idx, :width], "conj_flags": self.flags[dev_idx, :width], "attention_mask": mask}
+        y = self.y[dev_idx] if self.y is not None else torch.zeros(len(rows), device=self.device)
         return X, y
 
 
