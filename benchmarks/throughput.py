@@ -57,8 +57,10 @@ def load_batches(name: str, tokenizer, batch_size: int, n_batches: int, seed: in
     batches = []
     while len(batches) < n_batches:
         batches.extend(ds.collate(rows)[0] for rows in sampler if len(rows) == batch_size)
-    lengths = [int(b["attention_mask"].sum(1).float().mean()) for b in batches]
-    return batches[:n_batches], {"mean_tokens": float(np.mean(lengths)), "mean_padded_width": float(np.mean([b["input_ids"].shape[1] for b in batches[:n_batches]]))}
+    batches = batches[:n_batches]
+    shape = {"mean_tokens": float(np.mean([b["attention_mask"].sum(1).float().mean().item() for b in batches])),
+             "mean_padded_width": float(np.mean([b["input_ids"].shape[1] for b in batches]))}
+    return batches, shape
 
 
 def build(arm: str, vocab_size: int, device: str):
