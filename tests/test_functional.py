@@ -193,3 +193,14 @@ def test_basis_is_deterministic_and_cached():
     F.harmonic_basis.cache_clear()
     b = F.harmonic_basis(8, 3).coeffs
     np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("k,L", [(3, 0), (3, 4), (8, 3), (5, 2)])
+def test_harmonic_map_monomials_match_reference_with_gradients(k, L):
+    sh = F.HarmonicMap(k, L).double()
+    x = torch.randn(k, 2, 3, dtype=torch.float64, requires_grad=True)
+    ref = F.monomials(x.movedim(0, -1), L).movedim(-1, 0)
+    torch.testing.assert_close(sh.monomials_fm(x), ref, atol=1e-14, rtol=0)
+    assert torch.autograd.gradcheck(sh.monomials_fm, (x,))
+    z = F.normalise(torch.randn(7, k, dtype=torch.float64))
+    torch.testing.assert_close(sh(z), F.phi(z, L), atol=1e-12, rtol=0)

@@ -268,13 +268,61 @@ def phi(x: torch.Tensor, L: int) -> torch.Tensor:
     return monomials(x, L) @ sh_coefficients(k, L, x.device, x.dtype).T
 
 
-class HarmonicMap(torch.nn.Module):
-    """Phi on S^{k-1} with its fixed tables held as (non-persistent) buffers.
+def _suffix_starts(k: int, L: int) -> tuple[tuple[int, ...], ...]:
+    """For each degree l >= 1 and variable v: where, among the degree-(l-1) monomials, those in
+    variables >= v begin. In HarmonicBasis order they form a suffix, and the degree-l monomials
+    are exactly concat_v(x_v * suffix_v) (v = the monomial's first variable)."""
+    out = []
+    for l in range(1, L + 1):
+        prev = _exponents(k, l - 1)
+        out.append(tuple(next((i for i, e in enumerate(prev) if not any(e[:v])), len(prev)) for v in range(k)))
+    return tuple(out)
 
-    Works in feature-major layout: monomials are built from rows of x^T, so each gather copies
-    whole contiguous rows (much faster on CPU than gathering along the last axis), and read-outs
-    are one matmul with A folded into the trainable weight. Buffers follow ``.to()``/``.double()``
-    and keep ``torch.compile`` free of global caches.
+
+class _Monomials(torch.autograd.Function):
+    """monomials of x_fm (k, ...) built from contiguous slices, with a hand-written backward.
+
+    Autograd through gathers would backpropagate with scatter-adds; here every backward step is a
+    contiguous slice product/reduction (~20% faster per call on CPU, same values).
+    """
+
+    @staticmethod
+    def forward(ctx, x, starts):
+        blocks = [torch.ones_like(x[:1])]
+        for st in starts:
+            prev = blocks[-1]
+            blocks.append(torch.cat([x[v : v + 1] * prev[s:] for v, s in enumerate(st)], 0))
+        ctx.starts = starts
+        ctx.sizes = [b.shape[0] for b in blocks]
+        out = torch.cat(blocks, 0)
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        offsets = np.cumsum([0, *ctx.sizes]).tolist()
+        g = [grad[offsets[l] : offsets[l + 1]].clone() for l in range(len(ctx.sizes))]
+        gx = torch.zeros_like(x)
+        for l in range(len(ctx.sizes) - 1, 0, -1):
+            prev = out[offsets[l - 1] : offsets[l]]
+            pos = 0
+            for v, s in enumerate(ctx.starts[l - 1]):
+                n = ctx.sizes[l - 1] - s
+                gv = g[l][pos : pos + n]
+                pos += n
+                gx[v] += (gv * prev[s:]).sum(0)
+                g[l - 1][s:] += x[v : v + 1] * gv
+        return gx, None
+
+
+class HarmonicMap(torch.nn.Module):
+    """Phi on S^{k-1} with its fixed coefficient table held as a (non-persistent) buffer.
+
+    Works in feature-major layout: monomials are built from contiguous rows of x^T (no gathers,
+    see `_Monomials`), and read-outs are one matmul with A folded into the trainable weight. The
+    buffer follows ``.to()``/``.double()``; no global cache is touched in forward.
     """
 
     def __init__(self, k: int, L: int):
@@ -285,19 +333,11 @@ class HarmonicMap(torch.nn.Module):
         self.dim, self.n_monomials = basis.dim, basis.n_monomials
         # float64 master (cast on use) so a .double() model keeps Phi exact.
         self.register_buffer("coeffs", torch.as_tensor(basis.coeffs, dtype=torch.float64), persistent=False)
-        for l in range(1, L + 1):
-            sel = np.nonzero(basis.monomial_degrees == l)[0]
-            start = int(np.nonzero(basis.monomial_degrees == l - 1)[0][0])
-            self.register_buffer(f"parent{l}", torch.as_tensor(basis.parent[sel] - start), persistent=False)
-            self.register_buffer(f"variable{l}", torch.as_tensor(basis.variable[sel]), persistent=False)
+        self._starts = _suffix_starts(k, L)
 
     def monomials_fm(self, x_fm: torch.Tensor) -> torch.Tensor:
-        """x_fm (k, ...) -> all monomials of degree <= L, (n_monomials, ...)."""
-        blocks = [torch.ones_like(x_fm[:1])]
-        for l in range(1, self.L + 1):
-            parent, variable = getattr(self, f"parent{l}"), getattr(self, f"variable{l}")
-            blocks.append(blocks[-1].index_select(0, parent) * x_fm.index_select(0, variable))
-        return torch.cat(blocks, 0)
+        """x_fm (k, ...) -> all monomials of degree <= L, (n_monomials, ...), HarmonicBasis order."""
+        return _Monomials.apply(x_fm, self._starts)
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
         """Phi(z) (..., D*) for unit z (..., k)."""
