@@ -416,6 +416,29 @@ def _throughput_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def fast_vs_reference_section(results_dir: Path, out_dir: Path) -> Optional[str]:
+    """Validation curves of the same seeded run on the fast and the reference attention forms."""
+    parts = []
+    for f in sorted(results_dir.glob("fast_vs_reference*.json")):
+        d = json.loads(f.read_text())
+        fast, ref = d["runs"]["parallel"], d["runs"]["reference"]
+        hw = d.get("hardware", {})
+        parts += [
+            f"[{f.name}]({rel(f, out_dir)}): {d['dataset']} seed {d['seed']}, Chem-GMNet k=8 L=3, Adam lr 3e-5, "
+            f"batch 32, {d['epochs']} epochs on `{d['device']}` ({hw.get('gpu') or hw.get('cpu', '?')}); same batches and "
+            f"dropout masks for both. Command: `{d['command']}`.",
+            "",
+            "| epoch | valid RMSE, fast (parallel) | valid RMSE, reference (scan + explicit Phi) |",
+            "| ---: | ---: | ---: |",
+            *[f"| {e} | {a:.6f} | {b:.6f} |" for e, (a, b) in enumerate(zip(fast["valid_rmse"], ref["valid_rmse"]), 1)],
+            "",
+            f"Largest difference {d['max_abs_diff_valid_rmse']:.1e}; wall time fast {fast['seconds']:.0f} s, "
+            f"reference {ref['seconds']:.0f} s.",
+            "",
+        ]
+    return "\n".join(parts) if parts else None
+
+
 def throughput_section(results_dir: Path, out_dir: Path) -> Optional[str]:
     files = sorted(results_dir.glob("throughput*.json"))
     if not files:
@@ -582,6 +605,9 @@ def render(idx: Index, results_dir: Path, out_path: Path, primary: str) -> Tuple
     if tp:
         parts += ["## Throughput", "", "Written by `benchmarks/throughput.py`:", "", tp, ""]
         summary["throughput_files"] = [p.name for p in sorted(results_dir.glob("throughput*.json"))]
+    fvr = fast_vs_reference_section(results_dir, out_dir)
+    if fvr:
+        parts += ["## Fast path vs reference (accuracy)", "", fvr, ""]
     parts += ["## Notes", "", NOTES]
     return "\n".join(parts).rstrip() + "\n", summary
 
