@@ -425,7 +425,7 @@ def fast_vs_reference_section(results_dir: Path, out_dir: Path) -> Optional[str]
         hw = d.get("hardware", {})
         parts += [
             f"[{f.name}]({rel(f, out_dir)}): {d['dataset']} seed {d['seed']}, Chem-GMNet k=8 L=3, Adam lr 3e-5, "
-            f"batch 32, {d['epochs']} epochs on `{d['device']}` ({hw.get('gpu') or hw.get('cpu', '?')}); same batches and "
+            f"batch 32, {d['epochs']} epochs, {d.get('dtype', 'float32')}, on `{d['device']}` ({hw.get('gpu') or hw.get('cpu', '?')}); same batches and "
             f"dropout masks for both. Command: `{d['command']}`.",
             "",
             "| epoch | valid RMSE, fast (parallel) | valid RMSE, reference (scan + explicit Phi) |",
