@@ -6,8 +6,8 @@ zonal scores, factorised decay) and once with the reference forms (impl="referen
 recurrent moment-matrix scan and explicit Phi features). Records both validation-RMSE curves.
 The reference scan is slow, so the default is a few epochs. In float64 the two curves agree to
 rounding; in float32 both forms carry ~1e-3 relative gradient error (the reference slightly more),
-and Adam amplifies any difference (near-zero gradients are rescaled by lr / eps), so even float64
-trajectories separate geometrically step by step; the per-step training losses show this.
+and the training trajectory amplifies any difference geometrically (in float64 too; likely Adam's
+rescaling of near-zero gradients), which the recorded per-step training losses show.
 
     python -m benchmarks.fast_vs_reference [--epochs 5] [--dtype float32|float64] [--threads N]
 
