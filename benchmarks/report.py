@@ -236,22 +236,22 @@ def kl_grid(idx: Index, protocol: str, endpoint: str) -> Tuple[str, dict]:
 
     best_ours = best_of({kl: s["mean"] for kl, s in ours.items()})
     best_paper = best_of({kl: float(v[0]) for kl, v in paper.items()})
-    header = ["k \\ L"]
-    for L in Ls:
-        header += [f"L={L} ours", f"L={L} paper"]
-    rows = []
-    for k in ks:
-        row = [f"k={k}"]
-        for L in Ls:
-            o = ours.get((k, L))
-            row.append(fmt(o["mean"], o["sd"], dec, o["n"], bold=best_ours == (k, L)) if o else DASH)
-            p = paper.get((k, L))
-            row.append(fmt(float(p[0]), float(p[1]), dec, bold=best_paper == (k, L)) if p else DASH)
-        rows.append(row)
+    header, rows = _kl_rows(
+        ks, Ls,
+        lambda k, L: fmt(ours[k, L]["mean"], ours[k, L]["sd"], dec, ours[k, L]["n"], bold=best_ours == (k, L)) if (k, L) in ours else DASH,
+        lambda k, L: fmt(float(paper[k, L][0]), float(paper[k, L][1]), dec, bold=best_paper == (k, L)) if (k, L) in paper else DASH,
+    )
     summary = {f"k{k}_L{L}": {"ours": ours.get((k, L)),
                               "paper": ({"mean": float(paper[k, L][0]), "sd": float(paper[k, L][1])} if (k, L) in paper else None)}
                for k in ks for L in Ls}
     return md_table(header, rows, ["---"] + ["---:"] * (2 * len(Ls))), summary
+
+
+def _kl_rows(ks, Ls, ours_cell, paper_cell):
+    """Header and rows of a (k, L) grid with an "ours" and a "paper" column per L."""
+    header = ["k \\ L"] + [f"L={L} {who}" for L in Ls for who in ("ours", "paper")]
+    rows = [[f"k={k}"] + [cell(k, L) for L in Ls for cell in (ours_cell, paper_cell)] for k in ks]
+    return header, rows
 
 
 def params_grid(idx: Index, protocol: str) -> Optional[str]:
@@ -266,18 +266,11 @@ def params_grid(idx: Index, protocol: str) -> Optional[str]:
         return None
     ks = sorted(set(KL_GRID_K) | {k for k, _ in counts})
     Ls = sorted(set(KL_GRID_L) | {L for _, L in counts})
-    header = ["k \\ L"]
-    for L in Ls:
-        header += [f"L={L} ours", f"L={L} paper"]
-    rows = []
-    for k in ks:
-        row = [f"k={k}"]
-        for L in Ls:
-            c = counts.get((k, L))
-            row.append(f"{c[0]:,} ({c[1]})" if c else DASH)
-            p = PAPER_KL_PARAMS.get((k, L))
-            row.append(f"{p:,}" if p else DASH)
-        rows.append(row)
+    header, rows = _kl_rows(
+        ks, Ls,
+        lambda k, L: f"{counts[k, L][0]:,} ({counts[k, L][1]})" if (k, L) in counts else DASH,
+        lambda k, L: f"{PAPER_KL_PARAMS[k, L]:,}" if PAPER_KL_PARAMS.get((k, L)) else DASH,
+    )
     return md_table(header, rows, ["---"] + ["---:"] * (2 * len(Ls)))
 
 
