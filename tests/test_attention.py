@@ -192,5 +192,6 @@ def test_dual_ska_fast_path_shares_zonal_terms(monkeypatch):
     original = dual.zonal_terms
     monkeypatch.setattr(dual, "zonal_terms", lambda *a: calls.append(1) or original(*a))
     layer = make_layer("dual_ska")
-    layer(torch.randn(2, 5, 24, dtype=torch.float64), torch.zeros(2, 5, dtype=torch.long), torch.ones(2, 5, dtype=torch.bool))
+    layer(torch.randn(2, 5, 24, dtype=torch.float64), torch.zeros(2, 5, dtype=torch.long), torch.ones(2, 5, dtype=torch.bool),
+          impl="parallel")
     assert len(calls) == 1

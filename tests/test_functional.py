@@ -195,12 +195,57 @@ def test_basis_is_deterministic_and_cached():
     np.testing.assert_array_equal(a, b)
 
 
+def _readout_reference(weight, zs, scales):
+    """Plain autograd: explicit monomials of the normalised inputs, then a batched matmul."""
+    L = F._degree_of(zs[0].shape[1], weight.shape[-1])
+    out = 0
+    for b, z in enumerate(zs):
+        m = F.monomials(F.normalise(z.transpose(1, 2)), L).transpose(1, 2)  # (G, n_mono, N)
+        s = 1.0 if scales is None else scales[b][:, None, None]
+        out = out + s * (weight @ m)
+    return out
+
+
+@pytest.mark.parametrize("k,L", [(3, 0), (3, 1), (3, 4), (8, 3), (5, 2)])
+@pytest.mark.parametrize("n_branches,scaled", [(1, False), (2, True), (1, True)])
+def test_sphere_readout_matches_reference_with_gradients(k, L, n_branches, scaled):
+    g = torch.Generator().manual_seed(k * 10 + L)
+    G, c, N = 2, 3, 7  # odd N
+    n_mono = F.harmonic_basis(k, L).n_monomials
+    weight = torch.randn(G, c, n_mono, dtype=torch.float64, generator=g, requires_grad=True)
+    zs = [torch.randn(G, k, N, dtype=torch.float64, generator=g).mul(2.0).requires_grad_() for _ in range(n_branches)]
+    scales = [torch.rand(G, dtype=torch.float64, generator=g).requires_grad_() for _ in zs] if scaled else None
+    fast = F.sphere_readout(weight, zs, scales)
+    ref = _readout_reference(weight, zs, scales)
+    torch.testing.assert_close(fast, ref, atol=1e-12, rtol=1e-12)
+    inputs = [weight, *zs, *(scales or [])]
+    gout = torch.randn_like(ref)
+    g_ref = torch.autograd.grad(ref, inputs, gout, allow_unused=True)  # L = 0 does not depend on z
+    for a, b, x in zip(torch.autograd.grad(fast, inputs, gout), g_ref, inputs):
+        torch.testing.assert_close(a, torch.zeros_like(x) if b is None else b, atol=1e-11, rtol=1e-10)
+    if k <= 5:
+        assert torch.autograd.gradcheck(lambda w, *args: F.sphere_readout(w, args[:n_branches], args[n_branches:] or None),
+                                        tuple(inputs))
+
+
+def test_sphere_readout_zero_vectors_have_finite_gradients():
+    weight = torch.randn(1, 4, F.harmonic_basis(8, 3).n_monomials, dtype=torch.float64, requires_grad=True)
+    z = torch.zeros(1, 8, 5, dtype=torch.float64, requires_grad=True)
+    with torch.no_grad():
+        z[0, :, 1] = torch.randn(8, dtype=torch.float64)  # one real vector among zeros
+    out = F.sphere_readout(weight, [z])
+    out.square().sum().backward()
+    assert torch.isfinite(z.grad).all() and torch.isfinite(weight.grad).all()
+    ref_z = z.detach().clone().requires_grad_()
+    _readout_reference(weight.detach(), [ref_z], None).square().sum().backward()
+    torch.testing.assert_close(z.grad, ref_z.grad, atol=1e-10, rtol=1e-10)
+
+
 @pytest.mark.parametrize("k,L", [(3, 0), (3, 4), (8, 3), (5, 2)])
-def test_harmonic_map_monomials_match_reference_with_gradients(k, L):
+def test_harmonic_map_is_phi(k, L):
     sh = F.HarmonicMap(k, L).double()
-    x = torch.randn(k, 2, 3, dtype=torch.float64, requires_grad=True)
-    ref = F.monomials(x.movedim(0, -1), L).movedim(-1, 0)
-    torch.testing.assert_close(sh.monomials_fm(x), ref, atol=1e-14, rtol=0)
-    assert torch.autograd.gradcheck(sh.monomials_fm, (x,))
-    z = F.normalise(torch.randn(7, k, dtype=torch.float64))
-    torch.testing.assert_close(sh(z), F.phi(z, L), atol=1e-12, rtol=0)
+    z = torch.randn(7, k, dtype=torch.float64)
+    torch.testing.assert_close(sh(z), F.phi(F.normalise(z), L), atol=1e-12, rtol=0)
+    w, b = torch.randn(5, sh.dim, dtype=torch.float64), torch.randn(5, dtype=torch.float64)
+    torch.testing.assert_close(sh.readout(z[None, :, :].expand(2, 7, k), w, b)[1],
+                               F.phi(F.normalise(z), L) @ w.T + b, atol=1e-12, rtol=0)

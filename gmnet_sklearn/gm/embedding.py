@@ -33,7 +33,7 @@ class SHEmbedding(nn.Module):
     def table(self) -> torch.Tensor:
         """The (V, d) embedding of every token. It depends on the token id alone, so computing the
         whole vocabulary once per step is cheaper than per position (V is smaller than B*T)."""
-        sphere = self.sh.readout(F.normalise(self.P), self.W_up.weight)
+        sphere = self.sh.readout(self.P, self.W_up.weight)  # normalises P's rows
         return sphere + self.res_proj(self.tok_res.weight)
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:

@@ -279,50 +279,137 @@ def _suffix_starts(k: int, L: int) -> tuple[tuple[int, ...], ...]:
     return tuple(out)
 
 
-class _Monomials(torch.autograd.Function):
-    """monomials of x_fm (k, ...) built from contiguous slices, with a hand-written backward.
+def _fill_monomials(x: torch.Tensor, starts, n_monomials: int) -> torch.Tensor:
+    """x (G, k, N) -> every monomial of degree <= L, (G, n_monomials, N), HarmonicBasis order.
 
-    Autograd through gathers would backpropagate with scatter-adds; here every backward step is a
-    contiguous slice product/reduction (~20% faster per call on CPU, same values).
+    Each degree-l block is concat_v x_v * (suffix of the degree-(l-1) block), written in place
+    into one buffer: contiguous slices, no gathers and no concatenation copies.
     """
+    G, k, N = x.shape
+    m = x.new_empty(G, n_monomials, N)
+    m[:, 0] = 1
+    if len(starts):
+        m[:, 1 : 1 + k] = x
+    prev, size, cur = 1, k, 1 + k
+    for st in starts[1:]:
+        pos = cur
+        for v, s in enumerate(st):
+            n = size - s
+            torch.mul(x[:, v : v + 1], m[:, prev + s : prev + size], out=m[:, pos : pos + n])
+            pos += n
+        prev, size, cur = cur, pos - cur, pos
+    return m
+
+
+def _monomial_backward(grad: torch.Tensor, x: torch.Tensor, m: torch.Tensor, starts) -> torch.Tensor:
+    """Reverse of `_fill_monomials`: d(loss)/dx (G, k, N) from d(loss)/d(monomials) (G, n_mono, N).
+
+    Walks the degrees downwards; each (degree, variable) block costs one dot over rows (into
+    dx_v) and one fused multiply-add (into the parent degree's gradient), on contiguous slices.
+    """
+    G, k, N = x.shape
+    sizes = [math.comb(k + l - 1, l) for l in range(len(starts) + 1)]
+    offsets = np.cumsum([0, *sizes]).tolist()
+    if len(starts) == 0:
+        return torch.zeros_like(x)
+    lower = grad[:, : offsets[-2]].clone()  # degree < L rows accumulate from the degree above
+    gx = torch.zeros_like(x)
+    for l in range(len(starts), 1, -1):
+        top = grad if l == len(starts) else lower
+        prev0, prev_size, pos = offsets[l - 1], sizes[l - 1], offsets[l]
+        for v, st in enumerate(starts[l - 1]):
+            n = prev_size - st
+            gv = top[:, pos : pos + n]
+            pos += n
+            gx[:, v] += torch.linalg.vecdot(gv, m[:, prev0 + st : prev0 + prev_size], dim=1)
+            lower[:, prev0 + st : prev0 + prev_size].addcmul_(x[:, v : v + 1], gv)
+    return gx.add_(lower[:, 1 : 1 + k] if len(starts) > 1 else grad[:, 1 : 1 + k])
+
+
+class _SphereReadout(torch.autograd.Function):
+    """sum_b s_b W @ monomials(normalise(z_b)) with a hand-written backward (see `sphere_readout`)."""
 
     @staticmethod
-    def forward(ctx, x, starts):
-        blocks = [torch.ones_like(x[:1])]
-        for st in starts:
-            prev = blocks[-1]
-            blocks.append(torch.cat([x[v : v + 1] * prev[s:] for v, s in enumerate(st)], 0))
-        ctx.starts = starts
-        ctx.sizes = [b.shape[0] for b in blocks]
-        out = torch.cat(blocks, 0)
-        ctx.save_for_backward(x, out)
+    def forward(ctx, starts, eps, weight, *inputs):
+        n = len(inputs) // 2
+        zs, scales = inputs[:n], inputs[n:]
+        xs, rs, ms = [], [], []
+        out = None
+        for z, s in zip(zs, scales):
+            # sqrt of a sum of squares: linalg.vector_norm over a strided middle axis is ~50x slower.
+            r = z.square().sum(1, keepdim=True).sqrt_().clamp_min_(eps)
+            x = z / r
+            m = _fill_monomials(x, starts, weight.shape[-1])
+            w = weight if s is None else weight * s[:, None, None]
+            out = torch.bmm(w, m) if out is None else out.baddbmm_(w, m)
+            xs.append(x), rs.append(r), ms.append(m)
+        ctx.starts, ctx.eps, ctx.n = starts, eps, n
+        ctx.has_scale = [s is not None for s in scales]
+        ctx.save_for_backward(weight, *xs, *rs, *ms, *[s for s in scales if s is not None])
         return out
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
-        x, out = ctx.saved_tensors
-        offsets = np.cumsum([0, *ctx.sizes]).tolist()
-        g = [grad[offsets[l] : offsets[l + 1]].clone() for l in range(len(ctx.sizes))]
-        gx = torch.zeros_like(x)
-        for l in range(len(ctx.sizes) - 1, 0, -1):
-            prev = out[offsets[l - 1] : offsets[l]]
-            pos = 0
-            for v, s in enumerate(ctx.starts[l - 1]):
-                n = ctx.sizes[l - 1] - s
-                gv = g[l][pos : pos + n]
-                pos += n
-                gx[v] += (gv * prev[s:]).sum(0)
-                g[l - 1][s:] += x[v : v + 1] * gv
-        return gx, None
+        n = ctx.n
+        saved = ctx.saved_tensors
+        weight, xs, rs, ms = saved[0], saved[1 : 1 + n], saved[1 + n : 1 + 2 * n], saved[1 + 2 * n : 1 + 3 * n]
+        it = iter(saved[1 + 3 * n :])
+        scales = [next(it) if has else None for has in ctx.has_scale]
+        grad = grad.contiguous()
+        # d(loss)/d(monomials) before the branch scales: one matmul shared by every branch.
+        g_mono = torch.bmm(weight.transpose(1, 2), grad)  # (G, n_mono, N)
+        g_weight, g_zs, g_scales = None, [], []
+        for x, r, m, s in zip(xs, rs, ms, scales):
+            g_w = torch.bmm(grad, m.transpose(1, 2))  # (G, c, n_mono)
+            g_x = _monomial_backward(g_mono, x, m, ctx.starts)
+            if s is None:
+                g_weight = g_w if g_weight is None else g_weight + g_w
+                g_scales.append(None)
+            else:
+                g_weight = g_w * s[:, None, None] if g_weight is None else g_weight.addcmul_(g_w, s[:, None, None])
+                g_scales.append((g_w * weight).sum((1, 2)))
+                g_x = g_x * s[:, None, None]
+            # Through x = z / max(|z|, eps): tangential part / |z|, or plain 1/eps where clamped.
+            radial = (g_x * x).sum(1, keepdim=True)
+            g_zs.append(torch.where(r > ctx.eps, (g_x - x * radial) / r, g_x / ctx.eps))
+        return (None, None, g_weight, *g_zs, *g_scales)
+
+
+def sphere_readout(weight: torch.Tensor, zs, scales=None, eps: float = 1e-6) -> torch.Tensor:
+    """sum_b scales_b * weight @ monomials(normalise(z_b)), per group: (G, c, N).
+
+    weight (G, c, n_monomials) is a read-out already composed with the harmonic coefficients
+    (W A), zs are raw vectors (G, k, N) and scales optional per-group factors (G,) (DualSKA's
+    fusion weights). Monomials are built in place and saved; the backward shares one
+    d(monomials) matmul across branches and walks the monomial tree with fused slice ops.
+    `monomials` + autograd is the reference (tests compare both, forward and backward).
+    """
+    G, c, n_mono = weight.shape
+    k = zs[0].shape[1]
+    L = _degree_of(k, n_mono)
+    scales = list(scales) if scales is not None else [None] * len(zs)
+    if len(scales) != len(zs):
+        raise ValueError(f"got {len(zs)} inputs but {len(scales)} scales")
+    return _SphereReadout.apply(_suffix_starts(k, L), eps, weight, *zs, *scales)
+
+
+def _degree_of(k: int, n_monomials: int) -> int:
+    L, total = 0, 1
+    while total < n_monomials:
+        L += 1
+        total += math.comb(k + L - 1, L)
+    if total != n_monomials:
+        raise ValueError(f"{n_monomials} is not the number of monomials of degree <= L in {k} variables")
+    return L
 
 
 class HarmonicMap(torch.nn.Module):
     """Phi on S^{k-1} with its fixed coefficient table held as a (non-persistent) buffer.
 
-    Works in feature-major layout: monomials are built from contiguous rows of x^T (no gathers,
-    see `_Monomials`), and read-outs are one matmul with A folded into the trainable weight. The
-    buffer follows ``.to()``/``.double()``; no global cache is touched in forward.
+    Read-outs weight @ Phi(z) run through `sphere_readout` with the coefficient table A folded
+    into the weight (Phi is linear in the monomials). The buffer follows ``.to()``/``.double()``;
+    no global cache is touched in forward.
     """
 
     def __init__(self, k: int, L: int):
@@ -333,21 +420,17 @@ class HarmonicMap(torch.nn.Module):
         self.dim, self.n_monomials = basis.dim, basis.n_monomials
         # float64 master (cast on use) so a .double() model keeps Phi exact.
         self.register_buffer("coeffs", torch.as_tensor(basis.coeffs, dtype=torch.float64), persistent=False)
-        self._starts = _suffix_starts(k, L)
-
-    def monomials_fm(self, x_fm: torch.Tensor) -> torch.Tensor:
-        """x_fm (k, ...) -> all monomials of degree <= L, (n_monomials, ...), HarmonicBasis order."""
-        return _Monomials.apply(x_fm, self._starts)
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
-        """Phi(z) (..., D*) for unit z (..., k)."""
+        """Phi(normalise(z)) (..., D*)."""
         return self.readout(z, torch.eye(self.dim, dtype=z.dtype, device=z.device))
 
     def readout(self, z: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-        """weight @ Phi(z) + bias for unit z (..., k) and weight (out, D*): (..., out)."""
+        """weight @ Phi(normalise(z)) + bias for z (..., k) and weight (out, D*): (..., out)."""
         lead = z.shape[:-1]
-        m = self.monomials_fm(z.reshape(-1, self.k).T)  # (n_mono, N)
-        out = ((weight @ self.coeffs.to(weight.dtype)) @ m).T.reshape(*lead, weight.shape[0])
+        folded = (weight @ self.coeffs.to(weight.dtype))[None]  # (1, out, n_mono)
+        out = sphere_readout(folded, [z.reshape(-1, self.k).T[None]])[0].T
+        out = out.reshape(*lead, weight.shape[0])
         return out if bias is None else out + bias
 
 

@@ -34,9 +34,8 @@ class SHFFN(nn.Module):
         self.sh = F.HarmonicMap(k, L)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        z = F.normalise(self.W_sphere(x))
         weight = self.M.weight * self.lam[self.degrees]  # lambda folded into the read-out
-        return self.sh.readout(z, weight, self.M.bias)
+        return self.sh.readout(self.W_sphere(x), weight, self.M.bias)  # normalises on the way
 
     def reference(self, x: torch.Tensor) -> torch.Tensor:
         z = F.normalise(self.W_sphere(x))

@@ -18,7 +18,8 @@ from torch.nn import functional as torch_F
 from .. import functional as F
 
 # "triton": the fused kernel (gm/triton), used by "auto" on CUDA when Triton is installed (DualSKA).
-IMPLS = ("auto", "parallel", "reference", "triton")
+# "cpu": the fused C++ kernel (gm/cpu), used by "auto" on CPU when it builds (DualSKA).
+IMPLS = ("auto", "parallel", "reference", "triton", "cpu")
 
 
 def _spread_gamma_logits(n_heads: int, L: int) -> torch.Tensor:
@@ -92,24 +93,29 @@ class SphereAttention(nn.Module):
         return torch_F.logsigmoid(logits) * mask[:, None, :, None].to(logits.dtype)
 
     # -- read-out -----------------------------------------------------------------------------
-    def readout(self, branches: list[torch.Tensor]) -> torch.Tensor:
+    def readout(self, branches: list[torch.Tensor], impl: str = "auto") -> torch.Tensor:
         """Fuse branch k-vectors (B, H, T, k) through Phi and W_out_h, then out_proj: (B, T, d).
 
-        Phi is linear in the monomials, so the convex fusion a Phi(z1) + (1-a) Phi(z2) becomes a
-        sum of two per-head matmuls with A folded into a W_out_h and (1-a) W_out_h. Monomials are
-        built feature-major, (n_mono, H, B*T), where each gather copies contiguous rows.
+        Phi is linear in the monomials, so the convex fusion a Phi(z1) + (1-a) Phi(z2) is one
+        read-out with A folded into W_out_h and a, 1-a as per-head scales (`F.sphere_readout`,
+        normalisation included), computed feature-major (H, k, B*T). ``impl="reference"`` forms
+        the fused D*-wide features explicitly, as the paper writes it.
         """
         B, H, T, k = branches[0].shape
+        if impl == "reference":
+            feats = [F.phi(F.normalise(z), self.L) for z in branches]
+            if len(feats) == 2:
+                a = torch.sigmoid(self.beta_fusion)[None, :, None, None]
+                feats = [a * feats[0] + (1 - a) * feats[1]]
+            heads = torch.einsum("bhtm,hmc->bthc", feats[0], self.W_out_h).reshape(B, T, self.d_model)
+            return self.out_proj(heads)
         W = torch.einsum("sm,hsc->hcm", self.sh.coeffs.to(self.W_out_h.dtype), self.W_out_h)  # (H, d_head, n_mono)
+        zs = [z.permute(1, 3, 0, 2).reshape(H, k, B * T) for z in branches]
+        scales = None
         if len(branches) == 2:
-            a = torch.sigmoid(self.beta_fusion)[:, None, None]
-            weights = [a * W, (1 - a) * W]
-        else:
-            weights = [W]
-        heads = 0
-        for z, w in zip(branches, weights):
-            z_fm = F.normalise(z).permute(3, 1, 0, 2).reshape(k, H, B * T)
-            heads = heads + torch.bmm(w, self.sh.monomials_fm(z_fm).transpose(0, 1))  # (H, d_head, B*T)
+            a = torch.sigmoid(self.beta_fusion)
+            scales = [a, 1 - a]
+        heads = F.sphere_readout(W, zs, scales)  # (H, d_head, B*T)
         heads = heads.reshape(H, self.d_head, B, T).permute(2, 3, 0, 1).reshape(B, T, self.d_model)
         return self.out_proj(heads)
 
@@ -122,7 +128,7 @@ class SphereAttention(nn.Module):
         mask = mask.bool()
         q, k, p = self.project(x, mask)
         log_gamma = self.log_gates(conj, mask) if self.uses_decay else None
-        return self.readout(self.branch_outputs(q, k, p, log_gamma, mask, impl))
+        return self.readout(self.branch_outputs(q, k, p, log_gamma, mask, impl), impl)
 
     # -- multipole read-out (Theorem 1) --------------------------------------------------------
     def terminal_moments(self, x: torch.Tensor, conj: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:

@@ -5,6 +5,7 @@ u = a Phi(normalise(y_SFA)) + (1 - a) Phi(normalise(cv)), a = sigmoid(beta_fusio
 
 from __future__ import annotations
 
+from .. import cpu as cpu_kernels
 from ..triton import triton_available
 from ._base import SphereAttention
 from .bidir_sfa import bidir_sfa
@@ -22,6 +23,9 @@ class DualSKA(SphereAttention):
             from ..triton.dual_ska import dual_ska_triton  # lazy: triton is optional
 
             return list(dual_ska_triton(q, k, p, log_gamma, mask, self.L))
+        if impl == "cpu" or (impl == "auto" and q.device.type == "cpu" and q.shape[2] <= PARALLEL_MAX_LEN
+                             and cpu_kernels.cpu_kernels_available()):
+            return list(cpu_kernels.dual_ska_cpu(q, k, p, log_gamma, mask, self.L))
         if impl == "parallel" or (impl == "auto" and q.shape[2] <= PARALLEL_MAX_LEN):
             # Both branches see the same cosines: compute the zonal terms once.
             terms = zonal_terms(q @ k.transpose(-1, -2), self.k, self.L)

@@ -1,0 +1,408 @@
+// Fused CPU kernel for DualSKA's two branches (bidirectional Gated SFA and SKA), forward and backward.
+//
+// Eager PyTorch spends the attention step on ~100 passes over (B, H, T, T) tensors (cosines, the
+// Gegenbauer terms, triangular masks, decay factors, softmax) and is bound by memory traffic. Here
+// every (t, s) pair is computed in registers and nothing T x T is stored: the backward recomputes
+// the row it needs. Eight (batch, head) rows run side by side in SIMD lanes (layout [block][t][j][lane]),
+// so every inner loop is a fixed 8-wide loop the compiler vectorises. The Gated-SFA path product
+// prod gamma_r is built as a running product outward from the diagonal (one multiply per pair and
+// degree, no exponentials, exact up to rounding); only the SKA softmax needs exponentials.
+//
+// Semantics (DESIGN.md section 2, equal to gated_sfa.sfa_parallel / ska.ska_zonal, tested against the
+// recurrent and explicit-feature references): with c = q_t . k_s, K_l = a_l P_l(c),
+//   y_t  = sum_s h_ts sum_l K_l w_l(t, s) p_s,  h = 1 on the diagonal, 1/2 elsewhere,
+//          w_l(t, s) = prod_{r = s+1..t} gamma_r (s <= t), prod_{r = t..s-1} gamma_r (s >= t);
+//   cv_t = sum_s softmax_s(sum_l K_l / sqrt(D*)) p_s over valid keys (0 for a row with none).
+#include <torch/extension.h>
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <xmmintrin.h>
+#endif
+
+namespace {
+
+constexpr int W = 8;     // lanes: (batch, head) rows per block
+constexpr int MAXL = 9;  // degrees 0..8
+
+struct Coeffs {
+  int L1;                 // L + 1
+  double a[MAXL];         // a_l = N(k, l) / |S^{k-1}|
+  double alpha[MAXL];     // P_{n+1} = alpha_n c P_n - beta_n P_{n-1}
+  double beta[MAXL];
+  double inv_sqrt_dim;
+};
+
+template <typename T>
+inline T fast_exp(T x) {
+  return std::exp(x);
+}
+
+// exp for float lanes: Cody-Waite range reduction and a degree-6 polynomial (rel. error ~2e-7),
+// plain arithmetic so the 8-lane loops vectorise (std::exp would not). Inputs are <= 0 here.
+template <>
+inline float fast_exp<float>(float x) {
+  x = x < -87.0f ? -87.0f : x;
+  // Round to nearest by the 1.5 * 2^23 trick (plain adds, so it vectorises; |x| < 88 here).
+  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = x - n * 0.693359375f;
+  r = r + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof(float));
+  return p * scale;
+}
+
+// Gegenbauer terms K_l = a_l P_l(c) and their derivatives dK_l/dc for one lane vector of cosines.
+template <typename T, int LL>
+inline void zonal(const Coeffs& cf, const T* c, T (*K)[W], T (*dK)[W]) {
+  const int L1 = LL > 0 ? LL : cf.L1;
+  T P0[W], P1[W], D0[W], D1[W];
+  for (int i = 0; i < W; ++i) {
+    P0[i] = T(1); P1[i] = c[i]; D0[i] = T(0); D1[i] = T(1);
+  }
+  for (int i = 0; i < W; ++i) { K[0][i] = T(cf.a[0]); dK[0][i] = T(0); }
+  if (L1 > 1)
+    for (int i = 0; i < W; ++i) { K[1][i] = T(cf.a[1]) * c[i]; dK[1][i] = T(cf.a[1]); }
+  for (int n = 1; n + 1 < L1; ++n) {
+    const T al = T(cf.alpha[n]), be = T(cf.beta[n]), an = T(cf.a[n + 1]);
+    for (int i = 0; i < W; ++i) {
+      const T P2 = al * c[i] * P1[i] - be * P0[i];
+      const T D2 = al * (P1[i] + c[i] * D1[i]) - be * D0[i];
+      P0[i] = P1[i]; P1[i] = P2; D0[i] = D1[i]; D1[i] = D2;
+      K[n + 1][i] = an * P2;
+      dK[n + 1][i] = an * D2;
+    }
+  }
+}
+
+template <typename T>
+struct Block {  // views of one block of 8 rows; arrays are [t][j][lane] / [t][l][lane] / [t][lane]
+  const T *q, *k, *p, *gamma, *mask;
+  int64_t Tn, Kd;
+};
+
+// One query row t: fills the SKA scores S[s] (masked keys: -inf), the SFA output y_t and
+// (optionally) per-pair values for the backward. Order of s: t, t-1, ..., 0, then t+1, ..., T-1,
+// so the decay is a running product outward from the diagonal.
+template <typename T, int KD, int LL, typename PairFn>
+inline void row_pairs(const Coeffs& cf, const Block<T>& b, int64_t t, PairFn&& fn) {
+  const int64_t Tn = b.Tn;
+  const int L1 = LL > 0 ? LL : cf.L1;
+  const int64_t Kd = KD > 0 ? KD : b.Kd;  // compile-time for the common sphere dimensions
+  T w[MAXL][W];
+  for (int dir = 0; dir < 2; ++dir) {
+    for (int l = 0; l < L1; ++l)
+      for (int i = 0; i < W; ++i) w[l][i] = T(1);
+    const int64_t start = dir == 0 ? t : t + 1, stop = dir == 0 ? -1 : Tn, step = dir == 0 ? -1 : 1;
+    for (int64_t s = start; s != stop; s += step) {
+      // Extend the path by one token: s < t multiplies gamma_{s+1}; s > t multiplies gamma_{s-1}.
+      if (s != t) {
+        const T* g = b.gamma + (dir == 0 ? s + 1 : s - 1) * L1 * W;
+        for (int l = 0; l < L1; ++l)
+          for (int i = 0; i < W; ++i) w[l][i] *= g[l * W + i];
+      }
+      T c[W];
+      for (int i = 0; i < W; ++i) c[i] = T(0);
+      const T *qt = b.q + t * Kd * W, *ks = b.k + s * Kd * W;
+      for (int64_t j = 0; j < Kd; ++j)
+        for (int i = 0; i < W; ++i) c[i] += qt[j * W + i] * ks[j * W + i];
+      fn(s, c, w);
+    }
+  }
+}
+
+template <typename T, int KD, int LL>
+void forward_block(const Coeffs& cf, const Block<T>& b, T* y, T* cv, std::vector<T>& S) {
+  const int64_t Tn = b.Tn;
+  const int L1 = LL > 0 ? LL : cf.L1;
+  const int64_t Kd = KD > 0 ? KD : b.Kd;
+  constexpr int64_t KA = KD > 0 ? KD : 64;
+  for (int64_t t = 0; t < Tn; ++t) {
+    T acc[KA * W];  // y_t, kept in registers when KD is known
+    for (int64_t j = 0; j < Kd * W; ++j) acc[j] = T(0);
+    row_pairs<T, KD, LL>(cf, b, t, [&](int64_t s, const T* c, T (*w)[W]) {
+      T K[MAXL][W], dK[MAXL][W];
+      zonal<T, LL>(cf, c, K, dK);
+      T A[W], sc[W];
+      const T h = s == t ? T(1) : T(0.5);
+      for (int i = 0; i < W; ++i) { A[i] = T(0); sc[i] = T(0); }
+      for (int l = 0; l < L1; ++l)
+        for (int i = 0; i < W; ++i) { A[i] += K[l][i] * w[l][i]; sc[i] += K[l][i]; }
+      const T* ps = b.p + s * Kd * W;
+      const T* ms = b.mask + s * W;
+      for (int64_t j = 0; j < Kd; ++j)
+        for (int i = 0; i < W; ++i) acc[j * W + i] += h * A[i] * ps[j * W + i];
+      for (int i = 0; i < W; ++i)
+        S[s * W + i] = ms[i] > T(0) ? sc[i] * T(cf.inv_sqrt_dim) : -std::numeric_limits<T>::infinity();
+    });
+    T* yt = y + t * Kd * W;
+    for (int64_t j = 0; j < Kd * W; ++j) yt[j] = acc[j];
+    // SKA: softmax over valid keys, then the weighted mean of p.
+    T mx[W], sum[W];
+    for (int i = 0; i < W; ++i) { mx[i] = -std::numeric_limits<T>::infinity(); sum[i] = T(0); }
+    for (int64_t s = 0; s < Tn; ++s)
+      for (int i = 0; i < W; ++i) mx[i] = S[s * W + i] > mx[i] ? S[s * W + i] : mx[i];
+    for (int64_t j = 0; j < Kd * W; ++j) acc[j] = T(0);
+    for (int64_t s = 0; s < Tn; ++s) {
+      T e[W];
+      const T* ms = b.mask + s * W;
+      for (int i = 0; i < W; ++i) {
+        e[i] = ms[i] > T(0) ? fast_exp<T>(S[s * W + i] - mx[i]) : T(0);
+        sum[i] += e[i];
+      }
+      const T* ps = b.p + s * Kd * W;
+      for (int64_t j = 0; j < Kd; ++j)
+        for (int i = 0; i < W; ++i) acc[j * W + i] += e[i] * ps[j * W + i];
+    }
+    for (int i = 0; i < W; ++i) sum[i] = sum[i] > T(0) ? T(1) / sum[i] : T(0);
+    T* cvt = cv + t * Kd * W;
+    for (int64_t j = 0; j < Kd; ++j)
+      for (int i = 0; i < W; ++i) cvt[j * W + i] = acc[j * W + i] * sum[i];
+  }
+}
+
+// Per-row scratch for the backward: the zonal terms of each pair (computed once per row).
+template <typename T>
+struct Scratch {
+  std::vector<T> S, E, K, dK;
+  Scratch(int64_t Tn, int L1) : S(Tn * W), E(Tn * L1 * W), K(Tn * L1 * W), dK(Tn * L1 * W) {}
+};
+
+template <typename T, int KD, int LL>
+void backward_block(const Coeffs& cf, const Block<T>& b, const T* cv, const T* gy, const T* gcv, T* gq, T* gk,
+                    T* gp, T* glg, Scratch<T>& sc) {
+  const int64_t Tn = b.Tn;
+  const int64_t Kd = KD > 0 ? KD : b.Kd;
+  constexpr int64_t KA = KD > 0 ? KD : 64;
+  const int L1 = LL > 0 ? LL : cf.L1;
+  const T inv = T(cf.inv_sqrt_dim);
+  T *S = sc.S.data(), *E = sc.E.data(), *Kr = sc.K.data(), *dKr = sc.dK.data();
+  for (int64_t t = 0; t < Tn; ++t) {
+    // Pass 1: cosines -> zonal terms (kept for pass 2) and the softmax scores of row t.
+    const T* qt = b.q + t * Kd * W;
+    for (int64_t s = 0; s < Tn; ++s) {
+      const T* ks = b.k + s * Kd * W;
+      T c[W];
+      for (int i = 0; i < W; ++i) c[i] = T(0);
+      for (int64_t j = 0; j < Kd; ++j)
+        for (int i = 0; i < W; ++i) c[i] += qt[j * W + i] * ks[j * W + i];
+      T K[MAXL][W], dK[MAXL][W];
+      zonal<T, LL>(cf, c, K, dK);
+      const T* ms = b.mask + s * W;
+      T sum[W];
+      for (int i = 0; i < W; ++i) sum[i] = T(0);
+      for (int l = 0; l < L1; ++l)
+        for (int i = 0; i < W; ++i) {
+          sum[i] += K[l][i];
+          Kr[(s * L1 + l) * W + i] = K[l][i];
+          dKr[(s * L1 + l) * W + i] = dK[l][i];
+        }
+      for (int i = 0; i < W; ++i) S[s * W + i] = ms[i] > T(0) ? sum[i] * inv : -std::numeric_limits<T>::infinity();
+    }
+    T mx[W], rsum[W], gdot[W];
+    for (int i = 0; i < W; ++i) { mx[i] = -std::numeric_limits<T>::infinity(); rsum[i] = T(0); gdot[i] = T(0); }
+    for (int64_t s = 0; s < Tn; ++s)
+      for (int i = 0; i < W; ++i) mx[i] = S[s * W + i] > mx[i] ? S[s * W + i] : mx[i];
+    for (int64_t s = 0; s < Tn; ++s) {
+      const T* ms = b.mask + s * W;
+      for (int i = 0; i < W; ++i) {
+        const T e = ms[i] > T(0) ? fast_exp<T>(S[s * W + i] - mx[i]) : T(0);
+        S[s * W + i] = e;  // S now holds unnormalised probabilities
+        rsum[i] += e;
+      }
+    }
+    for (int i = 0; i < W; ++i) rsum[i] = rsum[i] > T(0) ? T(1) / rsum[i] : T(0);
+    const T *gyt = gy + t * Kd * W, *gct = gcv + t * Kd * W, *cvt = cv + t * Kd * W;
+    for (int64_t j = 0; j < Kd; ++j)
+      for (int i = 0; i < W; ++i) gdot[i] += gct[j * W + i] * cvt[j * W + i];
+    T gqt[KA * W];
+    for (int64_t j = 0; j < Kd * W; ++j) gqt[j] = T(0);
+    // Pass 2, outward from the diagonal so the decay is a running product.
+    T w[MAXL][W];
+    for (int dir = 0; dir < 2; ++dir) {
+      for (int l = 0; l < L1; ++l)
+        for (int i = 0; i < W; ++i) w[l][i] = T(1);
+      const int64_t start = dir == 0 ? t : t + 1, stop = dir == 0 ? -1 : Tn, step = dir == 0 ? -1 : 1;
+      for (int64_t s = start; s != stop; s += step) {
+        if (s != t) {
+          const T* g = b.gamma + (dir == 0 ? s + 1 : s - 1) * L1 * W;
+          for (int l = 0; l < L1; ++l)
+            for (int i = 0; i < W; ++i) w[l][i] *= g[l * W + i];
+        }
+        const T h = s == t ? T(1) : T(0.5);
+        const T* ps = b.p + s * Kd * W;
+        const T* K = Kr + s * L1 * W;
+        const T* dK = dKr + s * L1 * W;
+        T gA[W], ga[W], A[W], alpha[W], gS[W], gc[W];
+        for (int i = 0; i < W; ++i) { gA[i] = T(0); ga[i] = T(0); A[i] = T(0); gc[i] = T(0); }
+        for (int64_t j = 0; j < Kd; ++j)
+          for (int i = 0; i < W; ++i) {
+            gA[i] += gyt[j * W + i] * ps[j * W + i];
+            ga[i] += gct[j * W + i] * ps[j * W + i];
+          }
+        for (int l = 0; l < L1; ++l)
+          for (int i = 0; i < W; ++i) A[i] += K[l * W + i] * w[l][i];
+        for (int i = 0; i < W; ++i) {
+          alpha[i] = S[s * W + i] * rsum[i];
+          gS[i] = alpha[i] * (ga[i] - gdot[i]) * inv;
+          A[i] *= h;
+          gA[i] *= h;
+        }
+        for (int l = 0; l < L1; ++l)
+          for (int i = 0; i < W; ++i) {
+            gc[i] += (gA[i] * w[l][i] + gS[i]) * dK[l * W + i];
+            E[(s * L1 + l) * W + i] = gA[i] * K[l * W + i] * w[l][i];  // d loss / d log-path, degree l
+          }
+        T* gps = gp + s * Kd * W;
+        T* gks = gk + s * Kd * W;
+        const T* ks = b.k + s * Kd * W;
+        for (int64_t j = 0; j < Kd; ++j)
+          for (int i = 0; i < W; ++i) {
+            gps[j * W + i] += A[i] * gyt[j * W + i] + alpha[i] * gct[j * W + i];
+            gks[j * W + i] += gc[i] * qt[j * W + i];
+            gqt[j * W + i] += gc[i] * ks[j * W + i];
+          }
+      }
+    }
+    T* gqv = gq + t * Kd * W;
+    for (int64_t j = 0; j < Kd * W; ++j) gqv[j] += gqt[j];
+    // Path (s, t] for s < t: every r in it collects E(t, s); prefix sums over s give
+    // sum_{s < r} E(t, s) for r = 1..t. Path [t, s) for s > t: suffix sums for r = t..T-2.
+    for (int l = 0; l < L1; ++l) {
+      T acc[W];
+      for (int i = 0; i < W; ++i) acc[i] = T(0);
+      for (int64_t r = 1; r <= t; ++r)
+        for (int i = 0; i < W; ++i) {
+          acc[i] += E[((r - 1) * L1 + l) * W + i];
+          glg[(r * L1 + l) * W + i] += acc[i];
+        }
+      for (int i = 0; i < W; ++i) acc[i] = T(0);
+      for (int64_t r = Tn - 2; r >= t; --r)
+        for (int i = 0; i < W; ++i) {
+          acc[i] += E[((r + 1) * L1 + l) * W + i];
+          glg[(r * L1 + l) * W + i] += acc[i];
+        }
+    }
+  }
+}
+
+// Compile-time sphere dimension and degree count for the paper's (k, L) grid in float32 (loops
+// unroll, accumulators stay in registers); everything else (and float64) takes the generic build.
+template <typename T, typename Fn>
+void dispatch_kL(int64_t Kd, int L1, Fn&& fn) {
+  using std::integral_constant;
+  if constexpr (std::is_same_v<T, float>) {
+    if (Kd == 8 && L1 == 4) return fn(integral_constant<int, 8>{}, integral_constant<int, 4>{});
+    if (Kd == 8 && L1 == 3) return fn(integral_constant<int, 8>{}, integral_constant<int, 3>{});
+    if (Kd == 8 && L1 == 5) return fn(integral_constant<int, 8>{}, integral_constant<int, 5>{});
+    if (Kd == 6 && L1 == 4) return fn(integral_constant<int, 6>{}, integral_constant<int, 4>{});
+    if (Kd == 10 && L1 == 4) return fn(integral_constant<int, 10>{}, integral_constant<int, 4>{});
+  }
+  fn(integral_constant<int, 0>{}, integral_constant<int, 0>{});
+}
+
+// Flush denormals to zero while a kernel runs: long decayed paths underflow through the denormal
+// range, where x86 arithmetic is ~100x slower; the values lost are below 1e-38 (float).
+struct FlushDenormals {
+#if defined(__x86_64__) || defined(_M_X64)
+  unsigned int saved;
+  FlushDenormals() : saved(_mm_getcsr()) { _mm_setcsr(saved | 0x8040); }  // FTZ | DAZ
+  ~FlushDenormals() { _mm_setcsr(saved); }
+#endif
+};
+
+Coeffs make_coeffs(const std::vector<double>& a, const std::vector<double>& alpha, const std::vector<double>& beta,
+                   double inv_sqrt_dim) {
+  TORCH_CHECK(a.size() >= 1 && a.size() <= MAXL, "dual_ska_cpu: degree L must be in 0..", MAXL - 1);
+  Coeffs cf{};
+  cf.L1 = static_cast<int>(a.size());
+  for (size_t i = 0; i < a.size(); ++i) cf.a[i] = a[i];
+  for (size_t i = 0; i < alpha.size() && i < MAXL; ++i) { cf.alpha[i] = alpha[i]; cf.beta[i] = beta[i]; }
+  cf.inv_sqrt_dim = inv_sqrt_dim;
+  return cf;
+}
+
+void check_blocked(const torch::Tensor& x, const char* name) {
+  TORCH_CHECK(x.is_contiguous() && x.size(-1) == W, "dual_ska_cpu: ", name, " must be contiguous [blocks, T, ..., 8]");
+}
+
+}  // namespace
+
+// Inputs in the blocked layout: q, k, p (nb, T, k, 8); gamma (nb, T, L+1, 8) = exp(log-gates);
+// mask (nb, T, 8) in {0, 1}. Returns y_sfa, cv (nb, T, k, 8).
+std::vector<torch::Tensor> dual_ska_forward(torch::Tensor q, torch::Tensor k, torch::Tensor p, torch::Tensor gamma,
+                                            torch::Tensor mask, std::vector<double> a, std::vector<double> alpha,
+                                            std::vector<double> beta, double inv_sqrt_dim) {
+  for (auto* x : {&q, &k, &p, &gamma, &mask}) check_blocked(*x, "inputs");
+  const Coeffs cf = make_coeffs(a, alpha, beta, inv_sqrt_dim);
+  const int64_t nb = q.size(0), Tn = q.size(1), Kd = q.size(2);
+  TORCH_CHECK(Kd <= 64 && gamma.size(2) == cf.L1, "dual_ska_cpu: bad shapes");
+  auto y = torch::empty_like(q), cv = torch::empty_like(q);
+  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "dual_ska_forward", [&] {
+    using T = scalar_t;
+    dispatch_kL<T>(Kd, cf.L1, [&](auto kd, auto ll) {
+      at::parallel_for(0, nb, 1, [&](int64_t b0, int64_t b1) {
+        FlushDenormals ftz;
+        std::vector<T> S(Tn * W);
+        for (int64_t bi = b0; bi < b1; ++bi) {
+          const int64_t off = bi * Tn * Kd * W;
+          Block<T> blk{q.data_ptr<T>() + off, k.data_ptr<T>() + off, p.data_ptr<T>() + off,
+                       gamma.data_ptr<T>() + bi * Tn * cf.L1 * W, mask.data_ptr<T>() + bi * Tn * W, Tn, Kd};
+          forward_block<T, decltype(kd)::value, decltype(ll)::value>(cf, blk, y.data_ptr<T>() + off, cv.data_ptr<T>() + off, S);
+        }
+      });
+    });
+  });
+  return {y, cv};
+}
+
+// Returns gq, gk, gp (nb, T, k, 8) and the gradient wrt the log-gates (nb, T, L+1, 8).
+std::vector<torch::Tensor> dual_ska_backward(torch::Tensor q, torch::Tensor k, torch::Tensor p, torch::Tensor gamma,
+                                             torch::Tensor mask, torch::Tensor cv, torch::Tensor gy, torch::Tensor gcv,
+                                             std::vector<double> a, std::vector<double> alpha, std::vector<double> beta,
+                                             double inv_sqrt_dim) {
+  for (auto* x : {&q, &k, &p, &gamma, &mask, &cv, &gy, &gcv}) check_blocked(*x, "inputs");
+  const Coeffs cf = make_coeffs(a, alpha, beta, inv_sqrt_dim);
+  const int64_t nb = q.size(0), Tn = q.size(1), Kd = q.size(2);
+  TORCH_CHECK(Kd <= 64 && gamma.size(2) == cf.L1, "dual_ska_cpu: bad shapes");
+  auto gq = torch::zeros_like(q), gk = torch::zeros_like(k), gp = torch::zeros_like(p), glg = torch::zeros_like(gamma);
+  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "dual_ska_backward", [&] {
+    using T = scalar_t;
+    dispatch_kL<T>(Kd, cf.L1, [&](auto kd, auto ll) {
+      at::parallel_for(0, nb, 1, [&](int64_t b0, int64_t b1) {
+        FlushDenormals ftz;
+        Scratch<T> scratch(Tn, cf.L1);
+        for (int64_t bi = b0; bi < b1; ++bi) {
+          const int64_t off = bi * Tn * Kd * W, goff = bi * Tn * cf.L1 * W;
+          Block<T> blk{q.data_ptr<T>() + off, k.data_ptr<T>() + off, p.data_ptr<T>() + off,
+                       gamma.data_ptr<T>() + goff, mask.data_ptr<T>() + bi * Tn * W, Tn, Kd};
+          backward_block<T, decltype(kd)::value, decltype(ll)::value>(cf, blk, cv.data_ptr<T>() + off, gy.data_ptr<T>() + off,
+                                                 gcv.data_ptr<T>() + off, gq.data_ptr<T>() + off,
+                                                 gk.data_ptr<T>() + off, gp.data_ptr<T>() + off,
+                                                 glg.data_ptr<T>() + goff, scratch);
+        }
+      });
+    });
+  });
+  return {gq, gk, gp, glg};
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("forward", &dual_ska_forward, "DualSKA branches, fused forward (CPU)");
+  m.def("backward", &dual_ska_backward, "DualSKA branches, fused backward (CPU)");
+}

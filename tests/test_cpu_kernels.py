@@ -1,0 +1,145 @@
+"""The fused C++ DualSKA kernel (gm/cpu) against the torch references, forward and backward.
+
+The kernel is compiled on first use (needs a C++ compiler and ninja); where it cannot be built
+these tests skip and the models use the eager path (tested in test_attention.py).
+"""
+
+import pytest
+import torch
+
+from gmnet_sklearn.gm import cpu as cpu_kernels
+from gmnet_sklearn.gm import functional as F
+from gmnet_sklearn.gm.attention import make_attention
+from gmnet_sklearn.gm.attention.bidir_sfa import bidir_sfa_scan
+from gmnet_sklearn.gm.attention.ska import ska_features, ska_zonal
+from gmnet_sklearn.gm.attention.bidir_sfa import bidir_sfa_parallel
+
+needs_kernel = pytest.mark.skipif(not cpu_kernels.cpu_kernels_available(), reason="fused CPU kernel could not be built")
+
+# T -> valid lengths per batch row: a full row, a padded row and an all-padding row.
+LENGTHS = {1: [1, 0, 1], 7: [7, 3, 0], 13: [13, 6, 0], 30: [30, 17, 0]}
+
+
+def make_inputs(T, kdim, L, B=3, H=3, dtype=torch.float64, seed=0, bias=1.5):
+    """Raw (off-sphere) q, k leaves, p and log-gates zero at padding, as the module builds them.
+    B * H = 9 rows: one full block of 8 SIMD lanes and a padded one."""
+    g = torch.Generator().manual_seed(seed)
+    mask = torch.ones(B, T, dtype=torch.bool)
+    for b, n in enumerate(LENGTHS.get(T, [T] * B)[:B]):
+        mask[b, n:] = False
+    q, k, p = (torch.randn(B, H, T, kdim, generator=g, dtype=torch.float64) for _ in range(3))
+    p = p * mask[:, None, :, None]
+    lg = torch.nn.functional.logsigmoid(torch.randn(B, H, T, L + 1, generator=g, dtype=torch.float64) + bias)
+    lg = lg * mask[:, None, :, None]
+    leaves = [t.to(dtype).requires_grad_(True) for t in (q, k, p, lg)]
+    return leaves, mask
+
+
+def reference(q, k, p, lg, mask, L):
+    """Recurrent Gated-SFA scan (both directions) and explicit-feature SKA, on the sphere."""
+    qn, kn = F.normalise(q), F.normalise(k)
+    return bidir_sfa_scan(qn, kn, p, lg, L), ska_features(qn, kn, p, mask, L)
+
+
+def fused(q, k, p, lg, mask, L):
+    return cpu_kernels.dual_ska_cpu(F.normalise(q), F.normalise(k), p, lg, mask, L)
+
+
+def compare(leaves, mask, L, atol, rtol, gatol, grtol):
+    out_f, out_r = fused(*leaves, mask, L), reference(*leaves, mask, L)
+    valid = mask[:, None, :, None]
+    for a, b in zip(out_f, out_r):
+        torch.testing.assert_close((a * valid).double(), (b * valid).double(), atol=atol, rtol=rtol)
+    w = [torch.randn(o.shape, dtype=o.dtype, generator=torch.Generator().manual_seed(7)) * valid for o in out_r]
+    g_f = torch.autograd.grad(sum((o * wi).sum() for o, wi in zip(out_f, w)), leaves, allow_unused=True, materialize_grads=True)
+    g_r = torch.autograd.grad(sum((o * wi).sum() for o, wi in zip(out_r, w)), leaves, allow_unused=True, materialize_grads=True)
+    # Padded positions of p and the log-gates are zeroed by the module, so their gradients
+    # there are never used; compare the rest.
+    keep = [None, None, valid, valid]
+    for a, b, m in zip(g_f, g_r, keep):
+        a, b = (a, b) if m is None else (a * m, b * m)
+        torch.testing.assert_close(a.double(), b.double(), atol=gatol, rtol=grtol)
+
+
+@needs_kernel
+@pytest.mark.parametrize("T", [1, 7, 13, 30])
+@pytest.mark.parametrize("kdim,L", [(8, 3), (3, 0), (5, 1), (6, 4)])
+def test_fused_kernel_equals_reference_float64(T, kdim, L):
+    leaves, mask = make_inputs(T, kdim, L)
+    compare(leaves, mask, L, atol=1e-12, rtol=1e-10, gatol=1e-11, grtol=1e-9)
+
+
+@needs_kernel
+@pytest.mark.parametrize("kdim,L", [(8, 3), (8, 2), (10, 3), (5, 2)])  # specialised and generic float32 builds
+def test_fused_kernel_float32_matches_float64_reference(kdim, L):
+    leaves64, mask = make_inputs(13, kdim, L)
+    leaves32 = [t.detach().float().requires_grad_(True) for t in leaves64]
+    out32, ref = fused(*leaves32, mask, L), reference(*leaves64, mask, L)
+    valid = mask[:, None, :, None]
+    for a, b in zip(out32, ref):
+        torch.testing.assert_close((a * valid).double(), b * valid, atol=2e-5, rtol=1e-4)
+    w = [torch.randn(o.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(3)) * valid for o in ref]
+    g32 = torch.autograd.grad(sum((o * wi.float()).sum() for o, wi in zip(out32, w)), leaves32, materialize_grads=True,
+                              allow_unused=True)
+    g64 = torch.autograd.grad(sum((o * wi).sum() for o, wi in zip(ref, w)), leaves64, materialize_grads=True,
+                              allow_unused=True)
+    for a, b, m in zip(g32, g64, [1, 1, valid, valid]):
+        torch.testing.assert_close(a.double() * m, b * m, atol=1e-4 * (1 + b.abs().max().item()), rtol=1e-3)
+
+
+@needs_kernel
+@pytest.mark.parametrize("T,bias", [(180, 0.0), (180, -3.0)])
+def test_fused_kernel_long_sequences_strong_decay(T, bias):
+    # Decayed paths underflow far below float32's normal range: values and gradients stay finite
+    # and equal the float64 eager form.
+    leaves64, _ = make_inputs(T, 8, 3, B=2, H=2, bias=bias)
+    mask = torch.ones(2, T, dtype=torch.bool)
+    leaves32 = [t.detach().float().requires_grad_(True) for t in leaves64]
+    out32 = fused(*leaves32, mask, 3)[0]
+    out64 = bidir_sfa_parallel(F.normalise(leaves64[0]), F.normalise(leaves64[1]), leaves64[2], leaves64[3], 3)
+    w = torch.randn_like(out64)
+    g32 = torch.autograd.grad((out32 * w.float()).sum(), leaves32)
+    g64 = torch.autograd.grad((out64 * w).sum(), leaves64)
+    assert torch.isfinite(out32).all() and all(torch.isfinite(g).all() for g in g32)
+    torch.testing.assert_close(out32.double(), out64, atol=2e-4, rtol=1e-3)
+    for a, b in zip(g32, g64):
+        torch.testing.assert_close(a.double(), b, atol=2e-3 * b.abs().max().item(), rtol=1e-2)
+
+
+@needs_kernel
+def test_fused_kernel_matches_eager_zonal_forms_float32():
+    leaves, mask = make_inputs(30, 8, 3, B=4, H=4, dtype=torch.float32)
+    q, k = F.normalise(leaves[0]), F.normalise(leaves[1])
+    y, cv = cpu_kernels.dual_ska_cpu(q, k, leaves[2], leaves[3], mask, 3)
+    torch.testing.assert_close(y, bidir_sfa_parallel(q, k, leaves[2], leaves[3], 3), atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(cv, ska_zonal(q, k, leaves[2], mask, 3), atol=1e-5, rtol=1e-4)
+
+
+@needs_kernel
+def test_dual_ska_module_cpu_impl_equals_reference_and_is_auto():
+    torch.manual_seed(0)
+    layer = make_attention("dual_ska", d_model=24, n_heads=3, k=5, L=3).double()
+    B, T = 3, 9
+    x = torch.randn(B, T, 24, dtype=torch.float64, requires_grad=True)
+    mask = torch.ones(B, T, dtype=torch.bool)
+    mask[1, 6:] = False
+    mask[2, 1:] = False
+    conj = torch.randint(0, 2, (B, T))
+    fast, ref = layer(x, conj, mask, impl="cpu"), layer(x, conj, mask, impl="reference")
+    torch.testing.assert_close(fast, ref, atol=1e-11, rtol=1e-9)
+    torch.testing.assert_close(layer(x, conj, mask), fast, atol=0, rtol=0)  # "auto" on CPU takes the kernel
+    params = [x, *layer.parameters()]
+    for a, b in zip(torch.autograd.grad(fast[mask].sum(), params), torch.autograd.grad(ref[mask].sum(), params)):
+        torch.testing.assert_close(a, b, atol=1e-10, rtol=1e-8)
+
+
+def test_disabled_kernel_falls_back_to_eager(monkeypatch):
+    monkeypatch.setenv("GMNET_CPU_KERNELS", "0")
+    monkeypatch.setattr(cpu_kernels, "_module", None)
+    assert not cpu_kernels.cpu_kernels_available()
+    with pytest.raises(RuntimeError, match="GMNET_CPU_KERNELS=0"):
+        cpu_kernels.dual_ska_cpu(*[torch.zeros(1, 1, 2, 3)] * 3, torch.zeros(1, 1, 2, 2), torch.ones(1, 2), 1)
+    torch.manual_seed(0)
+    layer = make_attention("dual_ska", d_model=24, n_heads=3, k=5, L=3).double()
+    x, conj, mask = torch.randn(2, 7, 24, dtype=torch.float64), torch.zeros(2, 7, dtype=torch.long), torch.ones(2, 7, dtype=torch.bool)
+    torch.testing.assert_close(layer(x, conj, mask), layer(x, conj, mask, impl="parallel"), atol=0, rtol=0)
