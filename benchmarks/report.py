@@ -374,18 +374,32 @@ def missing_runs(idx: Index, protocol: str) -> Tuple[str, list]:
 
 
 def _throughput_table(data: dict) -> str:
-    """One row per (dataset, mode): molecules/s of both models, their ratio, peak memory."""
+    """One row per (dataset, mode): molecules/s of the models, their ratio, peak memory.
+
+    Newer files also time Chem-GMNet on its eager path ("gmnet_eager"), next to the default path
+    (named in ``gmnet_path``: the fused kernel of that device when it was available).
+    """
     hw = data.get("hardware", {})
     where = hw.get("gpu") or hw.get("cpu", "?")
+    eager = any("gmnet_eager" in e.get("train", {}).get("molecules_per_second", {}) for e in data.get("datasets", {}).values())
+    path = data.get("gmnet_path", "eager zonal forms")
     lines = [
         f"Device `{data.get('device')}` ({where}; {hw.get('cpu_count', '?')} cores, torch threads "
         f"{hw.get('torch_threads', '?')}, torch {hw.get('torch', '?')}), batch {data.get('batch_size')}, median of "
         f"{data.get('rounds')} interleaved rounds of {data.get('steps_per_round')} batches, {data.get('timestamp')}. "
-        f"Command: `{data.get('command')}`.",
+        f"Chem-GMNet ran its default path: {path}. Command: `{data.get('command')}`.",
         "",
-        "| data | mean tokens | mode | Chem-GMNet mol/s | ChemBERTa mol/s | ratio (GMNet / ChemBERTa) | peak memory GMNet / ChemBERTa |",
-        "| --- | ---: | --- | ---: | ---: | ---: | --- |",
     ]
+    if eager:
+        lines += [
+            "| data | mean tokens | mode | Chem-GMNet mol/s | Chem-GMNet eager mol/s | ChemBERTa mol/s | ratio (GMNet / ChemBERTa) | ratio, eager | peak memory GMNet / ChemBERTa |",
+            "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        ]
+    else:
+        lines += [
+            "| data | mean tokens | mode | Chem-GMNet mol/s | ChemBERTa mol/s | ratio (GMNet / ChemBERTa) | peak memory GMNet / ChemBERTa |",
+            "| --- | ---: | --- | ---: | ---: | ---: | --- |",
+        ]
     for name, entry in data.get("datasets", {}).items():
         mem = entry.get("peak_memory", {})
 
@@ -399,10 +413,18 @@ def _throughput_table(data: dict) -> str:
             if not e:
                 continue
             mps = e["molecules_per_second"]
-            lines.append(
-                f"| {name} | {entry.get('batches', {}).get('mean_tokens', float('nan')):.1f} | {mode} | {mps['gmnet']:.1f} | "
-                f"{mps['chemberta']:.1f} | {e['ratio_gmnet_over_chemberta']:.2f} | {mib('gmnet')} / {mib('chemberta')} |"
-            )
+            tokens = f"{entry.get('batches', {}).get('mean_tokens', float('nan')):.1f}"
+            if eager:
+                lines.append(
+                    f"| {name} | {tokens} | {mode} | {mps['gmnet']:.1f} | {mps['gmnet_eager']:.1f} | {mps['chemberta']:.1f} | "
+                    f"{e['ratio_gmnet_over_chemberta']:.2f} | {e['ratio_gmnet_eager_over_chemberta']:.2f} | "
+                    f"{mib('gmnet')} / {mib('chemberta')} |"
+                )
+            else:
+                lines.append(
+                    f"| {name} | {tokens} | {mode} | {mps['gmnet']:.1f} | "
+                    f"{mps['chemberta']:.1f} | {e['ratio_gmnet_over_chemberta']:.2f} | {mib('gmnet')} / {mib('chemberta')} |"
+                )
     lines.append("")
     lines.append("Train = forward + backward + Adam step. CPU memory is the growth of peak RSS while training "
                  "(measured in a fresh process per model); GPU memory is `torch.cuda.max_memory_allocated`.")
@@ -414,14 +436,16 @@ def fast_vs_reference_section(results_dir: Path, out_dir: Path) -> Optional[str]
     parts = []
     for f in sorted(results_dir.glob("fast_vs_reference*.json")):
         d = json.loads(f.read_text())
-        fast, ref = d["runs"]["parallel"], d["runs"]["reference"]
+        impl = d.get("fast_impl", "parallel")
+        fast, ref = d["runs"][impl], d["runs"]["reference"]
+        label = {"parallel": "eager zonal forms"}.get(impl, d.get("gmnet_path", impl))
         hw = d.get("hardware", {})
         parts += [
             f"[{f.name}]({rel(f, out_dir)}): {d['dataset']} seed {d['seed']}, Chem-GMNet k=8 L=3, Adam lr 3e-5, "
             f"batch 32, {d['epochs']} epochs, {d.get('dtype', 'float32')}, on `{d['device']}` ({hw.get('gpu') or hw.get('cpu', '?')}); same batches and "
             f"dropout masks for both. Command: `{d['command']}`.",
             "",
-            "| epoch | valid RMSE, fast (parallel) | valid RMSE, reference (scan + explicit Phi) |",
+            f"| epoch | valid RMSE, fast (`{impl}`: {label}) | valid RMSE, reference (scan + explicit Phi) |",
             "| ---: | ---: | ---: |",
             *[f"| {e} | {a:.6f} | {b:.6f} |" for e, (a, b) in enumerate(zip(fast["valid_rmse"], ref["valid_rmse"]), 1)],
             "",

@@ -63,14 +63,39 @@ def load_batches(name: str, tokenizer, batch_size: int, n_batches: int, seed: in
     return batches, shape
 
 
+# "gmnet" runs the default path (impl="auto": the fused kernel of this device when it is
+# available); "gmnet_eager" forces the eager zonal forms, so the kernel's gain is measured too.
+ARMS = ("gmnet", "gmnet_eager", "chemberta")
+
+
+class _Eager(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, **X):
+        return self.model(**X, impl="parallel")
+
+
 def build(arm: str, vocab_size: int, device: str):
     from gmnet_sklearn.baselines import ChemBERTa
     from gmnet_sklearn.gm import GMNet
 
     torch.manual_seed(0)
-    model = GMNet(vocab_size, 1) if arm == "gmnet" else ChemBERTa(vocab_size, 1)
-    model = model.to(device)
+    model = ChemBERTa(vocab_size, 1) if arm == "chemberta" else GMNet(vocab_size, 1)
+    model = (_Eager(model) if arm == "gmnet_eager" else model).to(device)
     return model, torch.optim.Adam(model.parameters(), lr=3e-5)
+
+
+def gmnet_path(device: str) -> str:
+    """What impl="auto" runs for DualSKA on this device."""
+    if device.startswith("cuda"):
+        from gmnet_sklearn.gm.triton import triton_available
+
+        return "triton fused kernel" if triton_available() else "eager zonal forms"
+    from gmnet_sklearn.gm.cpu import cpu_kernels_available
+
+    return "fused C++ CPU kernel" if cpu_kernels_available() else "eager zonal forms"
 
 
 def _sync(device):
@@ -163,10 +188,11 @@ def main(argv=None) -> int:
     smiles = [s.strip() for d in args.datasets for s in fetch_moleculenet(DATASETS[d]).smiles]
     tokenizer.fit(smiles, on_invalid="ignore")
 
-    report = {"benchmark": "throughput", "device": device, "hardware": hardware(device), "batch_size": args.batch_size,
+    report = {"benchmark": "throughput", "device": device, "hardware": hardware(device), "gmnet_path": gmnet_path(device),
+              "batch_size": args.batch_size,
               "rounds": args.rounds, "steps_per_round": args.steps, "command": " ".join([sys.executable, "-m", "benchmarks.throughput", *sys.argv[1:]]),
               "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"), "datasets": {}}
-    models = {arm: build(arm, tokenizer.vocab_size, device) for arm in ("gmnet", "chemberta")}
+    models = {arm: build(arm, tokenizer.vocab_size, device) for arm in ARMS}
     report["n_parameters"] = {arm: sum(p.numel() for p in m.parameters()) for arm, (m, _) in models.items()}
     for name in args.datasets:
         batches, shape = load_batches(DATASETS[name], tokenizer, args.batch_size, args.steps)
@@ -184,10 +210,11 @@ def main(argv=None) -> int:
                 "seconds_per_batch": med,
                 "molecules_per_second": {arm: args.batch_size / t for arm, t in med.items()},
                 "ratio_gmnet_over_chemberta": med["chemberta"] / med["gmnet"],
+                "ratio_gmnet_eager_over_chemberta": med["chemberta"] / med["gmnet_eager"],
                 "per_round_ratio": [c / g for g, c in zip(times["gmnet"], times["chemberta"])],
             }
-            print(f"{name:14s} {mode:9s} gmnet {args.batch_size / med['gmnet']:8.1f} mol/s   "
-                  f"chemberta {args.batch_size / med['chemberta']:8.1f} mol/s   ratio {entry[mode]['ratio_gmnet_over_chemberta']:.2f}")
+            print(f"{name:14s} {mode:9s} " + "   ".join(f"{arm} {args.batch_size / med[arm]:7.1f} mol/s" for arm in ARMS)
+                  + f"   ratio {entry[mode]['ratio_gmnet_over_chemberta']:.2f} (eager {entry[mode]['ratio_gmnet_eager_over_chemberta']:.2f})")
         entry["peak_memory"] = {arm: peak_memory(arm, tokenizer.vocab_size, device, [{k: v.cpu() for k, v in b.items()} for b in batches[:3]]) for arm in models}
         report["datasets"][name] = entry
     out = Path(args.out) if args.out else RESULTS / f"throughput_{device.split(':')[0]}.json"

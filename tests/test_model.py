@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from gmnet_sklearn.gm import GMNet, GMNetForMaskedLM, functional as F
+from gmnet_sklearn.gm.cpu import cpu_kernels_available
 
 PARAMS = {
     (6, 2): 1_688_513, (6, 3): 1_871_699, (6, 4): 2_256_350,
@@ -144,13 +145,16 @@ def test_masked_lm_head():
     assert lm.encoder.embedding.P.grad is not None
 
 
-def test_training_trajectory_fast_equals_reference_float64():
-    # Same seed, batches and dropout masks: Adam steps through the fast forms and through the
-    # references give the same losses and weights (exact arithmetic up to float64 rounding).
+@pytest.mark.parametrize("fast", ["parallel", pytest.param("cpu", marks=pytest.mark.skipif(
+    not cpu_kernels_available(), reason="fused CPU kernel could not be built"))])
+def test_training_trajectory_fast_equals_reference_float64(fast):
+    # Same seed, batches and dropout masks: Adam steps through the fast forms (eager zonal, or
+    # the fused CPU kernel) and through the references give the same losses and weights (exact
+    # arithmetic up to float64 rounding).
     ids, conj, mask = batch(B=8, T=11, seed=3)
     y = torch.randn(8, 1, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
     trajectories = {}
-    for impl in ("parallel", "reference"):
+    for impl in (fast, "reference"):
         torch.manual_seed(0)
         m = tiny(n_outputs=1, dropout=0.1).double()
         opt = torch.optim.Adam(m.parameters(), lr=1e-3)
@@ -162,7 +166,7 @@ def test_training_trajectory_fast_equals_reference_float64():
             opt.step()
             losses.append(loss.item())
         trajectories[impl] = (losses, torch.cat([p.detach().flatten() for p in m.parameters()]))
-    (la, pa), (lb, pb) = trajectories["parallel"], trajectories["reference"]
+    (la, pa), (lb, pb) = trajectories[fast], trajectories["reference"]
     assert max(abs(a - b) for a, b in zip(la, lb)) < 1e-10
     torch.testing.assert_close(pa, pb, atol=1e-9, rtol=0)
     assert la[-1] < la[0]

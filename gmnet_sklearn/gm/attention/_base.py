@@ -68,8 +68,8 @@ class SphereAttention(nn.Module):
         self.sh = F.HarmonicMap(k, L)
 
     # -- projections --------------------------------------------------------------------------
-    def project(self, x: torch.Tensor, mask: torch.Tensor):
-        """x (B, T, d) -> q^, k^ (B, H, T, k) on the sphere and p (B, H, T, k), zero at padding.
+    def project_raw(self, x: torch.Tensor) -> torch.Tensor:
+        """x (B, T, d) -> the raw q, k, p projections stacked as (B, T, 3, H, k).
 
         qk_proj feeds only the linear sphere maps, so both are folded into one (d, H k) matrix
         per side at run time: same parameters, a third of the matmul work.
@@ -80,8 +80,11 @@ class SphereAttention(nn.Module):
         fold_k = torch.einsum("hcd,hck->dhk", Wk, self.W_sphere_K).reshape(self.d_model, H * k)
         W = torch.cat([fold_q, fold_k, self.W_pos.weight.T], dim=1)
         B, T, _ = x.shape
-        qkp = (x @ W).view(B, T, 3, H, k).permute(2, 0, 3, 1, 4)  # (3, B, H, T, k)
-        q, kk, p = qkp.unbind(0)
+        return (x @ W).view(B, T, 3, H, k)
+
+    def project(self, x: torch.Tensor, mask: torch.Tensor):
+        """x (B, T, d) -> q^, k^ (B, H, T, k) on the sphere and p (B, H, T, k), zero at padding."""
+        q, kk, p = self.project_raw(x).permute(2, 0, 3, 1, 4).unbind(0)  # each (B, H, T, k)
         p = p * mask[:, None, :, None].to(p.dtype)
         return F.normalise(q), F.normalise(kk), p
 
@@ -96,10 +99,8 @@ class SphereAttention(nn.Module):
     def readout(self, branches: list[torch.Tensor], impl: str = "auto") -> torch.Tensor:
         """Fuse branch k-vectors (B, H, T, k) through Phi and W_out_h, then out_proj: (B, T, d).
 
-        Phi is linear in the monomials, so the convex fusion a Phi(z1) + (1-a) Phi(z2) is one
-        read-out with A folded into W_out_h and a, 1-a as per-head scales (`F.sphere_readout`,
-        normalisation included), computed feature-major (H, k, B*T). ``impl="reference"`` forms
-        the fused D*-wide features explicitly, as the paper writes it.
+        ``impl="reference"`` forms the fused D*-wide features explicitly, as the paper writes it;
+        otherwise the branches go feature-major to `readout_fm`.
         """
         B, H, T, k = branches[0].shape
         if impl == "reference":
@@ -109,10 +110,19 @@ class SphereAttention(nn.Module):
                 feats = [a * feats[0] + (1 - a) * feats[1]]
             heads = torch.einsum("bhtm,hmc->bthc", feats[0], self.W_out_h).reshape(B, T, self.d_model)
             return self.out_proj(heads)
+        return self.readout_fm([z.permute(1, 3, 0, 2).reshape(H, k, B * T) for z in branches], B, T)
+
+    def readout_fm(self, zs: list[torch.Tensor], B: int, T: int) -> torch.Tensor:
+        """The read-out from feature-major branch outputs (H, k, B*T): (B, T, d).
+
+        Phi is linear in the monomials, so the convex fusion a Phi(z1) + (1-a) Phi(z2) is one
+        read-out with A folded into W_out_h and a, 1-a as per-head scales (`F.sphere_readout`,
+        normalisation included).
+        """
+        H = self.n_heads
         W = torch.einsum("sm,hsc->hcm", self.sh.coeffs.to(self.W_out_h.dtype), self.W_out_h)  # (H, d_head, n_mono)
-        zs = [z.permute(1, 3, 0, 2).reshape(H, k, B * T) for z in branches]
         scales = None
-        if len(branches) == 2:
+        if len(zs) == 2:
             a = torch.sigmoid(self.beta_fusion)
             scales = [a, 1 - a]
         heads = F.sphere_readout(W, zs, scales)  # (H, d_head, B*T)

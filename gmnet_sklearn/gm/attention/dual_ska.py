@@ -18,14 +18,21 @@ class DualSKA(SphereAttention):
 
     n_branches = 2
 
+    def forward(self, x, conj, mask, impl: str = "auto"):
+        if impl == "cpu" or (impl == "auto" and x.device.type == "cpu" and x.shape[1] <= PARALLEL_MAX_LEN
+                             and cpu_kernels.cpu_kernels_available()):
+            # The fused kernel reads the raw projections and writes the read-out's layout, so the
+            # normalising, masking and transposes between them happen inside it.
+            mask = mask.bool()
+            y, cv = cpu_kernels.dual_ska_cpu_fm(self.project_raw(x), self.log_gates(conj, mask), mask, self.L)
+            return self.readout_fm([y, cv], x.shape[0], x.shape[1])
+        return super().forward(x, conj, mask, impl)
+
     def branch_outputs(self, q, k, p, log_gamma, mask, impl):
         if impl == "triton" or (impl == "auto" and q.is_cuda and triton_available()):
             from ..triton.dual_ska import dual_ska_triton  # lazy: triton is optional
 
             return list(dual_ska_triton(q, k, p, log_gamma, mask, self.L))
-        if impl == "cpu" or (impl == "auto" and q.device.type == "cpu" and q.shape[2] <= PARALLEL_MAX_LEN
-                             and cpu_kernels.cpu_kernels_available()):
-            return list(cpu_kernels.dual_ska_cpu(q, k, p, log_gamma, mask, self.L))
         if impl == "parallel" or (impl == "auto" and q.shape[2] <= PARALLEL_MAX_LEN):
             # Both branches see the same cosines: compute the zonal terms once.
             terms = zonal_terms(q @ k.transpose(-1, -2), self.k, self.L)

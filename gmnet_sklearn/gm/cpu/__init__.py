@@ -19,11 +19,10 @@ import torch
 
 from .. import functional as F
 
-__all__ = ["cpu_kernels_available", "dual_ska_cpu", "load_dual_ska"]
+__all__ = ["cpu_kernels_available", "dual_ska_cpu", "dual_ska_cpu_fm", "load_dual_ska"]
 
 _log = logging.getLogger(__name__)
 _SOURCE = Path(__file__).with_name("dual_ska.cpp")
-_LANES = 8
 _lock = threading.Lock()
 _module = None
 _failed: str | None = None
@@ -80,55 +79,50 @@ def _coefficients(k: int, L: int) -> tuple[list, list, list, float]:
     return a, alpha, beta, 1.0 / float(np.sqrt(F.harmonic_dim(k, L)))
 
 
-def _block(x: torch.Tensor) -> torch.Tensor:
-    """(R, T, c) rows -> (R / 8, T, c, 8), rows zero-padded to a multiple of 8 lanes."""
-    R = x.shape[0]
-    pad = (-R) % _LANES
-    if pad:
-        x = torch.cat([x, x.new_zeros(pad, *x.shape[1:])], 0)
-    return x.view(-1, _LANES, *x.shape[1:]).movedim(1, -1).contiguous()
-
-
-def _unblock(x: torch.Tensor, R: int) -> torch.Tensor:
-    return x.movedim(-1, 1).reshape(-1, *x.shape[1:-1])[:R]
-
-
 class _DualSKACPU(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, q, k, p, log_gamma, mask, L):
-        ext = load_dual_ska()
-        B, H, T, kd = q.shape
-        R = B * H
-        coeffs = _coefficients(kd, L)
-        qb, kb, pb = (_block(x.reshape(R, T, kd)) for x in (q, k, p))
-        gb = _block(log_gamma.exp().reshape(R, T, L + 1))
-        mb = _block(mask[:, None, :, None].expand(B, H, T, 1).reshape(R, T, 1).to(q.dtype))[:, :, 0]
-        y, cv = ext.forward(qb, kb, pb, gb, mb, *coeffs)
-        ctx.save_for_backward(qb, kb, pb, gb, mb, cv)
-        ctx.meta = (B, H, T, kd, L, coeffs)
-        return _unblock(y, R).view(B, H, T, kd), _unblock(cv, R).view(B, H, T, kd)
+    def forward(ctx, qkp, log_gamma, mask, L, eps):
+        args = (*_coefficients(qkp.shape[-1], L), eps)
+        y, cv = load_dual_ska().forward(qkp, log_gamma, mask, *args)
+        ctx.save_for_backward(qkp, log_gamma, mask, cv)
+        ctx.args = args
+        return y, cv
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, gy, gcv):
-        B, H, T, kd, L, coeffs = ctx.meta
-        R = B * H
-        qb, kb, pb, gb, mb, cv = ctx.saved_tensors
-        gy = torch.zeros(B, H, T, kd, dtype=qb.dtype) if gy is None else gy
-        gcv = torch.zeros(B, H, T, kd, dtype=qb.dtype) if gcv is None else gcv
-        gyb, gcb = (_block(g.reshape(R, T, kd)) for g in (gy, gcv))
-        gq, gk, gp, glg = load_dual_ska().backward(qb, kb, pb, gb, mb, cv, gyb, gcb, *coeffs)
-        shape = (B, H, T, kd)
-        return (_unblock(gq, R).view(shape), _unblock(gk, R).view(shape), _unblock(gp, R).view(shape),
-                _unblock(glg, R).view(B, H, T, L + 1), None, None)
+        qkp, log_gamma, mask, cv = ctx.saved_tensors
+        gy = torch.zeros_like(cv) if gy is None else gy.contiguous()
+        gcv = torch.zeros_like(cv) if gcv is None else gcv.contiguous()
+        g_qkp, g_lg = load_dual_ska().backward(qkp, log_gamma, mask, cv, gy, gcv, *ctx.args)
+        return g_qkp, g_lg, None, None, None
 
 
-def dual_ska_cpu(q, k, p, log_gamma, mask, L: int):
-    """Both DualSKA branches through the fused CPU kernel: (y_sfa, cv), each (B, H, T, k).
-
-    Same contract as `attention.gated_sfa.sfa_parallel(..., causal=False)` and
-    `attention.ska.ska_zonal`: q, k on the sphere, p zero and log-gates zero at padding.
-    """
+def _check_available():
     if load_dual_ska() is None:
         raise RuntimeError(f"the fused CPU kernel is not available: {_failed or 'disabled by GMNET_CPU_KERNELS=0'}")
-    return _DualSKACPU.apply(q, k, p, log_gamma, mask.bool(), L)
+
+
+def dual_ska_cpu_fm(qkp: torch.Tensor, log_gamma: torch.Tensor, mask: torch.Tensor, L: int, eps: float = 1e-6):
+    """Both DualSKA branches from the raw projections, in the layouts the module already has.
+
+    qkp (B, T, 3, H, k): the fused q/k/p projection before normalising q, k and masking p (the
+    kernel does both, and their backward); log_gamma (B, H, T, L+1), zero at padding; mask (B, T).
+    Returns y_sfa and cv, each (H, k, B*T): the feature-major layout of the Phi read-out.
+    """
+    _check_available()
+    return _DualSKACPU.apply(qkp.contiguous(), log_gamma.contiguous(), mask.bool().contiguous(), L, eps)
+
+
+def dual_ska_cpu(q, k, p, log_gamma, mask, L: int, eps: float = 1e-6):
+    """(y_sfa, cv), each (B, H, T, k), from q, k, p (B, H, T, k) (q, k raw: normalised inside).
+
+    Equal to `attention.bidir_sfa.bidir_sfa_parallel(normalise(q), normalise(k), p, ...)` and
+    `attention.ska.ska_zonal(...)` with p zeroed at padding. For tests and direct use; the module
+    calls `dual_ska_cpu_fm` on its projection directly.
+    """
+    _check_available()
+    B, H, T, kd = q.shape
+    qkp = torch.stack([q, k, p], 0).permute(1, 3, 0, 2, 4)  # (B, T, 3, H, k)
+    y, cv = dual_ska_cpu_fm(qkp, log_gamma, mask, L, eps)
+    return tuple(o.view(H, kd, B, T).permute(2, 0, 3, 1) for o in (y, cv))

@@ -16,6 +16,7 @@
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -337,33 +338,121 @@ Coeffs make_coeffs(const std::vector<double>& a, const std::vector<double>& alph
   return cf;
 }
 
-void check_blocked(const torch::Tensor& x, const char* name) {
-  TORCH_CHECK(x.is_contiguous() && x.size(-1) == W, "dual_ska_cpu: ", name, " must be contiguous [blocks, T, ..., 8]");
+// Layouts (no copies on the Python side): qkp (B, T, 3, H, k) is the raw output of the fused
+// q/k/p projection (q, k unnormalised, p not yet masked); log-gates (B, H, T, L+1); mask (B, T);
+// branch outputs (H, k, B*T), the feature-major layout the read-out consumes. Row r = b * H + h;
+// block bi holds rows 8 bi .. 8 bi + 7 in its lanes. Each block gathers its rows into local
+// [t][j][lane] buffers (normalising q and k, masking p) and scatters its results back.
+struct Dims {
+  int64_t B, T, H, K, L1;
+  int64_t rows() const { return B * H; }
+};
+
+template <typename T>
+struct Local {  // one block's gathered inputs
+  std::vector<T> q, k, p, gamma, mask, rq, rk;
+  Local(const Dims& d) : q(d.T * d.K * W), k(d.T * d.K * W), p(d.T * d.K * W), gamma(d.T * d.L1 * W),
+                         mask(d.T * W), rq(d.T * W), rk(d.T * W) {}
+};
+
+template <typename T>
+void gather_block(const Dims& d, int64_t bi, const T* qkp, const T* lg, const bool* mask, double eps, Local<T>& loc) {
+  const int64_t T_ = d.T, K = d.K, H = d.H, L1 = d.L1;
+  std::fill(loc.q.begin(), loc.q.end(), T(0));
+  std::fill(loc.k.begin(), loc.k.end(), T(0));
+  std::fill(loc.p.begin(), loc.p.end(), T(0));
+  std::fill(loc.gamma.begin(), loc.gamma.end(), T(1));
+  std::fill(loc.mask.begin(), loc.mask.end(), T(0));
+  std::fill(loc.rq.begin(), loc.rq.end(), T(1));
+  std::fill(loc.rk.begin(), loc.rk.end(), T(1));
+  for (int i = 0; i < W; ++i) {
+    const int64_t r = bi * W + i;
+    if (r >= d.rows()) break;  // padding lanes stay zero (no valid keys: outputs zero)
+    const int64_t b = r / H, h = r % H;
+    for (int64_t t = 0; t < T_; ++t) {
+      const bool valid = mask[b * T_ + t];
+      const T* base = qkp + ((b * T_ + t) * 3 * H + h) * K;
+      T nq = 0, nk = 0;
+      for (int64_t j = 0; j < K; ++j) {
+        nq += base[j] * base[j];
+        nk += base[H * K + j] * base[H * K + j];
+      }
+      const T rq = std::max(std::sqrt(nq), T(eps)), rk = std::max(std::sqrt(nk), T(eps));
+      loc.rq[t * W + i] = rq;
+      loc.rk[t * W + i] = rk;
+      for (int64_t j = 0; j < K; ++j) {
+        loc.q[(t * K + j) * W + i] = base[j] / rq;
+        loc.k[(t * K + j) * W + i] = base[H * K + j] / rk;
+        loc.p[(t * K + j) * W + i] = valid ? base[2 * H * K + j] : T(0);
+      }
+      loc.mask[t * W + i] = valid ? T(1) : T(0);
+      const T* g = lg + ((b * H + h) * T_ + t) * L1;
+      for (int64_t l = 0; l < L1; ++l) loc.gamma[(t * L1 + l) * W + i] = std::exp(g[l]);
+    }
+  }
+}
+
+// (H, k, B*T) <-> local [t][j][lane]
+template <typename T>
+void gather_fm(const Dims& d, int64_t bi, const T* src, std::vector<T>& dst) {
+  std::fill(dst.begin(), dst.end(), T(0));
+  const int64_t N = d.B * d.T;
+  for (int i = 0; i < W; ++i) {
+    const int64_t r = bi * W + i;
+    if (r >= d.rows()) break;
+    const int64_t b = r / d.H, h = r % d.H;
+    for (int64_t j = 0; j < d.K; ++j)
+      for (int64_t t = 0; t < d.T; ++t) dst[(t * d.K + j) * W + i] = src[(h * d.K + j) * N + b * d.T + t];
+  }
+}
+
+template <typename T>
+void scatter_fm(const Dims& d, int64_t bi, const std::vector<T>& src, T* dst) {
+  const int64_t N = d.B * d.T;
+  for (int i = 0; i < W; ++i) {
+    const int64_t r = bi * W + i;
+    if (r >= d.rows()) break;
+    const int64_t b = r / d.H, h = r % d.H;
+    for (int64_t j = 0; j < d.K; ++j)
+      for (int64_t t = 0; t < d.T; ++t) dst[(h * d.K + j) * N + b * d.T + t] = src[(t * d.K + j) * W + i];
+  }
+}
+
+Dims check_inputs(const torch::Tensor& qkp, const torch::Tensor& lg, const torch::Tensor& mask, const Coeffs& cf) {
+  TORCH_CHECK(qkp.dim() == 5 && qkp.size(2) == 3 && qkp.is_contiguous(), "dual_ska_cpu: qkp must be contiguous (B, T, 3, H, k)");
+  Dims d{qkp.size(0), qkp.size(1), qkp.size(3), qkp.size(4), cf.L1};
+  TORCH_CHECK(d.K <= 64, "dual_ska_cpu: sphere dimension k must be <= 64");
+  TORCH_CHECK(lg.is_contiguous() && lg.dim() == 4 && lg.size(0) == d.B && lg.size(1) == d.H && lg.size(2) == d.T &&
+              lg.size(3) == d.L1, "dual_ska_cpu: log-gates must be contiguous (B, H, T, L+1)");
+  TORCH_CHECK(mask.is_contiguous() && mask.scalar_type() == torch::kBool && mask.size(0) == d.B && mask.size(1) == d.T,
+              "dual_ska_cpu: mask must be a contiguous bool (B, T) tensor");
+  TORCH_CHECK(lg.scalar_type() == qkp.scalar_type(), "dual_ska_cpu: dtypes differ");
+  return d;
 }
 
 }  // namespace
 
-// Inputs in the blocked layout: q, k, p (nb, T, k, 8); gamma (nb, T, L+1, 8) = exp(log-gates);
-// mask (nb, T, 8) in {0, 1}. Returns y_sfa, cv (nb, T, k, 8).
-std::vector<torch::Tensor> dual_ska_forward(torch::Tensor q, torch::Tensor k, torch::Tensor p, torch::Tensor gamma,
-                                            torch::Tensor mask, std::vector<double> a, std::vector<double> alpha,
-                                            std::vector<double> beta, double inv_sqrt_dim) {
-  for (auto* x : {&q, &k, &p, &gamma, &mask}) check_blocked(*x, "inputs");
+// Returns y_sfa and cv, each (H, k, B*T).
+std::vector<torch::Tensor> dual_ska_forward(torch::Tensor qkp, torch::Tensor lg, torch::Tensor mask,
+                                            std::vector<double> a, std::vector<double> alpha,
+                                            std::vector<double> beta, double inv_sqrt_dim, double eps) {
   const Coeffs cf = make_coeffs(a, alpha, beta, inv_sqrt_dim);
-  const int64_t nb = q.size(0), Tn = q.size(1), Kd = q.size(2);
-  TORCH_CHECK(Kd <= 64 && gamma.size(2) == cf.L1, "dual_ska_cpu: bad shapes");
-  auto y = torch::empty_like(q), cv = torch::empty_like(q);
-  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "dual_ska_forward", [&] {
+  const Dims d = check_inputs(qkp, lg, mask, cf);
+  auto y = torch::empty({d.H, d.K, d.B * d.T}, qkp.options()), cv = torch::empty_like(y);
+  const int64_t nb = (d.rows() + W - 1) / W;
+  AT_DISPATCH_FLOATING_TYPES(qkp.scalar_type(), "dual_ska_forward", [&] {
     using T = scalar_t;
-    dispatch_kL<T>(Kd, cf.L1, [&](auto kd, auto ll) {
+    dispatch_kL<T>(d.K, cf.L1, [&](auto kd, auto ll) {
       at::parallel_for(0, nb, 1, [&](int64_t b0, int64_t b1) {
         FlushDenormals ftz;
-        std::vector<T> S(Tn * W);
+        Local<T> loc(d);
+        std::vector<T> S(d.T * W), yb(d.T * d.K * W), cb(d.T * d.K * W);
         for (int64_t bi = b0; bi < b1; ++bi) {
-          const int64_t off = bi * Tn * Kd * W;
-          Block<T> blk{q.data_ptr<T>() + off, k.data_ptr<T>() + off, p.data_ptr<T>() + off,
-                       gamma.data_ptr<T>() + bi * Tn * cf.L1 * W, mask.data_ptr<T>() + bi * Tn * W, Tn, Kd};
-          forward_block<T, decltype(kd)::value, decltype(ll)::value>(cf, blk, y.data_ptr<T>() + off, cv.data_ptr<T>() + off, S);
+          gather_block<T>(d, bi, qkp.data_ptr<T>(), lg.data_ptr<T>(), mask.data_ptr<bool>(), eps, loc);
+          Block<T> blk{loc.q.data(), loc.k.data(), loc.p.data(), loc.gamma.data(), loc.mask.data(), d.T, d.K};
+          forward_block<T, decltype(kd)::value, decltype(ll)::value>(cf, blk, yb.data(), cb.data(), S);
+          scatter_fm<T>(d, bi, yb, y.data_ptr<T>());
+          scatter_fm<T>(d, bi, cb, cv.data_ptr<T>());
         }
       });
     });
@@ -371,35 +460,72 @@ std::vector<torch::Tensor> dual_ska_forward(torch::Tensor q, torch::Tensor k, to
   return {y, cv};
 }
 
-// Returns gq, gk, gp (nb, T, k, 8) and the gradient wrt the log-gates (nb, T, L+1, 8).
-std::vector<torch::Tensor> dual_ska_backward(torch::Tensor q, torch::Tensor k, torch::Tensor p, torch::Tensor gamma,
-                                             torch::Tensor mask, torch::Tensor cv, torch::Tensor gy, torch::Tensor gcv,
-                                             std::vector<double> a, std::vector<double> alpha, std::vector<double> beta,
-                                             double inv_sqrt_dim) {
-  for (auto* x : {&q, &k, &p, &gamma, &mask, &cv, &gy, &gcv}) check_blocked(*x, "inputs");
+// Returns the gradients wrt qkp (B, T, 3, H, k) (through the normalisation of q and k and the
+// masking of p) and wrt the log-gates (B, H, T, L+1).
+std::vector<torch::Tensor> dual_ska_backward(torch::Tensor qkp, torch::Tensor lg, torch::Tensor mask, torch::Tensor cv,
+                                             torch::Tensor gy, torch::Tensor gcv, std::vector<double> a,
+                                             std::vector<double> alpha, std::vector<double> beta, double inv_sqrt_dim,
+                                             double eps) {
   const Coeffs cf = make_coeffs(a, alpha, beta, inv_sqrt_dim);
-  const int64_t nb = q.size(0), Tn = q.size(1), Kd = q.size(2);
-  TORCH_CHECK(Kd <= 64 && gamma.size(2) == cf.L1, "dual_ska_cpu: bad shapes");
-  auto gq = torch::zeros_like(q), gk = torch::zeros_like(k), gp = torch::zeros_like(p), glg = torch::zeros_like(gamma);
-  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "dual_ska_backward", [&] {
+  const Dims d = check_inputs(qkp, lg, mask, cf);
+  for (auto* x : {&cv, &gy, &gcv})
+    TORCH_CHECK(x->is_contiguous() && x->dim() == 3 && x->size(0) == d.H && x->size(1) == d.K && x->size(2) == d.B * d.T,
+                "dual_ska_cpu: branch tensors must be contiguous (H, k, B*T)");
+  auto g_qkp = torch::zeros_like(qkp), g_lg = torch::zeros_like(lg);
+  const int64_t nb = (d.rows() + W - 1) / W;
+  AT_DISPATCH_FLOATING_TYPES(qkp.scalar_type(), "dual_ska_backward", [&] {
     using T = scalar_t;
-    dispatch_kL<T>(Kd, cf.L1, [&](auto kd, auto ll) {
+    dispatch_kL<T>(d.K, cf.L1, [&](auto kd, auto ll) {
       at::parallel_for(0, nb, 1, [&](int64_t b0, int64_t b1) {
         FlushDenormals ftz;
-        Scratch<T> scratch(Tn, cf.L1);
+        Local<T> loc(d);
+        Scratch<T> scratch(d.T, cf.L1);
+        const int64_t n = d.T * d.K * W;
+        std::vector<T> cvb(n), gyb(n), gcb(n), gq(n), gk(n), gp(n), glg(d.T * cf.L1 * W);
         for (int64_t bi = b0; bi < b1; ++bi) {
-          const int64_t off = bi * Tn * Kd * W, goff = bi * Tn * cf.L1 * W;
-          Block<T> blk{q.data_ptr<T>() + off, k.data_ptr<T>() + off, p.data_ptr<T>() + off,
-                       gamma.data_ptr<T>() + goff, mask.data_ptr<T>() + bi * Tn * W, Tn, Kd};
-          backward_block<T, decltype(kd)::value, decltype(ll)::value>(cf, blk, cv.data_ptr<T>() + off, gy.data_ptr<T>() + off,
-                                                 gcv.data_ptr<T>() + off, gq.data_ptr<T>() + off,
-                                                 gk.data_ptr<T>() + off, gp.data_ptr<T>() + off,
-                                                 glg.data_ptr<T>() + goff, scratch);
+          gather_block<T>(d, bi, qkp.data_ptr<T>(), lg.data_ptr<T>(), mask.data_ptr<bool>(), eps, loc);
+          gather_fm<T>(d, bi, cv.data_ptr<T>(), cvb);
+          gather_fm<T>(d, bi, gy.data_ptr<T>(), gyb);
+          gather_fm<T>(d, bi, gcv.data_ptr<T>(), gcb);
+          std::fill(gq.begin(), gq.end(), T(0));
+          std::fill(gk.begin(), gk.end(), T(0));
+          std::fill(gp.begin(), gp.end(), T(0));
+          std::fill(glg.begin(), glg.end(), T(0));
+          Block<T> blk{loc.q.data(), loc.k.data(), loc.p.data(), loc.gamma.data(), loc.mask.data(), d.T, d.K};
+          backward_block<T, decltype(kd)::value, decltype(ll)::value>(cf, blk, cvb.data(), gyb.data(), gcb.data(),
+                                                                      gq.data(), gk.data(), gp.data(), glg.data(), scratch);
+          // Scatter, through x = z / max(|z|, eps): tangential part / |z| (plain 1/eps where clamped).
+          T* G = g_qkp.data_ptr<T>();
+          T* GL = g_lg.data_ptr<T>();
+          for (int i = 0; i < W; ++i) {
+            const int64_t r = bi * W + i;
+            if (r >= d.rows()) break;
+            const int64_t b = r / d.H, h = r % d.H;
+            for (int64_t t = 0; t < d.T; ++t) {
+              const bool valid = loc.mask[t * W + i] > T(0);
+              T* base = G + ((b * d.T + t) * 3 * d.H + h) * d.K;
+              T dq = 0, dk = 0;
+              for (int64_t j = 0; j < d.K; ++j) {
+                dq += gq[(t * d.K + j) * W + i] * loc.q[(t * d.K + j) * W + i];
+                dk += gk[(t * d.K + j) * W + i] * loc.k[(t * d.K + j) * W + i];
+              }
+              const T rq = loc.rq[t * W + i], rk = loc.rk[t * W + i];
+              const bool cq = rq > T(eps), ck = rk > T(eps);
+              for (int64_t j = 0; j < d.K; ++j) {
+                const int64_t o = (t * d.K + j) * W + i;
+                base[j] = cq ? (gq[o] - loc.q[o] * dq) / rq : gq[o] / T(eps);
+                base[d.H * d.K + j] = ck ? (gk[o] - loc.k[o] * dk) / rk : gk[o] / T(eps);
+                base[2 * d.H * d.K + j] = valid ? gp[o] : T(0);
+              }
+              T* gl = GL + ((b * d.H + h) * d.T + t) * cf.L1;
+              for (int64_t l = 0; l < cf.L1; ++l) gl[l] = glg[(t * cf.L1 + l) * W + i];
+            }
+          }
         }
       });
     });
   });
-  return {gq, gk, gp, glg};
+  return {g_qkp, g_lg};
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
