@@ -279,12 +279,46 @@ def _suffix_starts(k: int, L: int) -> tuple[tuple[int, ...], ...]:
     return tuple(out)
 
 
+@lru_cache(maxsize=64)
+def _derivative_plan(k: int, L: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """d m_j / d x_v = e_{j,v} m_{j - e_v}: for each variable v and each monomial i of degree < L,
+    the index of j = i + e_v and its exponent of v, flattened (k * n_{<L},) in (v, i) order."""
+    basis = harmonic_basis(k, L)
+    position = {e: i for i, e in enumerate(basis.exponents)}
+    lower = [e for e in basis.exponents if sum(e) < L]
+    index = np.zeros((k, len(lower)), dtype=np.int64)
+    mult = np.zeros((k, len(lower)))
+    for v in range(k):
+        for i, e in enumerate(lower):
+            j = e[:v] + (e[v] + 1,) + e[v + 1 :]
+            index[v, i], mult[v, i] = position[j], j[v]
+    return torch.as_tensor(index.reshape(-1)), torch.as_tensor(mult.reshape(-1))
+
+
+def _cpu_extension(*tensors: torch.Tensor):
+    """The compiled CPU kernels when every tensor is a contiguous CPU float tensor, else None."""
+    if not all(t.device.type == "cpu" and t.dtype in (torch.float32, torch.float64) and t.is_contiguous() for t in tensors):
+        return None
+    from .cpu import load_extension  # lazy: gm.cpu imports this module
+
+    return load_extension()
+
+
 def _fill_monomials(x: torch.Tensor, starts, n_monomials: int) -> torch.Tensor:
     """x (G, k, N) -> every monomial of degree <= L, (G, n_monomials, N), HarmonicBasis order.
 
     Each degree-l block is concat_v x_v * (suffix of the degree-(l-1) block), written in place
-    into one buffer: contiguous slices, no gathers and no concatenation copies.
+    into one buffer: contiguous slices, no gathers and no concatenation copies (or in one pass
+    by the CPU extension, `gm/cpu/sphere_monomials.cpp`).
     """
+    if _cpu_extension(x) is not None:
+        from .cpu import monomials_cpu
+
+        return monomials_cpu(x, starts, n_monomials)
+    return _fill_monomials_torch(x, starts, n_monomials)
+
+
+def _fill_monomials_torch(x: torch.Tensor, starts, n_monomials: int) -> torch.Tensor:
     G, k, N = x.shape
     m = x.new_empty(G, n_monomials, N)
     m[:, 0] = 1
@@ -308,10 +342,22 @@ def _monomial_backward(grad: torch.Tensor, x: torch.Tensor, m: torch.Tensor, sta
     dx_v) and one fused multiply-add (into the parent degree's gradient), on contiguous slices.
     """
     G, k, N = x.shape
-    sizes = [math.comb(k + l - 1, l) for l in range(len(starts) + 1)]
-    offsets = np.cumsum([0, *sizes]).tolist()
     if len(starts) == 0:
         return torch.zeros_like(x)
+    if _cpu_extension(grad, m) is not None:  # one pass: dx_v = sum_i e m_i grad_{i + e_v}
+        from .cpu import monomials_backward_cpu
+
+        index, mult = _derivative_plan(k, len(starts))
+        return monomials_backward_cpu(m, grad, index, mult, k)
+    return _monomial_backward_torch(grad, x, m, starts)
+
+
+def _monomial_backward_torch(grad: torch.Tensor, x: torch.Tensor, m: torch.Tensor, starts) -> torch.Tensor:
+    G, k, N = x.shape
+    if len(starts) == 0:
+        return torch.zeros_like(x)
+    sizes = [math.comb(k + l - 1, l) for l in range(len(starts) + 1)]
+    offsets = np.cumsum([0, *sizes]).tolist()
     lower = grad[:, : offsets[-2]].clone()  # degree < L rows accumulate from the degree above
     gx = torch.zeros_like(x)
     for l in range(len(starts), 1, -1):
@@ -338,7 +384,7 @@ class _SphereReadout(torch.autograd.Function):
         for z, s in zip(zs, scales):
             # sqrt of a sum of squares: linalg.vector_norm over a strided middle axis is ~50x slower.
             r = z.square().sum(1, keepdim=True).sqrt_().clamp_min_(eps)
-            x = z / r
+            x = (z / r).contiguous()
             m = _fill_monomials(x, starts, weight.shape[-1])
             w = weight if s is None else weight * s[:, None, None]
             out = torch.bmm(w, m) if out is None else out.baddbmm_(w, m)

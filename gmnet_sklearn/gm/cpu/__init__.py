@@ -1,7 +1,8 @@
 """Optional fused C++ kernels for CPU (compiled on first use with PyTorch's JIT extension builder).
 
 DESIGN.md section 5: eager PyTorch spends the attention step on memory-bound passes over
-(B, H, T, T) tensors; a fused kernel keeps every pair in registers. The kernel needs a C++ compiler
+(B, H, T, T) tensors; a fused kernel keeps every pair in registers (`dual_ska.cpp`). The Phi
+read-out's monomials are built and walked back in one pass each (`sphere_monomials.cpp`). The kernel needs a C++ compiler
 (and ninja) at first use; without them, or with ``GMNET_CPU_KERNELS=0``, `cpu_kernels_available()`
 is False and the models use the eager fast path, which computes the same function.
 """
@@ -19,10 +20,10 @@ import torch
 
 from .. import functional as F
 
-__all__ = ["cpu_kernels_available", "dual_ska_cpu", "dual_ska_cpu_fm", "load_dual_ska"]
+__all__ = ["cpu_kernels_available", "dual_ska_cpu", "dual_ska_cpu_fm", "load_extension", "monomials_cpu", "monomials_backward_cpu"]
 
 _log = logging.getLogger(__name__)
-_SOURCE = Path(__file__).with_name("dual_ska.cpp")
+_SOURCE = Path(__file__).with_name("extension.cpp")  # includes dual_ska.cpp, sphere_monomials.cpp
 _lock = threading.Lock()
 _module = None
 _failed: str | None = None
@@ -44,8 +45,9 @@ def _cpu_tag() -> str:
     return hashlib.sha1(flags.encode()).hexdigest()[:10]
 
 
-def load_dual_ska():
-    """The compiled extension module, building it once per machine; None when it cannot be built."""
+def load_extension():
+    """The compiled extension module (gm/cpu/extension.cpp), built once per machine; None when it
+    cannot be built or is disabled."""
     global _module, _failed
     if _module is not None or _failed is not None or not _enabled():
         return _module
@@ -54,9 +56,9 @@ def load_dual_ska():
             try:
                 from torch.utils.cpp_extension import load
 
-                _log.info("building the fused DualSKA CPU kernel (once per machine)")
+                _log.info("building the fused CPU kernels (once per machine)")
                 _module = load(
-                    name=f"gmnet_dual_ska_{_cpu_tag()}",
+                    name=f"gmnet_cpu_kernels_{_cpu_tag()}",
                     sources=[str(_SOURCE)],
                     extra_cflags=["-O3", "-march=native"],
                     verbose=False,
@@ -68,7 +70,7 @@ def load_dual_ska():
 
 
 def cpu_kernels_available() -> bool:
-    return load_dual_ska() is not None
+    return load_extension() is not None
 
 
 def _coefficients(k: int, L: int) -> tuple[list, list, list, float]:
@@ -83,7 +85,7 @@ class _DualSKACPU(torch.autograd.Function):
     @staticmethod
     def forward(ctx, qkp, log_gamma, mask, L, eps):
         args = (*_coefficients(qkp.shape[-1], L), eps)
-        y, cv = load_dual_ska().forward(qkp, log_gamma, mask, *args)
+        y, cv = load_extension().dual_ska_forward(qkp, log_gamma, mask, *args)
         ctx.save_for_backward(qkp, log_gamma, mask, cv)
         ctx.args = args
         return y, cv
@@ -94,12 +96,12 @@ class _DualSKACPU(torch.autograd.Function):
         qkp, log_gamma, mask, cv = ctx.saved_tensors
         gy = torch.zeros_like(cv) if gy is None else gy.contiguous()
         gcv = torch.zeros_like(cv) if gcv is None else gcv.contiguous()
-        g_qkp, g_lg = load_dual_ska().backward(qkp, log_gamma, mask, cv, gy, gcv, *ctx.args)
+        g_qkp, g_lg = load_extension().dual_ska_backward(qkp, log_gamma, mask, cv, gy, gcv, *ctx.args)
         return g_qkp, g_lg, None, None, None
 
 
 def _check_available():
-    if load_dual_ska() is None:
+    if load_extension() is None:
         raise RuntimeError(f"the fused CPU kernel is not available: {_failed or 'disabled by GMNET_CPU_KERNELS=0'}")
 
 
@@ -126,3 +128,13 @@ def dual_ska_cpu(q, k, p, log_gamma, mask, L: int, eps: float = 1e-6):
     qkp = torch.stack([q, k, p], 0).permute(1, 3, 0, 2, 4)  # (B, T, 3, H, k)
     y, cv = dual_ska_cpu_fm(qkp, log_gamma, mask, L, eps)
     return tuple(o.view(H, kd, B, T).permute(2, 0, 3, 1) for o in (y, cv))
+
+
+def monomials_cpu(x: torch.Tensor, starts, n_monomials: int) -> torch.Tensor:
+    """`functional._fill_monomials` in one pass: x (G, k, N) contiguous -> (G, n_monomials, N)."""
+    return load_extension().monomials_forward(x, [list(st) for st in starts], n_monomials)
+
+
+def monomials_backward_cpu(m: torch.Tensor, grad: torch.Tensor, index: torch.Tensor, mult: torch.Tensor, k: int) -> torch.Tensor:
+    """d(loss)/dx (G, k, N) from the monomials m and d(loss)/dm, both (G, n_mono, N) contiguous."""
+    return load_extension().monomials_backward(m, grad, index, mult, k)

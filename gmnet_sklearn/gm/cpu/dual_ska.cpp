@@ -527,8 +527,3 @@ std::vector<torch::Tensor> dual_ska_backward(torch::Tensor qkp, torch::Tensor lg
   });
   return {g_qkp, g_lg};
 }
-
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("forward", &dual_ska_forward, "DualSKA branches, fused forward (CPU)");
-  m.def("backward", &dual_ska_backward, "DualSKA branches, fused backward (CPU)");
-}
