@@ -144,19 +144,3 @@ def test_disabled_kernel_falls_back_to_eager(monkeypatch):
     x, conj, mask = torch.randn(2, 7, 24, dtype=torch.float64), torch.zeros(2, 7, dtype=torch.long), torch.ones(2, 7, dtype=torch.bool)
     torch.testing.assert_close(layer(x, conj, mask), layer(x, conj, mask, impl="parallel"), atol=0, rtol=0)
 
-
-@needs_kernel
-@pytest.mark.parametrize("k,L", [(3, 0), (3, 1), (8, 3), (5, 4)])
-@pytest.mark.parametrize("N", [5, 16, 37])  # a partial lane block, one full block, both
-@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-def test_monomial_kernels_equal_torch_forms(k, L, N, dtype):
-    g = torch.Generator().manual_seed(N + 10 * k + L)
-    x = F.normalise(torch.randn(3, N, k, generator=g, dtype=torch.float64)).transpose(1, 2).contiguous().to(dtype)
-    starts, n_mono = F._suffix_starts(k, L), F.harmonic_basis(k, L).n_monomials
-    m = F._fill_monomials(x, starts, n_mono)  # extension (contiguous CPU float)
-    m_ref = F._fill_monomials_torch(x, starts, n_mono)
-    tol = dict(atol=1e-13, rtol=1e-12) if dtype == torch.float64 else dict(atol=1e-6, rtol=1e-5)
-    torch.testing.assert_close(m, m_ref, **tol)
-    grad = torch.randn(m.shape, generator=g, dtype=torch.float64).to(dtype)
-    torch.testing.assert_close(F._monomial_backward(grad, x, m, starts), F._monomial_backward_torch(grad, x, m_ref, starts),
-                               **tol)

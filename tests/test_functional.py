@@ -8,6 +8,7 @@ import torch
 from scipy import special
 
 from gmnet_sklearn.gm import functional as F
+from gmnet_sklearn.gm.cpu import cpu_kernels_available
 
 CASES = [(3, 4), (4, 3), (5, 2), (8, 3), (10, 2)]
 
@@ -206,16 +207,21 @@ def _readout_reference(weight, zs, scales):
     return out
 
 
+READOUT_IMPLS = ["torch", pytest.param("cpu", marks=pytest.mark.skipif(
+    not cpu_kernels_available(), reason="CPU extension could not be built"))]
+
+
+@pytest.mark.parametrize("impl", READOUT_IMPLS)
 @pytest.mark.parametrize("k,L", [(3, 0), (3, 1), (3, 4), (8, 3), (5, 2)])
 @pytest.mark.parametrize("n_branches,scaled", [(1, False), (2, True), (1, True)])
-def test_sphere_readout_matches_reference_with_gradients(k, L, n_branches, scaled):
+@pytest.mark.parametrize("G,c,N", [(2, 3, 7), (3, 10, 37)])  # odd N; c and N off the kernel's blocks of 8 and 16
+def test_sphere_readout_matches_reference_with_gradients(impl, k, L, n_branches, scaled, G, c, N):
     g = torch.Generator().manual_seed(k * 10 + L)
-    G, c, N = 2, 3, 7  # odd N
     n_mono = F.harmonic_basis(k, L).n_monomials
     weight = torch.randn(G, c, n_mono, dtype=torch.float64, generator=g, requires_grad=True)
     zs = [torch.randn(G, k, N, dtype=torch.float64, generator=g).mul(2.0).requires_grad_() for _ in range(n_branches)]
     scales = [torch.rand(G, dtype=torch.float64, generator=g).requires_grad_() for _ in zs] if scaled else None
-    fast = F.sphere_readout(weight, zs, scales)
+    fast = F.sphere_readout(weight, zs, scales, impl=impl)
     ref = _readout_reference(weight, zs, scales)
     torch.testing.assert_close(fast, ref, atol=1e-12, rtol=1e-12)
     inputs = [weight, *zs, *(scales or [])]
@@ -223,9 +229,26 @@ def test_sphere_readout_matches_reference_with_gradients(k, L, n_branches, scale
     g_ref = torch.autograd.grad(ref, inputs, gout, allow_unused=True)  # L = 0 does not depend on z
     for a, b, x in zip(torch.autograd.grad(fast, inputs, gout), g_ref, inputs):
         torch.testing.assert_close(a, torch.zeros_like(x) if b is None else b, atol=1e-11, rtol=1e-10)
-    if k <= 5:
-        assert torch.autograd.gradcheck(lambda w, *args: F.sphere_readout(w, args[:n_branches], args[n_branches:] or None),
-                                        tuple(inputs))
+    if k <= 5 and N < 10:
+        assert torch.autograd.gradcheck(
+            lambda w, *args: F.sphere_readout(w, args[:n_branches], args[n_branches:] or None, impl=impl), tuple(inputs))
+
+
+@pytest.mark.parametrize("impl", READOUT_IMPLS)
+def test_sphere_readout_float32_matches_float64(impl):
+    g = torch.Generator().manual_seed(0)
+    weight = torch.randn(12, 32, 165, dtype=torch.float64, generator=g, requires_grad=True)
+    zs = [torch.randn(12, 8, 50, dtype=torch.float64, generator=g).requires_grad_() for _ in range(2)]
+    scales = [torch.rand(12, dtype=torch.float64, generator=g).requires_grad_() for _ in zs]
+    ref = F.sphere_readout(weight, zs, scales, impl="torch")
+    leaves32 = [t.detach().float().requires_grad_() for t in (weight, *zs, *scales)]
+    out32 = F.sphere_readout(leaves32[0], leaves32[1:3], leaves32[3:], impl=impl)
+    torch.testing.assert_close(out32.double(), ref, atol=1e-4, rtol=1e-4)
+    gout = torch.randn(ref.shape, dtype=torch.float64, generator=g)
+    g64 = torch.autograd.grad(ref, [weight, *zs, *scales], gout)
+    g32 = torch.autograd.grad(out32, leaves32, gout.float())
+    for a, b in zip(g32, g64):
+        torch.testing.assert_close(a.double(), b, atol=1e-4 * (1 + b.abs().max().item()), rtol=1e-3)
 
 
 def test_sphere_readout_zero_vectors_have_finite_gradients():
@@ -233,7 +256,7 @@ def test_sphere_readout_zero_vectors_have_finite_gradients():
     z = torch.zeros(1, 8, 5, dtype=torch.float64, requires_grad=True)
     with torch.no_grad():
         z[0, :, 1] = torch.randn(8, dtype=torch.float64)  # one real vector among zeros
-    out = F.sphere_readout(weight, [z])
+    out = F.sphere_readout(weight, [z])  # "auto": the CPU extension where it is available
     out.square().sum().backward()
     assert torch.isfinite(z.grad).all() and torch.isfinite(weight.grad).all()
     ref_z = z.detach().clone().requires_grad_()

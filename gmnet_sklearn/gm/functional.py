@@ -296,8 +296,8 @@ def _derivative_plan(k: int, L: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _cpu_extension(*tensors: torch.Tensor):
-    """The compiled CPU kernels when every tensor is a contiguous CPU float tensor, else None."""
-    if not all(t.device.type == "cpu" and t.dtype in (torch.float32, torch.float64) and t.is_contiguous() for t in tensors):
+    """The compiled CPU kernels when every tensor is a CPU float tensor, else None."""
+    if not all(t.device.type == "cpu" and t.dtype in (torch.float32, torch.float64) for t in tensors):
         return None
     from .cpu import load_extension  # lazy: gm.cpu imports this module
 
@@ -308,17 +308,8 @@ def _fill_monomials(x: torch.Tensor, starts, n_monomials: int) -> torch.Tensor:
     """x (G, k, N) -> every monomial of degree <= L, (G, n_monomials, N), HarmonicBasis order.
 
     Each degree-l block is concat_v x_v * (suffix of the degree-(l-1) block), written in place
-    into one buffer: contiguous slices, no gathers and no concatenation copies (or in one pass
-    by the CPU extension, `gm/cpu/sphere_monomials.cpp`).
+    into one buffer: contiguous slices, no gathers and no concatenation copies.
     """
-    if _cpu_extension(x) is not None:
-        from .cpu import monomials_cpu
-
-        return monomials_cpu(x, starts, n_monomials)
-    return _fill_monomials_torch(x, starts, n_monomials)
-
-
-def _fill_monomials_torch(x: torch.Tensor, starts, n_monomials: int) -> torch.Tensor:
     G, k, N = x.shape
     m = x.new_empty(G, n_monomials, N)
     m[:, 0] = 1
@@ -344,18 +335,6 @@ def _monomial_backward(grad: torch.Tensor, x: torch.Tensor, m: torch.Tensor, sta
     G, k, N = x.shape
     if len(starts) == 0:
         return torch.zeros_like(x)
-    if _cpu_extension(grad, m) is not None:  # one pass: dx_v = sum_i e m_i grad_{i + e_v}
-        from .cpu import monomials_backward_cpu
-
-        index, mult = _derivative_plan(k, len(starts))
-        return monomials_backward_cpu(m, grad, index, mult, k)
-    return _monomial_backward_torch(grad, x, m, starts)
-
-
-def _monomial_backward_torch(grad: torch.Tensor, x: torch.Tensor, m: torch.Tensor, starts) -> torch.Tensor:
-    G, k, N = x.shape
-    if len(starts) == 0:
-        return torch.zeros_like(x)
     sizes = [math.comb(k + l - 1, l) for l in range(len(starts) + 1)]
     offsets = np.cumsum([0, *sizes]).tolist()
     lower = grad[:, : offsets[-2]].clone()  # degree < L rows accumulate from the degree above
@@ -372,25 +351,48 @@ def _monomial_backward_torch(grad: torch.Tensor, x: torch.Tensor, m: torch.Tenso
     return gx.add_(lower[:, 1 : 1 + k] if len(starts) > 1 else grad[:, 1 : 1 + k])
 
 
+def _normalise_fm(z: torch.Tensor, eps: float):
+    # sqrt of a sum of squares: linalg.vector_norm over a strided middle axis is ~50x slower.
+    r = z.square().sum(1, keepdim=True).sqrt_().clamp_min_(eps)
+    return (z / r).contiguous(), r
+
+
+def _normalise_fm_backward(g_x: torch.Tensor, x: torch.Tensor, r: torch.Tensor, eps: float) -> torch.Tensor:
+    # Through x = z / max(|z|, eps): tangential part / |z|, or plain 1/eps where clamped.
+    radial = (g_x * x).sum(1, keepdim=True)
+    return torch.where(r > eps, (g_x - x * radial) / r, g_x / eps)
+
+
 class _SphereReadout(torch.autograd.Function):
-    """sum_b s_b W @ monomials(normalise(z_b)) with a hand-written backward (see `sphere_readout`)."""
+    """sum_b s_b W @ monomials(normalise(z_b)) with a hand-written backward (see `sphere_readout`).
+
+    Two implementations of the same function: the CPU extension (`gm/cpu/sphere_readout.cpp`,
+    monomials built per chunk in cache, only the branch-fused monomials stored) and torch (all
+    monomials stored, batched matmuls, the monomial tree walked back with fused slice ops).
+    """
 
     @staticmethod
-    def forward(ctx, starts, eps, weight, *inputs):
+    def forward(ctx, starts, eps, use_ext, weight, *inputs):
         n = len(inputs) // 2
         zs, scales = inputs[:n], inputs[n:]
-        xs, rs, ms = [], [], []
-        out = None
-        for z, s in zip(zs, scales):
-            # sqrt of a sum of squares: linalg.vector_norm over a strided middle axis is ~50x slower.
-            r = z.square().sum(1, keepdim=True).sqrt_().clamp_min_(eps)
-            x = (z / r).contiguous()
+        xs, rs = zip(*(_normalise_fm(z, eps) for z in zs))
+        ctx.starts, ctx.eps, ctx.n, ctx.use_ext = starts, eps, n, use_ext
+        ctx.has_scale = [s is not None for s in scales]
+        if use_ext:
+            from .cpu import load_extension
+
+            scale_t = (torch.stack([weight.new_ones(weight.shape[0]) if s is None else s for s in scales])
+                       if any(ctx.has_scale) else weight.new_zeros(0))
+            out, fused = load_extension().sphere_readout_forward(weight.contiguous(), list(xs), scale_t,
+                                                                  [list(st) for st in starts])
+            ctx.save_for_backward(weight, scale_t, fused, *xs, *rs)
+            return out
+        out, ms = None, []
+        for x, s in zip(xs, scales):
             m = _fill_monomials(x, starts, weight.shape[-1])
             w = weight if s is None else weight * s[:, None, None]
             out = torch.bmm(w, m) if out is None else out.baddbmm_(w, m)
-            xs.append(x), rs.append(r), ms.append(m)
-        ctx.starts, ctx.eps, ctx.n = starts, eps, n
-        ctx.has_scale = [s is not None for s in scales]
+            ms.append(m)
         ctx.save_for_backward(weight, *xs, *rs, *ms, *[s for s in scales if s is not None])
         return out
 
@@ -398,11 +400,25 @@ class _SphereReadout(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
         n = ctx.n
+        grad = grad.contiguous()
+        if ctx.use_ext:
+            from .cpu import load_extension
+
+            weight, scale_t, fused, *rest = ctx.saved_tensors
+            xs, rs = rest[:n], rest[n:]
+            g_weight = torch.bmm(grad, fused.transpose(1, 2))  # the fused monomials carry the scales
+            G, k, _ = xs[0].shape
+            index, mult = _derivative_plan(k, len(ctx.starts))
+            res = load_extension().sphere_readout_backward(weight.transpose(1, 2).contiguous(), list(xs), scale_t,
+                                                            [list(st) for st in ctx.starts], grad, index, mult)
+            g_xs, g_scale_t = res[:n], res[n]
+            g_zs = [_normalise_fm_backward(g, x, r, ctx.eps) for g, x, r in zip(g_xs, xs, rs)]
+            g_scales = [g_scale_t[b] if has else None for b, has in enumerate(ctx.has_scale)]
+            return (None, None, None, g_weight, *g_zs, *g_scales)
         saved = ctx.saved_tensors
         weight, xs, rs, ms = saved[0], saved[1 : 1 + n], saved[1 + n : 1 + 2 * n], saved[1 + 2 * n : 1 + 3 * n]
         it = iter(saved[1 + 3 * n :])
         scales = [next(it) if has else None for has in ctx.has_scale]
-        grad = grad.contiguous()
         # d(loss)/d(monomials) before the branch scales: one matmul shared by every branch.
         g_mono = torch.bmm(weight.transpose(1, 2), grad)  # (G, n_mono, N)
         g_weight, g_zs, g_scales = None, [], []
@@ -416,20 +432,18 @@ class _SphereReadout(torch.autograd.Function):
                 g_weight = g_w * s[:, None, None] if g_weight is None else g_weight.addcmul_(g_w, s[:, None, None])
                 g_scales.append((g_w * weight).sum((1, 2)))
                 g_x = g_x * s[:, None, None]
-            # Through x = z / max(|z|, eps): tangential part / |z|, or plain 1/eps where clamped.
-            radial = (g_x * x).sum(1, keepdim=True)
-            g_zs.append(torch.where(r > ctx.eps, (g_x - x * radial) / r, g_x / ctx.eps))
-        return (None, None, g_weight, *g_zs, *g_scales)
+            g_zs.append(_normalise_fm_backward(g_x, x, r, ctx.eps))
+        return (None, None, None, g_weight, *g_zs, *g_scales)
 
 
-def sphere_readout(weight: torch.Tensor, zs, scales=None, eps: float = 1e-6) -> torch.Tensor:
+def sphere_readout(weight: torch.Tensor, zs, scales=None, eps: float = 1e-6, impl: str = "auto") -> torch.Tensor:
     """sum_b scales_b * weight @ monomials(normalise(z_b)), per group: (G, c, N).
 
     weight (G, c, n_monomials) is a read-out already composed with the harmonic coefficients
     (W A), zs are raw vectors (G, k, N) and scales optional per-group factors (G,) (DualSKA's
-    fusion weights). Monomials are built in place and saved; the backward shares one
-    d(monomials) matmul across branches and walks the monomial tree with fused slice ops.
-    `monomials` + autograd is the reference (tests compare both, forward and backward).
+    fusion weights). ``impl``: "auto" (the CPU extension for CPU float tensors when it is
+    available, else torch), "cpu" or "torch". `monomials` + autograd is the reference (tests
+    compare every implementation with it, forward and backward).
     """
     G, c, n_mono = weight.shape
     k = zs[0].shape[1]
@@ -437,7 +451,12 @@ def sphere_readout(weight: torch.Tensor, zs, scales=None, eps: float = 1e-6) -> 
     scales = list(scales) if scales is not None else [None] * len(zs)
     if len(scales) != len(zs):
         raise ValueError(f"got {len(zs)} inputs but {len(scales)} scales")
-    return _SphereReadout.apply(_suffix_starts(k, L), eps, weight, *zs, *scales)
+    if impl not in ("auto", "cpu", "torch"):
+        raise ValueError(f"impl must be 'auto', 'cpu' or 'torch', got {impl!r}")
+    use_ext = impl == "cpu" or (impl == "auto" and _cpu_extension(weight, *zs) is not None)
+    if use_ext and _cpu_extension(weight) is None:
+        raise RuntimeError("the CPU extension is not available for these tensors (CPU float tensors and a built extension needed)")
+    return _SphereReadout.apply(_suffix_starts(k, L), eps, use_ext, weight, *zs, *scales)
 
 
 def _degree_of(k: int, n_monomials: int) -> int:

@@ -2,7 +2,8 @@
 
 DESIGN.md section 5: eager PyTorch spends the attention step on memory-bound passes over
 (B, H, T, T) tensors; a fused kernel keeps every pair in registers (`dual_ska.cpp`). The Phi
-read-out's monomials are built and walked back in one pass each (`sphere_monomials.cpp`). The kernel needs a C++ compiler
+read-out builds its monomials per chunk of tokens in cache and multiplies them there
+(`sphere_readout.cpp`, used by `functional.sphere_readout`). The kernel needs a C++ compiler
 (and ninja) at first use; without them, or with ``GMNET_CPU_KERNELS=0``, `cpu_kernels_available()`
 is False and the models use the eager fast path, which computes the same function.
 """
@@ -20,10 +21,10 @@ import torch
 
 from .. import functional as F
 
-__all__ = ["cpu_kernels_available", "dual_ska_cpu", "dual_ska_cpu_fm", "load_extension", "monomials_cpu", "monomials_backward_cpu"]
+__all__ = ["cpu_kernels_available", "dual_ska_cpu", "dual_ska_cpu_fm", "load_extension"]
 
 _log = logging.getLogger(__name__)
-_SOURCE = Path(__file__).with_name("extension.cpp")  # includes dual_ska.cpp, sphere_monomials.cpp
+_SOURCE = Path(__file__).with_name("extension.cpp")  # includes dual_ska.cpp, sphere_readout.cpp
 _lock = threading.Lock()
 _module = None
 _failed: str | None = None
@@ -129,12 +130,3 @@ def dual_ska_cpu(q, k, p, log_gamma, mask, L: int, eps: float = 1e-6):
     y, cv = dual_ska_cpu_fm(qkp, log_gamma, mask, L, eps)
     return tuple(o.view(H, kd, B, T).permute(2, 0, 3, 1) for o in (y, cv))
 
-
-def monomials_cpu(x: torch.Tensor, starts, n_monomials: int) -> torch.Tensor:
-    """`functional._fill_monomials` in one pass: x (G, k, N) contiguous -> (G, n_monomials, N)."""
-    return load_extension().monomials_forward(x, [list(st) for st in starts], n_monomials)
-
-
-def monomials_backward_cpu(m: torch.Tensor, grad: torch.Tensor, index: torch.Tensor, mult: torch.Tensor, k: int) -> torch.Tensor:
-    """d(loss)/dx (G, k, N) from the monomials m and d(loss)/dm, both (G, n_mono, N) contiguous."""
-    return load_extension().monomials_backward(m, grad, index, mult, k)
