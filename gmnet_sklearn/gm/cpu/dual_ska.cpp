@@ -4,7 +4,7 @@
 // Gegenbauer terms, triangular masks, decay factors, softmax) and is bound by memory traffic. Here
 // every (t, s) pair is computed in registers and nothing T x T is stored: the backward recomputes
 // the row it needs. Eight (batch, head) rows run side by side in SIMD lanes (layout [block][t][j][lane]),
-// so every inner loop is a fixed 8-wide loop the compiler vectorises. The Gated-SFA path product
+// each quantity one vector of the 8 rows (GCC/Clang vector types). The Gated-SFA path product
 // prod gamma_r is built as a running product outward from the diagonal (one multiply per pair and
 // degree, no exponentials, exact up to rounding); only the SKA softmax needs exponentials.
 //
@@ -41,87 +41,103 @@ struct Coeffs {
   double inv_sqrt_dim;
 };
 
+// One SIMD vector per quantity: the W lanes (rows of the block). GCC/Clang vector types, unaligned
+// (aligned(sizeof(T))) so loads and stores from any buffer are valid; left to the auto-vectoriser,
+// these loops were interleaved the wrong way round and ran several times slower.
 template <typename T>
-inline T fast_exp(T x) {
-  return std::exp(x);
+struct Lanes {
+  typedef T V __attribute__((vector_size(sizeof(T) * W), aligned(sizeof(T))));
+};
+template <typename T>
+using V = typename Lanes<T>::V;
+
+template <typename T>
+inline V<T> ld(const T* p) { return *reinterpret_cast<const V<T>*>(p); }
+template <typename T>
+inline void st(T* p, V<T> v) { *reinterpret_cast<V<T>*>(p) = v; }
+template <typename T>
+inline V<T> splat(T x) { return V<T>{} + x; }
+template <typename T>
+inline V<T> vmax(V<T> a, V<T> b) { return a > b ? a : b; }
+
+// exp of every lane, inputs <= 0 (softmax). float: Cody-Waite range reduction and a degree-6
+// polynomial (rel. error ~2e-7) in plain vector arithmetic; double (tests) lane by lane.
+template <typename T>
+inline V<T> vexp(V<T> x) {
+  V<T> out;
+  for (int i = 0; i < W; ++i) out[i] = std::exp(x[i]);
+  return out;
 }
 
-// exp for float lanes: Cody-Waite range reduction and a degree-6 polynomial (rel. error ~2e-7),
-// plain arithmetic so the 8-lane loops vectorise (std::exp would not). Inputs are <= 0 here.
 template <>
-inline float fast_exp<float>(float x) {
-  x = x < -87.0f ? -87.0f : x;
-  // Round to nearest by the 1.5 * 2^23 trick (plain adds, so it vectorises; |x| < 88 here).
-  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  float r = x - n * 0.693359375f;
+inline V<float> vexp<float>(V<float> x) {
+  typedef int32_t VI __attribute__((vector_size(sizeof(int32_t) * W), aligned(sizeof(int32_t))));
+  x = vmax<float>(x, splat<float>(-87.0f));
+  // Round to nearest by the 1.5 * 2^23 trick (|x| < 88 here).
+  const V<float> n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  V<float> r = x - n * 0.693359375f;
   r = r + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
+  V<float> p = splat<float>(1.9875691500e-4f);
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(float));
+  const VI bits = (__builtin_convertvector(n, VI) + 127) << 23;
+  V<float> scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
   return p * scale;
 }
 
-// Gegenbauer terms K_l = a_l P_l(c) and their derivatives dK_l/dc for one lane vector of cosines.
+// Gegenbauer terms K_l = a_l P_l(c) and their derivatives dK_l/dc for one vector of cosines.
 template <typename T, int LL>
-inline void zonal(const Coeffs& cf, const T* c, T (*K)[W], T (*dK)[W]) {
+inline void zonal(const Coeffs& cf, V<T> c, V<T>* K, V<T>* dK) {
   const int L1 = LL > 0 ? LL : cf.L1;
-  T P0[W], P1[W], D0[W], D1[W];
-  for (int i = 0; i < W; ++i) {
-    P0[i] = T(1); P1[i] = c[i]; D0[i] = T(0); D1[i] = T(1);
+  V<T> P0 = splat<T>(1), P1 = c, D0 = V<T>{}, D1 = splat<T>(1);
+  K[0] = splat<T>(T(cf.a[0]));
+  dK[0] = V<T>{};
+  if (L1 > 1) {
+    K[1] = T(cf.a[1]) * c;
+    dK[1] = splat<T>(T(cf.a[1]));
   }
-  for (int i = 0; i < W; ++i) { K[0][i] = T(cf.a[0]); dK[0][i] = T(0); }
-  if (L1 > 1)
-    for (int i = 0; i < W; ++i) { K[1][i] = T(cf.a[1]) * c[i]; dK[1][i] = T(cf.a[1]); }
   for (int n = 1; n + 1 < L1; ++n) {
     const T al = T(cf.alpha[n]), be = T(cf.beta[n]), an = T(cf.a[n + 1]);
-    for (int i = 0; i < W; ++i) {
-      const T P2 = al * c[i] * P1[i] - be * P0[i];
-      const T D2 = al * (P1[i] + c[i] * D1[i]) - be * D0[i];
-      P0[i] = P1[i]; P1[i] = P2; D0[i] = D1[i]; D1[i] = D2;
-      K[n + 1][i] = an * P2;
-      dK[n + 1][i] = an * D2;
-    }
+    const V<T> P2 = al * c * P1 - be * P0;
+    const V<T> D2 = al * (P1 + c * D1) - be * D0;
+    P0 = P1; P1 = P2; D0 = D1; D1 = D2;
+    K[n + 1] = an * P2;
+    dK[n + 1] = an * D2;
   }
 }
 
 template <typename T>
-struct Block {  // views of one block of 8 rows; arrays are [t][j][lane] / [t][l][lane] / [t][lane]
+struct Block {  // views of one block of W rows; arrays are [t][j][lane] / [t][l][lane] / [t][lane]
   const T *q, *k, *p, *gamma, *mask;
   int64_t Tn, Kd;
 };
 
-// One query row t: fills the SKA scores S[s] (masked keys: -inf), the SFA output y_t and
-// (optionally) per-pair values for the backward. Order of s: t, t-1, ..., 0, then t+1, ..., T-1,
-// so the decay is a running product outward from the diagonal.
+// Every key s of query row t, in the order t, t-1, ..., 0, then t+1, ..., T-1, so the decay is a
+// running product outward from the diagonal; fn(s, c, w) gets the cosines and path products.
 template <typename T, int KD, int LL, typename PairFn>
 inline void row_pairs(const Coeffs& cf, const Block<T>& b, int64_t t, PairFn&& fn) {
   const int64_t Tn = b.Tn;
   const int L1 = LL > 0 ? LL : cf.L1;
   const int64_t Kd = KD > 0 ? KD : b.Kd;  // compile-time for the common sphere dimensions
-  T w[MAXL][W];
+  V<T> w[MAXL];
+  const T* qt = b.q + t * Kd * W;
   for (int dir = 0; dir < 2; ++dir) {
-    for (int l = 0; l < L1; ++l)
-      for (int i = 0; i < W; ++i) w[l][i] = T(1);
+    for (int l = 0; l < L1; ++l) w[l] = splat<T>(1);
     const int64_t start = dir == 0 ? t : t + 1, stop = dir == 0 ? -1 : Tn, step = dir == 0 ? -1 : 1;
     for (int64_t s = start; s != stop; s += step) {
       // Extend the path by one token: s < t multiplies gamma_{s+1}; s > t multiplies gamma_{s-1}.
       if (s != t) {
         const T* g = b.gamma + (dir == 0 ? s + 1 : s - 1) * L1 * W;
-        for (int l = 0; l < L1; ++l)
-          for (int i = 0; i < W; ++i) w[l][i] *= g[l * W + i];
+        for (int l = 0; l < L1; ++l) w[l] *= ld(g + l * W);
       }
-      T c[W];
-      for (int i = 0; i < W; ++i) c[i] = T(0);
-      const T *qt = b.q + t * Kd * W, *ks = b.k + s * Kd * W;
-      for (int64_t j = 0; j < Kd; ++j)
-        for (int i = 0; i < W; ++i) c[i] += qt[j * W + i] * ks[j * W + i];
+      const T* ks = b.k + s * Kd * W;
+      V<T> c{};
+      for (int64_t j = 0; j < Kd; ++j) c += ld(qt + j * W) * ld(ks + j * W);
       fn(s, c, w);
     }
   }
@@ -133,47 +149,36 @@ void forward_block(const Coeffs& cf, const Block<T>& b, T* y, T* cv, std::vector
   const int L1 = LL > 0 ? LL : cf.L1;
   const int64_t Kd = KD > 0 ? KD : b.Kd;
   constexpr int64_t KA = KD > 0 ? KD : 64;
+  const T inv = T(cf.inv_sqrt_dim), ninf = -std::numeric_limits<T>::infinity();
   for (int64_t t = 0; t < Tn; ++t) {
-    T acc[KA * W];  // y_t, kept in registers when KD is known
-    for (int64_t j = 0; j < Kd * W; ++j) acc[j] = T(0);
-    row_pairs<T, KD, LL>(cf, b, t, [&](int64_t s, const T* c, T (*w)[W]) {
-      T K[MAXL][W], dK[MAXL][W];
+    V<T> acc[KA];  // y_t, in registers when KD is known
+    for (int64_t j = 0; j < Kd; ++j) acc[j] = V<T>{};
+    row_pairs<T, KD, LL>(cf, b, t, [&](int64_t s, V<T> c, const V<T>* w) {
+      V<T> K[MAXL], dK[MAXL];
       zonal<T, LL>(cf, c, K, dK);
-      T A[W], sc[W];
-      const T h = s == t ? T(1) : T(0.5);
-      for (int i = 0; i < W; ++i) { A[i] = T(0); sc[i] = T(0); }
-      for (int l = 0; l < L1; ++l)
-        for (int i = 0; i < W; ++i) { A[i] += K[l][i] * w[l][i]; sc[i] += K[l][i]; }
-      const T* ps = b.p + s * Kd * W;
-      const T* ms = b.mask + s * W;
-      for (int64_t j = 0; j < Kd; ++j)
-        for (int i = 0; i < W; ++i) acc[j * W + i] += h * A[i] * ps[j * W + i];
-      for (int i = 0; i < W; ++i)
-        S[s * W + i] = ms[i] > T(0) ? sc[i] * T(cf.inv_sqrt_dim) : -std::numeric_limits<T>::infinity();
-    });
-    T* yt = y + t * Kd * W;
-    for (int64_t j = 0; j < Kd * W; ++j) yt[j] = acc[j];
-    // SKA: softmax over valid keys, then the weighted mean of p.
-    T mx[W], sum[W];
-    for (int i = 0; i < W; ++i) { mx[i] = -std::numeric_limits<T>::infinity(); sum[i] = T(0); }
-    for (int64_t s = 0; s < Tn; ++s)
-      for (int i = 0; i < W; ++i) mx[i] = S[s * W + i] > mx[i] ? S[s * W + i] : mx[i];
-    for (int64_t j = 0; j < Kd * W; ++j) acc[j] = T(0);
-    for (int64_t s = 0; s < Tn; ++s) {
-      T e[W];
-      const T* ms = b.mask + s * W;
-      for (int i = 0; i < W; ++i) {
-        e[i] = ms[i] > T(0) ? fast_exp<T>(S[s * W + i] - mx[i]) : T(0);
-        sum[i] += e[i];
+      V<T> A{}, sc{};
+      for (int l = 0; l < L1; ++l) {
+        A += K[l] * w[l];
+        sc += K[l];
       }
+      A *= s == t ? T(1) : T(0.5);
       const T* ps = b.p + s * Kd * W;
-      for (int64_t j = 0; j < Kd; ++j)
-        for (int i = 0; i < W; ++i) acc[j * W + i] += e[i] * ps[j * W + i];
+      for (int64_t j = 0; j < Kd; ++j) acc[j] += A * ld(ps + j * W);
+      st(S.data() + s * W, ld(b.mask + s * W) > T(0) ? sc * inv : splat<T>(ninf));
+    });
+    for (int64_t j = 0; j < Kd; ++j) st(y + (t * Kd + j) * W, acc[j]);
+    // SKA: softmax over valid keys, then the weighted mean of p.
+    V<T> mx = splat<T>(ninf), sum{};
+    for (int64_t s = 0; s < Tn; ++s) mx = vmax<T>(mx, ld(S.data() + s * W));
+    for (int64_t j = 0; j < Kd; ++j) acc[j] = V<T>{};
+    for (int64_t s = 0; s < Tn; ++s) {
+      const V<T> e = ld(b.mask + s * W) > T(0) ? vexp<T>(ld(S.data() + s * W) - mx) : V<T>{};
+      sum += e;
+      const T* ps = b.p + s * Kd * W;
+      for (int64_t j = 0; j < Kd; ++j) acc[j] += e * ld(ps + j * W);
     }
-    for (int i = 0; i < W; ++i) sum[i] = sum[i] > T(0) ? T(1) / sum[i] : T(0);
-    T* cvt = cv + t * Kd * W;
-    for (int64_t j = 0; j < Kd; ++j)
-      for (int i = 0; i < W; ++i) cvt[j * W + i] = acc[j * W + i] * sum[i];
+    const V<T> rs = sum > T(0) ? T(1) / sum : V<T>{};
+    for (int64_t j = 0; j < Kd; ++j) st(cv + (t * Kd + j) * W, acc[j] * rs);
   }
 }
 
@@ -191,113 +196,95 @@ void backward_block(const Coeffs& cf, const Block<T>& b, const T* cv, const T* g
   const int64_t Kd = KD > 0 ? KD : b.Kd;
   constexpr int64_t KA = KD > 0 ? KD : 64;
   const int L1 = LL > 0 ? LL : cf.L1;
-  const T inv = T(cf.inv_sqrt_dim);
+  const T inv = T(cf.inv_sqrt_dim), ninf = -std::numeric_limits<T>::infinity();
   T *S = sc.S.data(), *E = sc.E.data(), *Kr = sc.K.data(), *dKr = sc.dK.data();
   for (int64_t t = 0; t < Tn; ++t) {
     // Pass 1: cosines -> zonal terms (kept for pass 2) and the softmax scores of row t.
     const T* qt = b.q + t * Kd * W;
     for (int64_t s = 0; s < Tn; ++s) {
       const T* ks = b.k + s * Kd * W;
-      T c[W];
-      for (int i = 0; i < W; ++i) c[i] = T(0);
-      for (int64_t j = 0; j < Kd; ++j)
-        for (int i = 0; i < W; ++i) c[i] += qt[j * W + i] * ks[j * W + i];
-      T K[MAXL][W], dK[MAXL][W];
+      V<T> c{};
+      for (int64_t j = 0; j < Kd; ++j) c += ld(qt + j * W) * ld(ks + j * W);
+      V<T> K[MAXL], dK[MAXL];
       zonal<T, LL>(cf, c, K, dK);
-      const T* ms = b.mask + s * W;
-      T sum[W];
-      for (int i = 0; i < W; ++i) sum[i] = T(0);
-      for (int l = 0; l < L1; ++l)
-        for (int i = 0; i < W; ++i) {
-          sum[i] += K[l][i];
-          Kr[(s * L1 + l) * W + i] = K[l][i];
-          dKr[(s * L1 + l) * W + i] = dK[l][i];
-        }
-      for (int i = 0; i < W; ++i) S[s * W + i] = ms[i] > T(0) ? sum[i] * inv : -std::numeric_limits<T>::infinity();
-    }
-    T mx[W], rsum[W], gdot[W];
-    for (int i = 0; i < W; ++i) { mx[i] = -std::numeric_limits<T>::infinity(); rsum[i] = T(0); gdot[i] = T(0); }
-    for (int64_t s = 0; s < Tn; ++s)
-      for (int i = 0; i < W; ++i) mx[i] = S[s * W + i] > mx[i] ? S[s * W + i] : mx[i];
-    for (int64_t s = 0; s < Tn; ++s) {
-      const T* ms = b.mask + s * W;
-      for (int i = 0; i < W; ++i) {
-        const T e = ms[i] > T(0) ? fast_exp<T>(S[s * W + i] - mx[i]) : T(0);
-        S[s * W + i] = e;  // S now holds unnormalised probabilities
-        rsum[i] += e;
+      V<T> sum{};
+      for (int l = 0; l < L1; ++l) {
+        sum += K[l];
+        st(Kr + (s * L1 + l) * W, K[l]);
+        st(dKr + (s * L1 + l) * W, dK[l]);
       }
+      st(S + s * W, ld(b.mask + s * W) > T(0) ? sum * inv : splat<T>(ninf));
     }
-    for (int i = 0; i < W; ++i) rsum[i] = rsum[i] > T(0) ? T(1) / rsum[i] : T(0);
+    V<T> mx = splat<T>(ninf), rsum{}, gdot{};
+    for (int64_t s = 0; s < Tn; ++s) mx = vmax<T>(mx, ld(S + s * W));
+    for (int64_t s = 0; s < Tn; ++s) {
+      const V<T> e = ld(b.mask + s * W) > T(0) ? vexp<T>(ld(S + s * W) - mx) : V<T>{};
+      st(S + s * W, e);  // S now holds unnormalised probabilities
+      rsum += e;
+    }
+    rsum = rsum > T(0) ? T(1) / rsum : V<T>{};
     const T *gyt = gy + t * Kd * W, *gct = gcv + t * Kd * W, *cvt = cv + t * Kd * W;
-    for (int64_t j = 0; j < Kd; ++j)
-      for (int i = 0; i < W; ++i) gdot[i] += gct[j * W + i] * cvt[j * W + i];
-    T gqt[KA * W];
-    for (int64_t j = 0; j < Kd * W; ++j) gqt[j] = T(0);
+    V<T> gyv[KA], gcv_[KA], gqt[KA];
+    for (int64_t j = 0; j < Kd; ++j) {
+      gyv[j] = ld(gyt + j * W);
+      gcv_[j] = ld(gct + j * W);
+      gdot += gcv_[j] * ld(cvt + j * W);
+      gqt[j] = V<T>{};
+    }
     // Pass 2, outward from the diagonal so the decay is a running product.
-    T w[MAXL][W];
+    V<T> w[MAXL];
     for (int dir = 0; dir < 2; ++dir) {
-      for (int l = 0; l < L1; ++l)
-        for (int i = 0; i < W; ++i) w[l][i] = T(1);
+      for (int l = 0; l < L1; ++l) w[l] = splat<T>(1);
       const int64_t start = dir == 0 ? t : t + 1, stop = dir == 0 ? -1 : Tn, step = dir == 0 ? -1 : 1;
       for (int64_t s = start; s != stop; s += step) {
         if (s != t) {
           const T* g = b.gamma + (dir == 0 ? s + 1 : s - 1) * L1 * W;
-          for (int l = 0; l < L1; ++l)
-            for (int i = 0; i < W; ++i) w[l][i] *= g[l * W + i];
+          for (int l = 0; l < L1; ++l) w[l] *= ld(g + l * W);
         }
         const T h = s == t ? T(1) : T(0.5);
         const T* ps = b.p + s * Kd * W;
         const T* K = Kr + s * L1 * W;
         const T* dK = dKr + s * L1 * W;
-        T gA[W], ga[W], A[W], alpha[W], gS[W], gc[W];
-        for (int i = 0; i < W; ++i) { gA[i] = T(0); ga[i] = T(0); A[i] = T(0); gc[i] = T(0); }
-        for (int64_t j = 0; j < Kd; ++j)
-          for (int i = 0; i < W; ++i) {
-            gA[i] += gyt[j * W + i] * ps[j * W + i];
-            ga[i] += gct[j * W + i] * ps[j * W + i];
-          }
-        for (int l = 0; l < L1; ++l)
-          for (int i = 0; i < W; ++i) A[i] += K[l * W + i] * w[l][i];
-        for (int i = 0; i < W; ++i) {
-          alpha[i] = S[s * W + i] * rsum[i];
-          gS[i] = alpha[i] * (ga[i] - gdot[i]) * inv;
-          A[i] *= h;
-          gA[i] *= h;
+        V<T> gA{}, ga{}, A{}, gc{};
+        for (int64_t j = 0; j < Kd; ++j) {
+          const V<T> pj = ld(ps + j * W);
+          gA += gyv[j] * pj;
+          ga += gcv_[j] * pj;
         }
-        for (int l = 0; l < L1; ++l)
-          for (int i = 0; i < W; ++i) {
-            gc[i] += (gA[i] * w[l][i] + gS[i]) * dK[l * W + i];
-            E[(s * L1 + l) * W + i] = gA[i] * K[l * W + i] * w[l][i];  // d loss / d log-path, degree l
-          }
+        for (int l = 0; l < L1; ++l) A += ld(K + l * W) * w[l];
+        const V<T> alpha = ld(S + s * W) * rsum;
+        const V<T> gS = alpha * (ga - gdot) * inv;
+        A *= h;
+        gA *= h;
+        for (int l = 0; l < L1; ++l) {
+          const V<T> Kl = ld(K + l * W);
+          gc += (gA * w[l] + gS) * ld(dK + l * W);
+          st(E + (s * L1 + l) * W, gA * Kl * w[l]);  // d loss / d log-path, degree l
+        }
         T* gps = gp + s * Kd * W;
         T* gks = gk + s * Kd * W;
         const T* ks = b.k + s * Kd * W;
-        for (int64_t j = 0; j < Kd; ++j)
-          for (int i = 0; i < W; ++i) {
-            gps[j * W + i] += A[i] * gyt[j * W + i] + alpha[i] * gct[j * W + i];
-            gks[j * W + i] += gc[i] * qt[j * W + i];
-            gqt[j * W + i] += gc[i] * ks[j * W + i];
-          }
+        for (int64_t j = 0; j < Kd; ++j) {
+          st(gps + j * W, ld(gps + j * W) + A * gyv[j] + alpha * gcv_[j]);
+          st(gks + j * W, ld(gks + j * W) + gc * ld(qt + j * W));
+          gqt[j] += gc * ld(ks + j * W);
+        }
       }
     }
-    T* gqv = gq + t * Kd * W;
-    for (int64_t j = 0; j < Kd * W; ++j) gqv[j] += gqt[j];
+    for (int64_t j = 0; j < Kd; ++j) st(gq + (t * Kd + j) * W, ld(gq + (t * Kd + j) * W) + gqt[j]);
     // Path (s, t] for s < t: every r in it collects E(t, s); prefix sums over s give
     // sum_{s < r} E(t, s) for r = 1..t. Path [t, s) for s > t: suffix sums for r = t..T-2.
     for (int l = 0; l < L1; ++l) {
-      T acc[W];
-      for (int i = 0; i < W; ++i) acc[i] = T(0);
-      for (int64_t r = 1; r <= t; ++r)
-        for (int i = 0; i < W; ++i) {
-          acc[i] += E[((r - 1) * L1 + l) * W + i];
-          glg[(r * L1 + l) * W + i] += acc[i];
-        }
-      for (int i = 0; i < W; ++i) acc[i] = T(0);
-      for (int64_t r = Tn - 2; r >= t; --r)
-        for (int i = 0; i < W; ++i) {
-          acc[i] += E[((r + 1) * L1 + l) * W + i];
-          glg[(r * L1 + l) * W + i] += acc[i];
-        }
+      V<T> acc{};
+      for (int64_t r = 1; r <= t; ++r) {
+        acc += ld(E + ((r - 1) * L1 + l) * W);
+        st(glg + (r * L1 + l) * W, ld(glg + (r * L1 + l) * W) + acc);
+      }
+      acc = V<T>{};
+      for (int64_t r = Tn - 2; r >= t; --r) {
+        acc += ld(E + ((r + 1) * L1 + l) * W);
+        st(glg + (r * L1 + l) * W, ld(glg + (r * L1 + l) * W) + acc);
+      }
     }
   }
 }
