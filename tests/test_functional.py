@@ -272,3 +272,19 @@ def test_harmonic_map_is_phi(k, L):
     w, b = torch.randn(5, sh.dim, dtype=torch.float64), torch.randn(5, dtype=torch.float64)
     torch.testing.assert_close(sh.readout(z[None, :, :].expand(2, 7, k), w, b)[1],
                                F.phi(F.normalise(z), L) @ w.T + b, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("impl", READOUT_IMPLS)
+def test_sphere_readout_frozen_weight_and_inference(impl):
+    # Without a weight gradient the CPU kernel does not keep the fused monomials; input
+    # gradients and no-grad outputs are unchanged.
+    g = torch.Generator().manual_seed(1)
+    weight = torch.randn(2, 5, 165, dtype=torch.float64, generator=g)
+    z = torch.randn(2, 8, 19, dtype=torch.float64, generator=g, requires_grad=True)
+    out = F.sphere_readout(weight, [z], impl=impl)
+    ref = _readout_reference(weight, [z], None)
+    torch.testing.assert_close(out, ref, atol=1e-12, rtol=1e-12)
+    gout = torch.randn(ref.shape, dtype=torch.float64, generator=g)
+    torch.testing.assert_close(torch.autograd.grad(out, z, gout)[0], torch.autograd.grad(ref, z, gout)[0], atol=1e-11, rtol=1e-10)
+    with torch.inference_mode():
+        torch.testing.assert_close(F.sphere_readout(weight, [z.detach()], impl=impl), ref.detach(), atol=1e-12, rtol=1e-12)

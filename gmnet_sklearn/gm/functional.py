@@ -383,8 +383,9 @@ class _SphereReadout(torch.autograd.Function):
 
             scale_t = (torch.stack([weight.new_ones(weight.shape[0]) if s is None else s for s in scales])
                        if any(ctx.has_scale) else weight.new_zeros(0))
+            # The fused monomials are only needed for the weight gradient.
             out, fused = load_extension().sphere_readout_forward(weight.contiguous(), list(xs), scale_t,
-                                                                  [list(st) for st in starts])
+                                                                  [list(st) for st in starts], ctx.needs_input_grad[3])
             ctx.save_for_backward(weight, scale_t, fused, *xs, *rs)
             return out
         out, ms = None, []
@@ -406,7 +407,8 @@ class _SphereReadout(torch.autograd.Function):
 
             weight, scale_t, fused, *rest = ctx.saved_tensors
             xs, rs = rest[:n], rest[n:]
-            g_weight = torch.bmm(grad, fused.transpose(1, 2))  # the fused monomials carry the scales
+            # The fused monomials carry the scales; stored only when the weight needs a gradient.
+            g_weight = torch.bmm(grad, fused.transpose(1, 2)) if ctx.needs_input_grad[3] else None
             G, k, _ = xs[0].shape
             index, mult = _derivative_plan(k, len(ctx.starts))
             res = load_extension().sphere_readout_backward(weight.transpose(1, 2).contiguous(), list(xs), scale_t,

@@ -114,7 +114,9 @@ def dual_ska_cpu_fm(qkp: torch.Tensor, log_gamma: torch.Tensor, mask: torch.Tens
     Returns y_sfa and cv, each (H, k, B*T): the feature-major layout of the Phi read-out.
     """
     _check_available()
-    return _DualSKACPU.apply(qkp.contiguous(), log_gamma.contiguous(), mask.bool().contiguous(), L, eps)
+    if qkp.device.type != "cpu" or qkp.dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"the CPU kernel takes float32/float64 CPU tensors, got {qkp.dtype} on {qkp.device}")
+    return _DualSKACPU.apply(qkp.contiguous(), log_gamma.to(qkp.dtype).contiguous(), mask.bool().contiguous(), L, eps)
 
 
 def dual_ska_cpu(q, k, p, log_gamma, mask, L: int, eps: float = 1e-6):

@@ -92,13 +92,15 @@ void check(const torch::Tensor& W, const std::vector<torch::Tensor>& xs, const t
 
 }  // namespace
 
-// Returns out (G, c, N) and the fused monomials (G, n_mono, N) (for the weight gradient).
+// Returns out (G, c, N) and, with store_fused, the fused monomials (G, n_mono, N) for the weight
+// gradient (without: an empty tensor, e.g. for inference).
 std::vector<torch::Tensor> sphere_readout_forward(torch::Tensor W, std::vector<torch::Tensor> xs, torch::Tensor scales,
-                                                  Starts starts) {
+                                                  Starts starts, bool store_fused) {
   check(W, xs, scales, starts);
   const int64_t G = W.size(0), C = W.size(1), M = W.size(2), k = xs[0].size(1), N = xs[0].size(2);
   const int64_t nb = static_cast<int64_t>(xs.size()), nchunks = (N + RL - 1) / RL;
-  auto out = torch::empty({G, C, N}, W.options()), fused = torch::empty({G, M, N}, W.options());
+  auto out = torch::empty({G, C, N}, W.options());
+  auto fused = store_fused ? torch::empty({G, M, N}, W.options()) : torch::empty({0}, W.options());
   AT_DISPATCH_FLOATING_TYPES(W.scalar_type(), "sphere_readout_forward", [&] {
     using T = scalar_t;
     at::parallel_for(0, G * nchunks, 1, [&](int64_t w0, int64_t w1) {
@@ -115,9 +117,11 @@ std::vector<torch::Tensor> sphere_readout_forward(torch::Tensor W, std::vector<t
         T* og = out.data_ptr<T>() + g * C * N + n0;
         for (int64_t c = 0; c < C; ++c)
           for (int i = 0; i < nl; ++i) og[c * N + i] = o[c * RL + i];
-        T* fg = fused.data_ptr<T>() + g * M * N + n0;
-        for (int64_t j = 0; j < M; ++j)
-          for (int i = 0; i < nl; ++i) fg[j * N + i] = mc[j * RL + i];
+        if (store_fused) {
+          T* fg = fused.data_ptr<T>() + g * M * N + n0;
+          for (int64_t j = 0; j < M; ++j)
+            for (int i = 0; i < nl; ++i) fg[j * N + i] = mc[j * RL + i];
+        }
       }
     });
   });
