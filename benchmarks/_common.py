@@ -309,7 +309,19 @@ def hardware_info(device: str) -> Dict[str, object]:
         info["load_average_1_5_15min"] = None
     if str(device).startswith("cuda") and torch.cuda.is_available():
         info["gpu_name"] = torch.cuda.get_device_name(torch.device(device))
+    info["gmnet_path"] = gmnet_path(str(device))
     return info
+
+
+def gmnet_path(device: str) -> str:
+    """What Chem-GMNet's DualSKA runs with impl="auto" on this device (speed depends on it)."""
+    if device.startswith("cuda"):
+        from gmnet_sklearn.gm.triton import triton_available
+
+        return "triton fused kernel" if triton_available() else "eager zonal forms"
+    from gmnet_sklearn.gm.cpu import cpu_kernels_available
+
+    return "fused C++ CPU kernel" if cpu_kernels_available() else "eager zonal forms"
 
 
 def hardware_label(hw: Dict[str, object]) -> str:

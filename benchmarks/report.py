@@ -289,6 +289,8 @@ def hardware_section(idx: Index, protocols: Sequence[str], out_dir: Path) -> Tup
         for r in idx.records:
             if r["protocol"] == protocol:
                 kl = f"k{r['k']} L{r['L']}" if r["arm"] == "gmnet" else ""
+                if r["arm"] == "gmnet":  # runs before the fused kernels did not record a path: eager
+                    kl += ", " + (r.get("hardware") or {}).get("gmnet_path", "eager zonal forms")
                 groups[(r["arm"], r["endpoint"], kl)].append(r)
         order = list(ENDPOINTS)
         for (arm, endpoint, kl), recs in sorted(groups.items(), key=lambda kv: (kv[0][0], order.index(kv[0][1]) if kv[0][1] in order else 99, kv[0][2])):
@@ -308,7 +310,7 @@ def hardware_section(idx: Index, protocols: Sequence[str], out_dir: Path) -> Tup
                             "max_load_5min_at_end": max(loads) if loads else None})
     if not rows:
         return "No results yet.", {"hardware": {}, "rows": []}
-    text = md_table(["Protocol", "Arm", "Endpoint", "Runs", "Hardware", "Epochs", "s / epoch (mean)",
+    text = md_table(["Protocol", "Arm (Chem-GMNet: k, L, attention path)", "Endpoint", "Runs", "Hardware", "Epochs", "s / epoch (mean)",
                      "per run (mean)", "total", "load at end (5 min, max)"], rows,
                     ["---", "---", "---", "---:", "---", "---:", "---:", "---:", "---:", "---:"])
     text += "\n\n" + "\n".join(f"- **{i}**: {label}" for label, i in labels.items())

@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ._common import gmnet_path
+
 RESULTS = Path(__file__).resolve().parent / "results"
 DATASETS = {"esol": "esol", "lipophilicity": "lipophilicity"}
 
@@ -85,17 +87,6 @@ def build(arm: str, vocab_size: int, device: str):
     model = ChemBERTa(vocab_size, 1) if arm == "chemberta" else GMNet(vocab_size, 1)
     model = (_Eager(model) if arm == "gmnet_eager" else model).to(device)
     return model, torch.optim.Adam(model.parameters(), lr=3e-5)
-
-
-def gmnet_path(device: str) -> str:
-    """What impl="auto" runs for DualSKA on this device."""
-    if device.startswith("cuda"):
-        from gmnet_sklearn.gm.triton import triton_available
-
-        return "triton fused kernel" if triton_available() else "eager zonal forms"
-    from gmnet_sklearn.gm.cpu import cpu_kernels_available
-
-    return "fused C++ CPU kernel" if cpu_kernels_available() else "eager zonal forms"
 
 
 def _sync(device):
