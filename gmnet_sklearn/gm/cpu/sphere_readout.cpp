@@ -20,11 +20,24 @@ constexpr int CB = 8;   // rows per register block of the small matmuls
 
 using Starts = std::vector<std::vector<int64_t>>;
 
+// One vector of RL token lanes (GCC/Clang vector types, unaligned loads and stores).
+template <typename T>
+struct TokenLanes {
+  typedef T V __attribute__((vector_size(sizeof(T) * RL), aligned(sizeof(T))));
+};
+template <typename T>
+using VT = typename TokenLanes<T>::V;
+template <typename T>
+inline VT<T> vld(const T* p) { return *reinterpret_cast<const VT<T>*>(p); }
+template <typename T>
+inline void vst(T* p, VT<T> v) { *reinterpret_cast<VT<T>*>(p) = v; }
+
+
 // Monomials of one chunk: m (n_mono, RL), HarmonicBasis order (`functional._suffix_starts`:
 // degree-l monomials are concat_v x_v * (suffix of degree l-1 from starts[l-1][v])).
 template <typename T>
 void build(const T* x, int64_t N, int64_t n0, int nl, int64_t k, const Starts& starts, T* m) {
-  for (int i = 0; i < RL; ++i) m[i] = T(1);
+  vst(m, VT<T>{} + T(1));
   if (starts.empty()) return;
   for (int64_t v = 0; v < k; ++v)
     for (int i = 0; i < RL; ++i) m[(1 + v) * RL + i] = i < nl ? x[v * N + n0 + i] : T(0);
@@ -32,9 +45,8 @@ void build(const T* x, int64_t N, int64_t n0, int nl, int64_t k, const Starts& s
   for (size_t d = 1; d < starts.size(); ++d) {
     int64_t pos = cur;
     for (int64_t v = 0; v < k; ++v) {
-      const T* xv = m + (1 + v) * RL;
-      for (int64_t s = prev + starts[d][v]; s < prev + size; ++s, ++pos)
-        for (int i = 0; i < RL; ++i) m[pos * RL + i] = xv[i] * m[s * RL + i];
+      const VT<T> xv = vld(m + (1 + v) * RL);
+      for (int64_t s = prev + starts[d][v]; s < prev + size; ++s, ++pos) vst(m + pos * RL, xv * vld(m + s * RL));
     }
     prev = cur;
     size = pos - cur;
@@ -64,6 +76,7 @@ void small_matmul(const T* A, int64_t lda, int64_t R, int64_t K, const T* B, T* 
     *reinterpret_cast<V*>(out + r0 * RL) = acc;
   }
 }
+
 
 int64_t count_monomials(int64_t k, const Starts& starts) {
   int64_t total = 1, size = starts.empty() ? 0 : k;
@@ -111,7 +124,8 @@ std::vector<torch::Tensor> sphere_readout_forward(torch::Tensor W, std::vector<t
         for (int64_t b = 0; b < nb; ++b) {
           const T s = scales.numel() ? scales.data_ptr<T>()[b * G + g] : T(1);
           build<T>(xs[b].data_ptr<T>() + g * k * N, N, n0, nl, k, starts, m.data());
-          for (int64_t j = 0; j < M * RL; ++j) mc[j] = b == 0 ? s * m[j] : mc[j] + s * m[j];
+          for (int64_t j = 0; j < M; ++j)
+            vst(mc.data() + j * RL, b == 0 ? s * vld(m.data() + j * RL) : vld(mc.data() + j * RL) + s * vld(m.data() + j * RL));
         }
         small_matmul<T>(W.data_ptr<T>() + g * C * M, M, C, M, mc.data(), o.data());
         T* og = out.data_ptr<T>() + g * C * N + n0;
@@ -149,6 +163,8 @@ std::vector<torch::Tensor> sphere_readout_backward(torch::Tensor Wt, std::vector
   auto gs_parts = torch::zeros({G * nchunks, nb}, Wt.options().dtype(torch::kDouble));
   AT_DISPATCH_FLOATING_TYPES(Wt.scalar_type(), "sphere_readout_backward", [&] {
     using T = scalar_t;
+    std::vector<T> cmult(k * n_lower);
+    for (int64_t i = 0; i < k * n_lower; ++i) cmult[i] = T(mp[i]);
     at::parallel_for(0, G * nchunks, 1, [&](int64_t w0, int64_t w1) {
       std::vector<T> m(M * RL), gc(C * RL), gm(M * RL);
       for (int64_t w = w0; w < w1; ++w) {
@@ -163,19 +179,15 @@ std::vector<torch::Tensor> sphere_readout_backward(torch::Tensor Wt, std::vector
           build<T>(xs[b].data_ptr<T>() + g * k * N, N, n0, nl, k, starts, m.data());
           T* gx = gxs[b].data_ptr<T>() + g * k * N + n0;
           for (int64_t v = 0; v < k; ++v) {
-            T acc[RL] = {};
-            for (int64_t i = 0; i < n_lower; ++i) {
-              const T c = T(mp[v * n_lower + i]);
-              const T* a = m.data() + i * RL;
-              const T* d = gm.data() + ip[v * n_lower + i] * RL;
-              for (int l = 0; l < RL; ++l) acc[l] += c * a[l] * d[l];
-            }
-            for (int l = 0; l < nl; ++l) gx[v * N + l] = s * acc[l];
+            VT<T> acc{};
+            for (int64_t i = 0; i < n_lower; ++i)
+              acc += cmult[v * n_lower + i] * (vld(m.data() + i * RL) * vld(gm.data() + ip[v * n_lower + i] * RL));
+            acc *= s;
+            for (int l = 0; l < nl; ++l) gx[v * N + l] = acc[l];
           }
           if (scales.numel()) {
-            T acc[RL] = {};
-            for (int64_t j = 0; j < M; ++j)
-              for (int l = 0; l < RL; ++l) acc[l] += gm[j * RL + l] * m[j * RL + l];
+            VT<T> acc{};
+            for (int64_t j = 0; j < M; ++j) acc += vld(gm.data() + j * RL) * vld(m.data() + j * RL);
             double total = 0;
             for (int l = 0; l < RL; ++l) total += acc[l];
             gs_parts.data_ptr<double>()[w * nb + b] = total;
