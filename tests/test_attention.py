@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from gmnet_sklearn.gm import functional as F
+from gmnet_sklearn.gm.cpu import cpu_kernels_available
 from gmnet_sklearn.gm.attention import ATTENTION_VARIANTS, make_attention
 from gmnet_sklearn.gm.attention.bidir_sfa import bidir_sfa_parallel, bidir_sfa_scan
 from gmnet_sklearn.gm.attention.gated_sfa import decay_weights, sfa_parallel, sfa_scan
@@ -99,8 +100,13 @@ def test_module_fast_equals_reference_padded(name):
         torch.testing.assert_close(a, b, atol=1e-10, rtol=1e-8)
 
 
+# "cpu": the fused C++ kernel (DualSKA; the other variants run their eager forms for it).
+FAST_AND_REFERENCE = ["parallel", "reference", pytest.param("cpu", marks=pytest.mark.skipif(
+    not cpu_kernels_available(), reason="fused CPU kernel could not be built"))]
+
+
 @pytest.mark.parametrize("name", sorted(ATTENTION_VARIANTS))
-@pytest.mark.parametrize("impl", ["parallel", "reference"])
+@pytest.mark.parametrize("impl", FAST_AND_REFERENCE)
 def test_padding_does_not_change_outputs(name, impl):
     layer = make_layer(name)
     x = torch.randn(1, 7, 24, dtype=torch.float64)
@@ -117,7 +123,7 @@ def test_no_nan_for_zero_vectors_and_all_padding(name):
     layer = make_layer(name).float()
     x = torch.zeros(2, 5, 24, requires_grad=True)
     mask = torch.tensor([[True] * 5, [False] * 5])
-    for impl in ("parallel", "reference"):
+    for impl in ("parallel", "reference", "auto"):  # "auto": the fused CPU kernel where it builds
         out = layer(x, torch.zeros(2, 5, dtype=torch.long), mask, impl)
         (g,) = torch.autograd.grad(out.sum(), x)
         assert torch.isfinite(out).all() and torch.isfinite(g).all()
