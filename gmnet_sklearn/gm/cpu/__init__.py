@@ -61,7 +61,10 @@ def load_extension():
                 _module = load(
                     name=f"gmnet_cpu_kernels_{_cpu_tag()}",
                     sources=[str(_SOURCE)],
-                    extra_cflags=["-O3", "-march=native"],
+                    # -fopenmp: at::parallel_for is OpenMP in torch's CPU builds; without the flag
+                    # the kernels' parallel loops would silently run on one thread.
+                    extra_cflags=["-O3", "-march=native", "-fopenmp"],
+                    extra_ldflags=["-fopenmp"],
                     verbose=False,
                 )
             except Exception as exc:  # no compiler, no ninja, read-only cache, ...
