@@ -20,7 +20,7 @@ class DualSKA(SphereAttention):
 
     def forward(self, x, conj, mask, impl: str = "auto"):
         if impl == "cpu" or (impl == "auto" and x.device.type == "cpu" and x.shape[1] <= PARALLEL_MAX_LEN
-                             and cpu_kernels.cpu_kernels_available()):
+                             and cpu_kernels.dual_ska_supported(self.k, self.L) and cpu_kernels.cpu_kernels_available()):
             # The fused kernel reads the raw projections and writes the read-out's layout, so the
             # normalising, masking and transposes between them happen inside it.
             mask = mask.bool()

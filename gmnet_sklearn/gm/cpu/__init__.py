@@ -3,7 +3,7 @@
 DESIGN.md section 5: eager PyTorch spends the attention step on memory-bound passes over
 (B, H, T, T) tensors; a fused kernel keeps every pair in registers (`dual_ska.cpp`). The Phi
 read-out builds its monomials per chunk of tokens in cache and multiplies them there
-(`sphere_readout.cpp`, used by `functional.sphere_readout`). The kernel needs a C++ compiler
+(`sphere_readout.cpp`, used by `functional.sphere_readout`). The build needs a C++ compiler
 (and ninja) at first use; without them, or with ``GMNET_CPU_KERNELS=0``, `cpu_kernels_available()`
 is False and the models use the eager fast path, which computes the same function.
 """
@@ -21,7 +21,10 @@ import torch
 
 from .. import functional as F
 
-__all__ = ["cpu_kernels_available", "dual_ska_cpu", "dual_ska_cpu_fm", "load_extension"]
+__all__ = ["cpu_kernels_available", "dual_ska_cpu", "dual_ska_cpu_fm", "dual_ska_supported", "load_extension"]
+
+# Limits of the DualSKA kernel's fixed-size arrays (dual_ska.cpp: MAXL, and the per-row buffers).
+MAX_K, MAX_L = 64, 8
 
 _log = logging.getLogger(__name__)
 _SOURCE = Path(__file__).with_name("extension.cpp")  # includes dual_ska.cpp, sphere_readout.cpp
@@ -75,6 +78,11 @@ def load_extension():
 
 def cpu_kernels_available() -> bool:
     return load_extension() is not None
+
+
+def dual_ska_supported(k: int, L: int) -> bool:
+    """Shapes the DualSKA kernel takes (others run the eager path)."""
+    return k <= MAX_K and L <= MAX_L
 
 
 def _coefficients(k: int, L: int) -> tuple[list, list, list, float]:

@@ -289,8 +289,9 @@ void backward_block(const Coeffs& cf, const Block<T>& b, const T* cv, const T* g
   }
 }
 
-// Compile-time sphere dimension and degree count for the paper's (k, L) grid in float32 (loops
-// unroll, accumulators stay in registers); everything else (and float64) takes the generic build.
+// Compile-time sphere dimension and degree count, float32, for the paper's default (k = 8, L = 2..4)
+// and k = 6, 10 at L = 3 (loops unroll, accumulators stay in registers); every other shape (and
+// float64) takes the generic build.
 template <typename T, typename Fn>
 void dispatch_kL(int64_t Kd, int L1, Fn&& fn) {
   using std::integral_constant;
