@@ -68,6 +68,13 @@ def main(argv=None) -> int:
               random_state=args.seed, device=args.device, vocab_file=_vocab_file(args.vocab),
               verbose=0 if args.quiet else 1)
     y = data.target
+    import torch
+
+    if not args.quiet and (args.device == "cpu" or (args.device == "auto" and not torch.cuda.is_available())):
+        from .gm.cpu import cpu_kernels_available
+
+        print("preparing the fused CPU kernels (compiled the first time on a machine, about a minute) ...", flush=True)
+        print("  ready" if cpu_kernels_available() else "  not available: training on the eager path", flush=True)
     start = time.perf_counter()
     est.fit(smiles[train], y[train], X_valid=smiles[valid], y_valid=y[valid])
     seconds = time.perf_counter() - start
