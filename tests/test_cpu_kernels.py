@@ -1,7 +1,8 @@
 """The fused C++ DualSKA kernel (gm/cpu) against the torch references, forward and backward.
 
-The kernel is compiled on first use (needs a C++ compiler and ninja); where it cannot be built
-these tests skip and the models use the eager path (tested in test_attention.py).
+The extension is compiled on first use (needs a C++ compiler and ninja); where it cannot be built
+these tests skip and the models use the eager path (tested in test_attention.py). The read-out
+kernel is tested with the read-out in test_functional.py.
 """
 
 import pytest
@@ -10,9 +11,8 @@ import torch
 from gmnet_sklearn.gm import cpu as cpu_kernels
 from gmnet_sklearn.gm import functional as F
 from gmnet_sklearn.gm.attention import make_attention
-from gmnet_sklearn.gm.attention.bidir_sfa import bidir_sfa_scan
+from gmnet_sklearn.gm.attention.bidir_sfa import bidir_sfa_parallel, bidir_sfa_scan
 from gmnet_sklearn.gm.attention.ska import ska_features, ska_zonal
-from gmnet_sklearn.gm.attention.bidir_sfa import bidir_sfa_parallel
 
 needs_kernel = pytest.mark.skipif(not cpu_kernels.cpu_kernels_available(), reason="fused CPU kernel could not be built")
 
