@@ -122,7 +122,9 @@ def dual_ska_cpu_fm(qkp: torch.Tensor, log_gamma: torch.Tensor, mask: torch.Tens
 
     qkp (B, T, 3, H, k): the fused q/k/p projection before normalising q, k and masking p (the
     kernel does both, and their backward); log_gamma (B, H, T, L+1), zero at padding; mask (B, T).
-    Returns y_sfa and cv, each (H, k, B*T): the feature-major layout of the Phi read-out.
+    Returns y_sfa and cv, each (H, k, B*T): the feature-major layout of the Phi read-out. Outputs
+    at padded query positions are not used by the model and may differ from the references' (the
+    kernel skips positions that are padding for a whole SIMD block of rows, leaving them zero).
     """
     _check_available()
     if qkp.device.type != "cpu" or qkp.dtype not in (torch.float32, torch.float64):

@@ -13,6 +13,8 @@
 //   y_t  = sum_s h_ts sum_l K_l w_l(t, s) p_s,  h = 1 on the diagonal, 1/2 elsewhere,
 //          w_l(t, s) = prod_{r = s+1..t} gamma_r (s <= t), prod_{r = t..s-1} gamma_r (s >= t);
 //   cv_t = sum_s softmax_s(sum_l K_l / sqrt(D*)) p_s over valid keys (0 for a row with none).
+// Query rows past the last valid token of every row in their block are padding and come out zero
+// (valid positions, and every gradient, equal the references').
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
 
@@ -380,6 +382,19 @@ void gather_block(const Dims& d, int64_t bi, const T* qkp, const T* lg, const bo
   }
 }
 
+// One past the block's last valid token. Later positions are padding for every row of the block:
+// their keys carry p = 0 (and are masked in SKA), and gradients never reach them, so the kernels
+// skip them; their query rows come out zero. In a plain (unbucketed) batch this bounds the pair
+// work by the block's own molecules (a block holds the heads of one or two) instead of the
+// batch's longest SMILES.
+template <typename T>
+int64_t block_length(const Dims& d, const Local<T>& loc) {
+  for (int64_t t = d.T - 1; t >= 0; --t)
+    for (int i = 0; i < W; ++i)
+      if (loc.mask[t * W + i] > T(0)) return t + 1;
+  return 0;
+}
+
 // (H, k, B*T) <-> local [t][j][lane]
 template <typename T>
 void gather_fm(const Dims& d, int64_t bi, const T* src, std::vector<T>& dst) {
@@ -437,7 +452,10 @@ std::vector<torch::Tensor> dual_ska_forward(torch::Tensor qkp, torch::Tensor lg,
         std::vector<T> S(d.T * W), yb(d.T * d.K * W), cb(d.T * d.K * W);
         for (int64_t bi = b0; bi < b1; ++bi) {
           gather_block<T>(d, bi, qkp.data_ptr<T>(), lg.data_ptr<T>(), mask.data_ptr<bool>(), eps, loc);
-          Block<T> blk{loc.q.data(), loc.k.data(), loc.p.data(), loc.gamma.data(), loc.mask.data(), d.T, d.K};
+          const int64_t Tb = block_length<T>(d, loc);
+          std::fill(yb.begin() + Tb * d.K * W, yb.end(), T(0));
+          std::fill(cb.begin() + Tb * d.K * W, cb.end(), T(0));
+          Block<T> blk{loc.q.data(), loc.k.data(), loc.p.data(), loc.gamma.data(), loc.mask.data(), Tb, d.K};
           forward_block<T, decltype(kd)::value, decltype(ll)::value>(cf, blk, yb.data(), cb.data(), S);
           scatter_fm<T>(d, bi, yb, y.data_ptr<T>());
           scatter_fm<T>(d, bi, cb, cv.data_ptr<T>());
@@ -479,7 +497,8 @@ std::vector<torch::Tensor> dual_ska_backward(torch::Tensor qkp, torch::Tensor lg
           std::fill(gk.begin(), gk.end(), T(0));
           std::fill(gp.begin(), gp.end(), T(0));
           std::fill(glg.begin(), glg.end(), T(0));
-          Block<T> blk{loc.q.data(), loc.k.data(), loc.p.data(), loc.gamma.data(), loc.mask.data(), d.T, d.K};
+          Block<T> blk{loc.q.data(), loc.k.data(), loc.p.data(), loc.gamma.data(), loc.mask.data(),
+                       block_length<T>(d, loc), d.K};
           backward_block<T, decltype(kd)::value, decltype(ll)::value>(cf, blk, cvb.data(), gyb.data(), gcb.data(),
                                                                       gq.data(), gk.data(), gp.data(), glg.data(), scratch);
           // Scatter, through x = z / max(|z|, eps): tangential part / |z| (plain 1/eps where clamped).
