@@ -387,7 +387,9 @@ def _throughput_table(data: dict) -> str:
     path = data.get("gmnet_path", "eager zonal forms")
     lines = [
         f"Device `{data.get('device')}` ({where}; {hw.get('cpu_count', '?')} cores, torch threads "
-        f"{hw.get('torch_threads', '?')}, torch {hw.get('torch', '?')}), batch {data.get('batch_size')}, median of "
+        f"{hw.get('torch_threads', '?')}, torch {hw.get('torch', '?')}), batch {data.get('batch_size')} "
+        f"({data.get('batching', 'bucketed')} batches: "
+        f"{'shuffled, padded to their longest SMILES' if data.get('batching') == 'plain' else 'length-bucketed'}), median of "
         f"{data.get('rounds')} interleaved rounds of {data.get('steps_per_round')} batches, {data.get('timestamp')}. "
         f"Chem-GMNet ran its default path: {path}. Command: `{data.get('command')}`.",
         "",

@@ -1,11 +1,13 @@
 """Training and inference throughput: Chem-GMNet vs the same-shape ChemBERTa baseline.
 
 Both models at the paper's shape (d 384, 3 layers, 12 heads; k=8, L=3), batch 32, on real SMILES
-(ESOL and Lipophilicity), with the same length-bucketed batches. Steps are measured interleaved
-(model A, model B, A, B, ...) in one process so the ratio holds on a noisy machine. A training
-step is forward + backward + Adam step. Peak memory is measured per model in a fresh subprocess.
+(ESOL and Lipophilicity), with the same batches: length-bucketed by default, or plain shuffled
+ones padded to their longest SMILES (``--batching plain``, the chemberta3 protocol's). Steps are
+measured interleaved (model A, model B, A, B, ...) in one process so the ratio holds on a noisy
+machine. A training step is forward + backward + Adam step. Peak memory is measured per model in
+a fresh subprocess.
 
-    python -m benchmarks.throughput [--device auto] [--rounds 5] [--steps 10] [--threads N]
+    python -m benchmarks.throughput [--device auto] [--rounds 5] [--steps 10] [--threads N] [--batching plain]
 
 Writes benchmarks/results/throughput_<device>.json; `python -m benchmarks.report` renders it.
 """
@@ -47,16 +49,23 @@ def hardware(device: str) -> dict:
     return info
 
 
-def load_batches(name: str, tokenizer, batch_size: int, n_batches: int, seed: int = 0):
-    """Length-bucketed batches of real SMILES (the estimators' training batches)."""
+def load_batches(name: str, tokenizer, batch_size: int, n_batches: int, seed: int = 0, batching: str = "bucketed"):
+    """Batches of real SMILES: length-bucketed (the estimators' default training batches) or
+    plain shuffled ones padded to their longest SMILES (the chemberta3 protocol's)."""
     from gmnet_sklearn.datasets import fetch_moleculenet
     from gmnet_sklearn.estimators.data import BucketBatchSampler, EncodedSmilesDataset
 
     data = fetch_moleculenet(name)
     enc = tokenizer.encode_batch([s.strip() for s in data.smiles], on_invalid="mask")
     ds = EncodedSmilesDataset(enc.subset(np.nonzero(enc.valid)[0]))
-    sampler = BucketBatchSampler(ds.lengths, batch_size, seed)
     batches = []
+    if batching == "plain":
+        rng = np.random.default_rng(seed)
+        while len(batches) < n_batches:
+            order = rng.permutation(len(ds.lengths))
+            batches.extend(ds.collate(list(order[i : i + batch_size]))[0]
+                           for i in range(0, len(order) - batch_size + 1, batch_size))
+    sampler = BucketBatchSampler(ds.lengths, batch_size, seed)
     while len(batches) < n_batches:
         batches.extend(ds.collate(rows)[0] for rows in sampler if len(rows) == batch_size)
     batches = batches[:n_batches]
@@ -164,6 +173,8 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    parser.add_argument("--batching", choices=["bucketed", "plain"], default="bucketed",
+                        help="length-bucketed batches (the estimators' default) or plain shuffled ones (chemberta3)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
 
@@ -180,13 +191,13 @@ def main(argv=None) -> int:
     tokenizer.fit(smiles, on_invalid="ignore")
 
     report = {"benchmark": "throughput", "device": device, "hardware": hardware(device), "gmnet_path": gmnet_path(device),
-              "batch_size": args.batch_size,
+              "batching": args.batching, "batch_size": args.batch_size,
               "rounds": args.rounds, "steps_per_round": args.steps, "command": " ".join([sys.executable, "-m", "benchmarks.throughput", *sys.argv[1:]]),
               "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"), "datasets": {}}
     models = {arm: build(arm, tokenizer.vocab_size, device) for arm in ARMS}
     report["n_parameters"] = {arm: sum(p.numel() for p in m.parameters()) for arm, (m, _) in models.items()}
     for name in args.datasets:
-        batches, shape = load_batches(DATASETS[name], tokenizer, args.batch_size, args.steps)
+        batches, shape = load_batches(DATASETS[name], tokenizer, args.batch_size, args.steps, batching=args.batching)
         batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
         entry = {"batches": shape}
         for mode, train in (("train", True), ("inference", False)):
