@@ -268,6 +268,7 @@ def phi(x: torch.Tensor, L: int) -> torch.Tensor:
     return monomials(x, L) @ sh_coefficients(k, L, x.device, x.dtype).T
 
 
+@lru_cache(maxsize=64)
 def _suffix_starts(k: int, L: int) -> tuple[tuple[int, ...], ...]:
     """For each degree l >= 1 and variable v: where, among the degree-(l-1) monomials, those in
     variables >= v begin. In HarmonicBasis order they form a suffix, and the degree-l monomials
@@ -351,6 +352,11 @@ def _monomial_backward(grad: torch.Tensor, x: torch.Tensor, m: torch.Tensor, sta
     return gx.add_(lower[:, 1 : 1 + k] if len(starts) > 1 else grad[:, 1 : 1 + k])
 
 
+@lru_cache(maxsize=64)
+def _starts_lists(starts: tuple) -> list:
+    return [list(st) for st in starts]
+
+
 def _normalise_fm(z: torch.Tensor, eps: float):
     # sqrt of a sum of squares: linalg.vector_norm over a strided middle axis is ~50x slower.
     r = z.square().sum(1, keepdim=True).sqrt_().clamp_min_(eps)
@@ -385,7 +391,7 @@ class _SphereReadout(torch.autograd.Function):
                        if any(ctx.has_scale) else weight.new_zeros(0))
             # The fused monomials are only needed for the weight gradient.
             out, fused = load_extension().sphere_readout_forward(weight.contiguous(), list(xs), scale_t,
-                                                                  [list(st) for st in starts], ctx.needs_input_grad[3])
+                                                                  _starts_lists(starts), ctx.needs_input_grad[3])
             ctx.save_for_backward(weight, scale_t, fused, *xs, *rs)
             return out
         out, ms = None, []
@@ -412,7 +418,7 @@ class _SphereReadout(torch.autograd.Function):
             G, k, _ = xs[0].shape
             index, mult = _derivative_plan(k, len(ctx.starts))
             res = load_extension().sphere_readout_backward(weight.transpose(1, 2).contiguous(), list(xs), scale_t,
-                                                            [list(st) for st in ctx.starts], grad, index, mult)
+                                                            _starts_lists(ctx.starts), grad, index, mult)
             g_xs, g_scale_t = res[:n], res[n]
             g_zs = [_normalise_fm_backward(g, x, r, ctx.eps) for g, x, r in zip(g_xs, xs, rs)]
             g_scales = [g_scale_t[b] if has else None for b, has in enumerate(ctx.has_scale)]

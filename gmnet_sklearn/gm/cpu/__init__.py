@@ -14,6 +14,7 @@ import hashlib
 import logging
 import os
 import threading
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -85,11 +86,12 @@ def dual_ska_supported(k: int, L: int) -> bool:
     return k <= MAX_K and L <= MAX_L
 
 
-def _coefficients(k: int, L: int) -> tuple[list, list, list, float]:
-    a = F.zonal_coefficients(k, L).tolist()
+@lru_cache(maxsize=64)  # once per shape, not per forward
+def _coefficients(k: int, L: int) -> tuple[tuple, tuple, tuple, float]:
+    a = tuple(F.zonal_coefficients(k, L).tolist())
     lam = (k - 2) / 2.0
-    alpha = [0.0] + [2.0 * (n + lam) / (n + 2.0 * lam) for n in range(1, L + 1)]
-    beta = [0.0] + [n / (n + 2.0 * lam) for n in range(1, L + 1)]
+    alpha = (0.0, *(2.0 * (n + lam) / (n + 2.0 * lam) for n in range(1, L + 1)))
+    beta = (0.0, *(n / (n + 2.0 * lam) for n in range(1, L + 1)))
     return a, alpha, beta, 1.0 / float(np.sqrt(F.harmonic_dim(k, L)))
 
 

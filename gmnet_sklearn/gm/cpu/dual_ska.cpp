@@ -18,6 +18,8 @@
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
 
+#include "simd.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -43,20 +45,13 @@ struct Coeffs {
   double inv_sqrt_dim;
 };
 
-// One SIMD vector per quantity: the W lanes (rows of the block). GCC/Clang vector types, unaligned
-// (aligned(sizeof(T))) so loads and stores from any buffer are valid; left to the auto-vectoriser,
-// these loops were interleaved the wrong way round and ran several times slower.
+// One SIMD vector per quantity: the W lanes (rows of the block).
 template <typename T>
-struct Lanes {
-  typedef T V __attribute__((vector_size(sizeof(T) * W), aligned(sizeof(T))));
-};
+using V = Simd<T, W>;
 template <typename T>
-using V = typename Lanes<T>::V;
-
+inline V<T> ld(const T* p) { return simd_load<W>(p); }
 template <typename T>
-inline V<T> ld(const T* p) { return *reinterpret_cast<const V<T>*>(p); }
-template <typename T>
-inline void st(T* p, V<T> v) { *reinterpret_cast<V<T>*>(p) = v; }
+inline void st(T* p, V<T> v) { simd_store<W>(p, v); }
 template <typename T>
 inline V<T> splat(T x) { return V<T>{} + x; }
 template <typename T>
@@ -119,30 +114,37 @@ struct Block {  // views of one block of W rows; arrays are [t][j][lane] / [t][l
   int64_t Tn, Kd;
 };
 
-// Every key s of query row t, in the order t, t-1, ..., 0, then t+1, ..., T-1, so the decay is a
-// running product outward from the diagonal; fn(s, c, w) gets the cosines and path products.
-template <typename T, int KD, int LL, typename PairFn>
-inline void row_pairs(const Coeffs& cf, const Block<T>& b, int64_t t, PairFn&& fn) {
-  const int64_t Tn = b.Tn;
+// Every key s of query row t, in the order t, t-1, ..., 0, then t+1, ..., T-1, so the Gated-SFA path
+// products w_l(t, s) are a running product outward from the diagonal: fn(s, w).
+template <typename T, int LL, typename Fn>
+inline void decay_walk(const Coeffs& cf, const Block<T>& b, int64_t t, Fn&& fn) {
   const int L1 = LL > 0 ? LL : cf.L1;
-  const int64_t Kd = KD > 0 ? KD : b.Kd;  // compile-time for the common sphere dimensions
   V<T> w[MAXL];
-  const T* qt = b.q + t * Kd * W;
   for (int dir = 0; dir < 2; ++dir) {
     for (int l = 0; l < L1; ++l) w[l] = splat<T>(1);
-    const int64_t start = dir == 0 ? t : t + 1, stop = dir == 0 ? -1 : Tn, step = dir == 0 ? -1 : 1;
+    const int64_t start = dir == 0 ? t : t + 1, stop = dir == 0 ? -1 : b.Tn, step = dir == 0 ? -1 : 1;
     for (int64_t s = start; s != stop; s += step) {
       // Extend the path by one token: s < t multiplies gamma_{s+1}; s > t multiplies gamma_{s-1}.
       if (s != t) {
         const T* g = b.gamma + (dir == 0 ? s + 1 : s - 1) * L1 * W;
         for (int l = 0; l < L1; ++l) w[l] *= ld(g + l * W);
       }
-      const T* ks = b.k + s * Kd * W;
-      V<T> c{};
-      for (int64_t j = 0; j < Kd; ++j) c += ld(qt + j * W) * ld(ks + j * W);
-      fn(s, c, w);
+      fn(s, static_cast<const V<T>*>(w));
     }
   }
+}
+
+// decay_walk with the cosines of the pairs: fn(s, c, w).
+template <typename T, int KD, int LL, typename PairFn>
+inline void row_pairs(const Coeffs& cf, const Block<T>& b, int64_t t, PairFn&& fn) {
+  const int64_t Kd = KD > 0 ? KD : b.Kd;  // compile-time for the common sphere dimensions
+  const T* qt = b.q + t * Kd * W;
+  decay_walk<T, LL>(cf, b, t, [&](int64_t s, const V<T>* w) {
+    const T* ks = b.k + s * Kd * W;
+    V<T> c{};
+    for (int64_t j = 0; j < Kd; ++j) c += ld(qt + j * W) * ld(ks + j * W);
+    fn(s, c, w);
+  });
 }
 
 template <typename T, int KD, int LL>
@@ -234,45 +236,36 @@ void backward_block(const Coeffs& cf, const Block<T>& b, const T* cv, const T* g
       gqt[j] = V<T>{};
     }
     // Pass 2, outward from the diagonal so the decay is a running product.
-    V<T> w[MAXL];
-    for (int dir = 0; dir < 2; ++dir) {
-      for (int l = 0; l < L1; ++l) w[l] = splat<T>(1);
-      const int64_t start = dir == 0 ? t : t + 1, stop = dir == 0 ? -1 : Tn, step = dir == 0 ? -1 : 1;
-      for (int64_t s = start; s != stop; s += step) {
-        if (s != t) {
-          const T* g = b.gamma + (dir == 0 ? s + 1 : s - 1) * L1 * W;
-          for (int l = 0; l < L1; ++l) w[l] *= ld(g + l * W);
-        }
-        const T h = s == t ? T(1) : T(0.5);
-        const T* ps = b.p + s * Kd * W;
-        const T* K = Kr + s * L1 * W;
-        const T* dK = dKr + s * L1 * W;
-        V<T> gA{}, ga{}, A{}, gc{};
-        for (int64_t j = 0; j < Kd; ++j) {
-          const V<T> pj = ld(ps + j * W);
-          gA += gyv[j] * pj;
-          ga += gcv_[j] * pj;
-        }
-        for (int l = 0; l < L1; ++l) A += ld(K + l * W) * w[l];
-        const V<T> alpha = ld(S + s * W) * rsum;
-        const V<T> gS = alpha * (ga - gdot) * inv;
-        A *= h;
-        gA *= h;
-        for (int l = 0; l < L1; ++l) {
-          const V<T> Kl = ld(K + l * W);
-          gc += (gA * w[l] + gS) * ld(dK + l * W);
-          st(E + (s * L1 + l) * W, gA * Kl * w[l]);  // d loss / d log-path, degree l
-        }
-        T* gps = gp + s * Kd * W;
-        T* gks = gk + s * Kd * W;
-        const T* ks = b.k + s * Kd * W;
-        for (int64_t j = 0; j < Kd; ++j) {
-          st(gps + j * W, ld(gps + j * W) + A * gyv[j] + alpha * gcv_[j]);
-          st(gks + j * W, ld(gks + j * W) + gc * ld(qt + j * W));
-          gqt[j] += gc * ld(ks + j * W);
-        }
+    decay_walk<T, LL>(cf, b, t, [&](int64_t s, const V<T>* w) {
+      const T h = s == t ? T(1) : T(0.5);
+      const T* ps = b.p + s * Kd * W;
+      const T* K = Kr + s * L1 * W;
+      const T* dK = dKr + s * L1 * W;
+      V<T> gA{}, ga{}, A{}, gc{};
+      for (int64_t j = 0; j < Kd; ++j) {
+        const V<T> pj = ld(ps + j * W);
+        gA += gyv[j] * pj;
+        ga += gcv_[j] * pj;
       }
-    }
+      for (int l = 0; l < L1; ++l) A += ld(K + l * W) * w[l];
+      const V<T> alpha = ld(S + s * W) * rsum;
+      const V<T> gS = alpha * (ga - gdot) * inv;
+      A *= h;
+      gA *= h;
+      for (int l = 0; l < L1; ++l) {
+        const V<T> Kl = ld(K + l * W);
+        gc += (gA * w[l] + gS) * ld(dK + l * W);
+        st(E + (s * L1 + l) * W, gA * Kl * w[l]);  // d loss / d log-path, degree l
+      }
+      T* gps = gp + s * Kd * W;
+      T* gks = gk + s * Kd * W;
+      const T* ks = b.k + s * Kd * W;
+      for (int64_t j = 0; j < Kd; ++j) {
+        st(gps + j * W, ld(gps + j * W) + A * gyv[j] + alpha * gcv_[j]);
+        st(gks + j * W, ld(gks + j * W) + gc * ld(qt + j * W));
+        gqt[j] += gc * ld(ks + j * W);
+      }
+    });
     for (int64_t j = 0; j < Kd; ++j) st(gq + (t * Kd + j) * W, ld(gq + (t * Kd + j) * W) + gqt[j]);
     // Path (s, t] for s < t: every r in it collects E(t, s); prefix sums over s give
     // sum_{s < r} E(t, s) for r = 1..t. Path [t, s) for s > t: suffix sums for r = t..T-2.

@@ -10,6 +10,8 @@
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
 
+#include "simd.h"
+
 #include <algorithm>
 #include <vector>
 
@@ -20,18 +22,13 @@ constexpr int CB = 8;   // rows per register block of the small matmuls
 
 using Starts = std::vector<std::vector<int64_t>>;
 
-// One vector of RL token lanes (GCC/Clang vector types, unaligned loads and stores).
+// One vector of RL token lanes.
 template <typename T>
-struct TokenLanes {
-  typedef T V __attribute__((vector_size(sizeof(T) * RL), aligned(sizeof(T))));
-};
+using VT = Simd<T, RL>;
 template <typename T>
-using VT = typename TokenLanes<T>::V;
+inline VT<T> vld(const T* p) { return simd_load<RL>(p); }
 template <typename T>
-inline VT<T> vld(const T* p) { return *reinterpret_cast<const VT<T>*>(p); }
-template <typename T>
-inline void vst(T* p, VT<T> v) { *reinterpret_cast<VT<T>*>(p) = v; }
-
+inline void vst(T* p, VT<T> v) { simd_store<RL>(p, v); }
 
 // Monomials of one chunk: m (n_mono, RL), HarmonicBasis order (`functional._suffix_starts`:
 // degree-l monomials are concat_v x_v * (suffix of degree l-1 from starts[l-1][v])).
@@ -54,29 +51,26 @@ void build(const T* x, int64_t N, int64_t n0, int nl, int64_t k, const Starts& s
   }
 }
 
-// out (R, RL) = A (R, K) @ B (K, RL); A row-major with leading dimension lda. Written with GCC/Clang
-// vector types: left to itself the vectoriser interleaved the row block instead of the lanes
-// (10x slower); here each row of the block is one accumulator of RL lanes.
+// out (R, RL) = A (R, K) @ B (K, RL); A row-major with leading dimension lda. Each row of the
+// register block is one accumulator of RL lanes.
 template <typename T>
 void small_matmul(const T* A, int64_t lda, int64_t R, int64_t K, const T* B, T* out) {
-  typedef T V __attribute__((vector_size(sizeof(T) * RL), aligned(sizeof(T))));
   int64_t r0 = 0;
   for (; r0 + CB <= R; r0 += CB) {
-    V acc[CB];
-    for (int rr = 0; rr < CB; ++rr) acc[rr] = V{} ;
+    VT<T> acc[CB];
+    for (int rr = 0; rr < CB; ++rr) acc[rr] = VT<T>{};
     for (int64_t j = 0; j < K; ++j) {
-      const V b = *reinterpret_cast<const V*>(B + j * RL);
+      const VT<T> b = vld(B + j * RL);
       for (int rr = 0; rr < CB; ++rr) acc[rr] += A[(r0 + rr) * lda + j] * b;
     }
-    for (int rr = 0; rr < CB; ++rr) *reinterpret_cast<V*>(out + (r0 + rr) * RL) = acc[rr];
+    for (int rr = 0; rr < CB; ++rr) vst(out + (r0 + rr) * RL, acc[rr]);
   }
   for (; r0 < R; ++r0) {
-    V acc = V{};
-    for (int64_t j = 0; j < K; ++j) acc += A[r0 * lda + j] * *reinterpret_cast<const V*>(B + j * RL);
-    *reinterpret_cast<V*>(out + r0 * RL) = acc;
+    VT<T> acc{};
+    for (int64_t j = 0; j < K; ++j) acc += A[r0 * lda + j] * vld(B + j * RL);
+    vst(out + r0 * RL, acc);
   }
 }
-
 
 int64_t count_monomials(int64_t k, const Starts& starts) {
   int64_t total = 1, size = starts.empty() ? 0 : k;
