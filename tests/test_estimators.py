@@ -64,6 +64,19 @@ def test_regressor_fit_predict(fitted_regressor):
     assert isinstance(est.score(X, Y), float)
 
 
+def test_adam_is_fused_where_torch_has_it(fitted_regressor):
+    import torch
+
+    from gmnet_sklearn.estimators._base import adam_options
+
+    version = tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2])
+    assert adam_options("cpu") == ({"fused": True} if version >= (2, 4) else {})
+    assert adam_options("cuda") == {"fused": True} and adam_options("mps") == {}
+    opt = fitted_regressor.net_.optimizer_
+    assert isinstance(opt, torch.optim.Adam) and opt.defaults["lr"] == fitted_regressor.lr
+    assert bool(opt.defaults.get("fused")) == (version >= (2, 4))
+
+
 def test_predictions_in_original_units():
     y = Y * 1000 + 5000
     est = GMNetRegressor(**{**TINY, "max_epochs": 1}).fit(X, y)

@@ -145,12 +145,14 @@ def test_masked_lm_head():
     assert lm.encoder.embedding.P.grad is not None
 
 
+@pytest.mark.parametrize("pack", [False, True])
 @pytest.mark.parametrize("fast", ["parallel", pytest.param("cpu", marks=pytest.mark.skipif(
     not cpu_kernels_available(), reason="fused CPU kernel could not be built"))])
-def test_training_trajectory_fast_equals_reference_float64(fast):
+def test_training_trajectory_fast_equals_reference_float64(fast, pack):
     # Same seed, batches and dropout masks: Adam steps through the fast forms (eager zonal, or
     # the fused CPU kernel) and through the references give the same losses and weights (exact
-    # arithmetic up to float64 rounding).
+    # arithmetic up to float64 rounding). Both run padded, or both packed (gm/packing.py), so
+    # that dropout draws its masks over the same layout.
     ids, conj, mask = batch(B=8, T=11, seed=3)
     y = torch.randn(8, 1, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
     trajectories = {}
@@ -161,7 +163,7 @@ def test_training_trajectory_fast_equals_reference_float64(fast):
         losses = []
         for _ in range(8):
             opt.zero_grad()
-            loss = torch.nn.functional.mse_loss(m(ids, conj, mask, impl=impl), y)
+            loss = torch.nn.functional.mse_loss(m(ids, conj, mask, impl=impl, pack=pack), y)
             loss.backward()
             opt.step()
             losses.append(loss.item())

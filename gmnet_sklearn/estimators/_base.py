@@ -41,6 +41,15 @@ def resolve_device(device: str) -> str:
     return device
 
 
+def adam_options(device: str) -> dict:
+    """Adam's fused implementation where this torch has one for ``device`` (CUDA; CPU from torch
+    2.4): one pass over all parameters instead of about six ops per parameter tensor. The same
+    update rule and defaults as the foreach form (results agree to float rounding)."""
+    kind = torch.device(device).type
+    version = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
+    return {"fused": True} if kind == "cuda" or (kind == "cpu" and version >= (2, 4)) else {}
+
+
 def check_smiles_input(X, name: str = "X") -> list:
     """A list of items from a list, tuple, 1-D array, pandas Series or one-column 2-D input."""
     if isinstance(X, (str, bytes)):
@@ -190,6 +199,7 @@ class SmilesNetBase(BaseEstimator):
             criterion=self._criterion(),
             optimizer=torch.optim.Adam,
             lr=self.lr,
+            **{f"optimizer__{key}": value for key, value in adam_options(self.device_).items()},
             batch_size=self.batch_size,
             max_epochs=self.max_epochs,
             train_split=predefined_split(valid_set) if valid_set is not None else None,

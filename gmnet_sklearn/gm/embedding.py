@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from . import functional as F
+from .dropout import Dropout
 
 
 class SHEmbedding(nn.Module):
@@ -28,7 +29,7 @@ class SHEmbedding(nn.Module):
         self.res_proj = nn.Linear(r, d_model, bias=False) if r < d_model else nn.Identity()
         self.W_up = nn.Linear(self.dim, d_model, bias=False)
         self.sh = F.HarmonicMap(k, L)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def table(self) -> torch.Tensor:
         """The (V, d) embedding of every token. It depends on the token id alone, so computing the

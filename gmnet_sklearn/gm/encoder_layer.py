@@ -6,7 +6,9 @@ import torch
 from torch import nn
 
 from .attention import make_attention
+from .dropout import Dropout
 from .harmonic_linear import SHFFN
+from .packing import TokenPacking
 
 
 class GMEncoderLayer(nn.Module):
@@ -17,8 +19,10 @@ class GMEncoderLayer(nn.Module):
         self.attn = make_attention(attention, d_model=d_model, n_heads=n_heads, k=k, L=L, conj_shift=conj_shift)
         self.ln_ffn = nn.LayerNorm(d_model)
         self.ffn = SHFFN(d_model, k, L, activation=activation, adaptive=adaptive)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, conj: torch.Tensor, mask: torch.Tensor, impl: str = "auto") -> torch.Tensor:
-        x = x + self.dropout(self.attn(self.ln_attn(x), conj, mask, impl))
+    def forward(self, x: torch.Tensor, conj: torch.Tensor, mask: torch.Tensor, impl: str = "auto",
+                packing: TokenPacking | None = None) -> torch.Tensor:
+        """x (B, T, d), or the real tokens alone (N, d) with ``packing`` (conj, mask stay (B, T))."""
+        x = x + self.dropout(self.attn(self.ln_attn(x), conj, mask, impl, packing))
         return x + self.dropout(self.ffn(self.ln_ffn(x)))

@@ -6,8 +6,10 @@ import torch
 from torch import nn
 
 from . import functional as F
+from .dropout import Dropout
 from .embedding import SHEmbedding
 from .encoder_layer import GMEncoderLayer
+from .packing import TokenPacking
 
 
 class GMNetEncoder(nn.Module):
@@ -42,6 +44,16 @@ class GMNetEncoder(nn.Module):
             x = layer(x, conj, mask, impl)
         return self.ln_f(x)
 
+    def forward_packed(self, input_ids, conj_flags=None, attention_mask=None, impl: str = "auto"):
+        """The real tokens' states only: (h (N, d), packing). Same values as `forward` at those
+        positions, without the position-wise work on padding (gm/packing.py)."""
+        conj, mask = self._inputs(input_ids, conj_flags, attention_mask)
+        packing = TokenPacking.from_mask(mask)
+        x = self.embedding(packing.pack(input_ids))
+        for layer in self.layers:
+            x = layer(x, conj, mask, impl, packing)
+        return self.ln_f(x), packing
+
 
 class GMNet(nn.Module):
     """The Chem-GMNet property model.
@@ -61,19 +73,31 @@ class GMNet(nn.Module):
                            conj_shift=conj_shift, pad_id=pad_id)
         self.encoder = GMNetEncoder(vocab_size, k, L, d_model, n_layers, n_heads, dropout, attention, activation,
                                     adaptive, conj_shift, pad_id)
-        self.head_dropout = nn.Dropout(dropout)
+        self.head_dropout = Dropout(dropout)
         self.dense = nn.Linear(d_model, d_model)
         self.out_proj = nn.Linear(d_model, n_outputs)
 
-    def pool(self, input_ids, conj_flags=None, attention_mask=None, impl: str = "auto") -> torch.Tensor:
-        """Masked mean of the final states: one d-vector per molecule (zeros for all-padding rows)."""
+    def pool(self, input_ids, conj_flags=None, attention_mask=None, impl: str = "auto",
+             pack: bool | None = None) -> torch.Tensor:
+        """Masked mean of the final states: one d-vector per molecule (zeros for all-padding rows).
+
+        ``pack``: run on the real tokens only (`GMNetEncoder.forward_packed`). None (default)
+        packs on CPU when the batch has padding and ``impl`` is not "reference" (which stays the
+        paper's padded form); on CUDA it does not, as finding the tokens would sync the device.
+        """
         _, mask = self.encoder._inputs(input_ids, conj_flags, attention_mask)
+        if pack is None:
+            pack = mask.device.type == "cpu" and impl != "reference" and bool(mask.any()) and not bool(mask.all())
+        if pack:
+            h, packing = self.encoder.forward_packed(input_ids, conj_flags, mask, impl)
+            return packing.mean_pool(h)
         h = self.encoder(input_ids, conj_flags, mask, impl)
         w = mask.to(h.dtype).unsqueeze(-1)
         return (h * w).sum(1) / w.sum(1).clamp_min(1.0)
 
-    def forward(self, input_ids, conj_flags=None, attention_mask=None, impl: str = "auto") -> torch.Tensor:
-        z = self.pool(input_ids, conj_flags, attention_mask, impl)
+    def forward(self, input_ids, conj_flags=None, attention_mask=None, impl: str = "auto",
+                pack: bool | None = None) -> torch.Tensor:
+        z = self.pool(input_ids, conj_flags, attention_mask, impl, pack)
         z = torch.tanh(self.dense(self.head_dropout(z)))
         return self.out_proj(self.head_dropout(z))
 

@@ -16,6 +16,7 @@ from torch import nn
 from torch.nn import functional as torch_F
 
 from .. import functional as F
+from ..packing import TokenPacking
 
 # "triton": the fused kernel (gm/triton), used by "auto" on CUDA when Triton is installed (DualSKA).
 # "cpu": the fused C++ kernel (gm/cpu), used by "auto" on CPU when it builds (DualSKA).
@@ -69,7 +70,7 @@ class SphereAttention(nn.Module):
 
     # -- projections --------------------------------------------------------------------------
     def project_raw(self, x: torch.Tensor) -> torch.Tensor:
-        """x (B, T, d) -> the raw q, k, p projections stacked as (B, T, 3, H, k).
+        """x (..., d) -> the raw q, k, p projections stacked as (..., 3, H, k).
 
         qk_proj feeds only the linear sphere maps, so both are folded into one (d, H k) matrix
         per side at run time: same parameters, a third of the matmul work.
@@ -79,12 +80,18 @@ class SphereAttention(nn.Module):
         fold_q = torch.einsum("hcd,hck->dhk", Wq, self.W_sphere_Q).reshape(self.d_model, H * k)
         fold_k = torch.einsum("hcd,hck->dhk", Wk, self.W_sphere_K).reshape(self.d_model, H * k)
         W = torch.cat([fold_q, fold_k, self.W_pos.weight.T], dim=1)
-        B, T, _ = x.shape
-        return (x @ W).view(B, T, 3, H, k)
+        return (x @ W).view(*x.shape[:-1], 3, H, k)
 
-    def project(self, x: torch.Tensor, mask: torch.Tensor):
-        """x (B, T, d) -> q^, k^ (B, H, T, k) on the sphere and p (B, H, T, k), zero at padding."""
-        q, kk, p = self.project_raw(x).permute(2, 0, 3, 1, 4).unbind(0)  # each (B, H, T, k)
+    def project(self, x: torch.Tensor, mask: torch.Tensor, packing: TokenPacking | None = None):
+        """x (B, T, d) -> q^, k^ (B, H, T, k) on the sphere and p (B, H, T, k), zero at padding.
+
+        With ``packing``, x holds the real tokens only (N, d); the projection runs on them and is
+        then scattered into the (B, T) layout the branches take.
+        """
+        raw = self.project_raw(x)
+        if packing is not None:
+            raw = packing.unpack(raw)
+        q, kk, p = raw.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, H, T, k)
         p = p * mask[:, None, :, None].to(p.dtype)
         return F.normalise(q), F.normalise(kk), p
 
@@ -96,8 +103,10 @@ class SphereAttention(nn.Module):
         return torch_F.logsigmoid(logits) * mask[:, None, :, None].to(logits.dtype)
 
     # -- read-out -----------------------------------------------------------------------------
-    def readout(self, branches: list[torch.Tensor], impl: str = "auto") -> torch.Tensor:
-        """Fuse branch k-vectors (B, H, T, k) through Phi and W_out_h, then out_proj: (B, T, d).
+    def readout(self, branches: list[torch.Tensor], impl: str = "auto",
+                packing: TokenPacking | None = None) -> torch.Tensor:
+        """Fuse branch k-vectors (B, H, T, k) through Phi and W_out_h, then out_proj: (B, T, d),
+        or (N, d) for the real tokens alone with ``packing``.
 
         ``impl="reference"`` forms the fused D*-wide features explicitly, as the paper writes it;
         otherwise the branches go feature-major to `readout_fm`.
@@ -109,11 +118,15 @@ class SphereAttention(nn.Module):
                 a = torch.sigmoid(self.beta_fusion)[None, :, None, None]
                 feats = [a * feats[0] + (1 - a) * feats[1]]
             heads = torch.einsum("bhtm,hmc->bthc", feats[0], self.W_out_h).reshape(B, T, self.d_model)
-            return self.out_proj(heads)
-        return self.readout_fm([z.permute(1, 3, 0, 2).reshape(H, k, B * T) for z in branches], B, T)
+            out = self.out_proj(heads)
+            return out if packing is None else packing.pack(out)
+        zs = [z.permute(1, 3, 0, 2).reshape(H, k, B * T) for z in branches]
+        if packing is not None:
+            return self.readout_fm([packing.pack_columns(z) for z in zs])
+        return self.readout_fm(zs).view(B, T, self.d_model)
 
-    def readout_fm(self, zs: list[torch.Tensor], B: int, T: int) -> torch.Tensor:
-        """The read-out from feature-major branch outputs (H, k, B*T): (B, T, d).
+    def readout_fm(self, zs: list[torch.Tensor]) -> torch.Tensor:
+        """The read-out from feature-major branch outputs (H, k, N): (N, d).
 
         Phi is linear in the monomials, so the convex fusion a Phi(z1) + (1-a) Phi(z2) is one
         read-out with A folded into W_out_h and a, 1-a as per-head scales (`F.sphere_readout`,
@@ -125,20 +138,22 @@ class SphereAttention(nn.Module):
         if len(zs) == 2:
             a = torch.sigmoid(self.beta_fusion)
             scales = [a, 1 - a]
-        heads = F.sphere_readout(W, zs, scales)  # (H, d_head, B*T)
-        heads = heads.reshape(H, self.d_head, B, T).permute(2, 3, 0, 1).reshape(B, T, self.d_model)
-        return self.out_proj(heads)
+        heads = F.sphere_readout(W, zs, scales)  # (H, d_head, N)
+        return self.out_proj(heads.reshape(self.d_model, -1).t())  # a transposed view: BLAS reads it as is
 
     def branch_outputs(self, q, k, p, log_gamma, mask, impl: str) -> list[torch.Tensor]:
         raise NotImplementedError
 
-    def forward(self, x: torch.Tensor, conj: torch.Tensor, mask: torch.Tensor, impl: str = "auto") -> torch.Tensor:
+    def forward(self, x: torch.Tensor, conj: torch.Tensor, mask: torch.Tensor, impl: str = "auto",
+                packing: TokenPacking | None = None) -> torch.Tensor:
+        """x (B, T, d) -> (B, T, d); or, with ``packing``, the real tokens x (N, d) -> (N, d)
+        (conj and mask stay (B, T))."""
         if impl not in IMPLS:
             raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
         mask = mask.bool()
-        q, k, p = self.project(x, mask)
+        q, k, p = self.project(x, mask, packing)
         log_gamma = self.log_gates(conj, mask) if self.uses_decay else None
-        return self.readout(self.branch_outputs(q, k, p, log_gamma, mask, impl), impl)
+        return self.readout(self.branch_outputs(q, k, p, log_gamma, mask, impl), impl, packing)
 
     # -- multipole read-out (Theorem 1) --------------------------------------------------------
     def terminal_moments(self, x: torch.Tensor, conj: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:

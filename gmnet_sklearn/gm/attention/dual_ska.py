@@ -18,15 +18,21 @@ class DualSKA(SphereAttention):
 
     n_branches = 2
 
-    def forward(self, x, conj, mask, impl: str = "auto"):
-        if impl == "cpu" or (impl == "auto" and x.device.type == "cpu" and x.shape[1] <= PARALLEL_MAX_LEN
+    def forward(self, x, conj, mask, impl: str = "auto", packing=None):
+        B, T = mask.shape
+        if impl == "cpu" or (impl == "auto" and x.device.type == "cpu" and T <= PARALLEL_MAX_LEN
                              and cpu_kernels.dual_ska_supported(self.k, self.L) and cpu_kernels.cpu_kernels_available()):
             # The fused kernel reads the raw projections and writes the read-out's layout, so the
             # normalising, masking and transposes between them happen inside it.
             mask = mask.bool()
-            y, cv = cpu_kernels.dual_ska_cpu_fm(self.project_raw(x), self.log_gates(conj, mask), mask, self.L)
-            return self.readout_fm([y, cv], x.shape[0], x.shape[1])
-        return super().forward(x, conj, mask, impl)
+            raw = self.project_raw(x)
+            if packing is not None:
+                raw = packing.unpack(raw)
+            y, cv = cpu_kernels.dual_ska_cpu_fm(raw, self.log_gates(conj, mask), mask, self.L)
+            if packing is not None:
+                return self.readout_fm([packing.pack_columns(y), packing.pack_columns(cv)])
+            return self.readout_fm([y, cv]).view(B, T, self.d_model)
+        return super().forward(x, conj, mask, impl, packing)
 
     def branch_outputs(self, q, k, p, log_gamma, mask, impl):
         if impl == "triton" or (impl == "auto" and q.is_cuda and triton_available()):

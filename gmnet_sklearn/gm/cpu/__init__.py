@@ -14,6 +14,7 @@ import hashlib
 import logging
 import os
 import threading
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -22,16 +23,18 @@ import torch
 
 from .. import functional as F
 
-__all__ = ["cpu_kernels_available", "dual_ska_cpu", "dual_ska_cpu_fm", "dual_ska_supported", "load_extension"]
+__all__ = ["cpu_kernels_available", "dropout_cpu", "dual_ska_cpu", "dual_ska_cpu_fm", "dual_ska_supported",
+           "kernels_disabled", "load_extension"]
 
 # Limits of the DualSKA kernel's fixed-size arrays (dual_ska.cpp: MAXL, and the per-row buffers).
 MAX_K, MAX_L = 64, 8
 
 _log = logging.getLogger(__name__)
-_SOURCE = Path(__file__).with_name("extension.cpp")  # includes dual_ska.cpp, sphere_readout.cpp
+_SOURCE = Path(__file__).with_name("extension.cpp")  # includes dual_ska.cpp, sphere_readout.cpp, dropout.cpp
 _lock = threading.Lock()
 _module = None
 _failed: str | None = None
+_disabled = 0  # depth of `kernels_disabled` blocks
 
 
 def _enabled() -> bool:
@@ -50,10 +53,24 @@ def _cpu_tag() -> str:
     return hashlib.sha1(flags.encode()).hexdigest()[:10]
 
 
+@contextmanager
+def kernels_disabled():
+    """Within the block the kernels count as unavailable, so the models take the pure-PyTorch
+    path of a machine without a compiler (benchmarks time both paths in one process)."""
+    global _disabled
+    _disabled += 1
+    try:
+        yield
+    finally:
+        _disabled -= 1
+
+
 def load_extension():
     """The compiled extension module (gm/cpu/extension.cpp), built once per machine; None when it
-    cannot be built or is disabled."""
+    cannot be built or is disabled (``GMNET_CPU_KERNELS=0``, `kernels_disabled`)."""
     global _module, _failed
+    if _disabled:
+        return None
     if _module is not None or _failed is not None or not _enabled():
         return _module
     with _lock:
@@ -147,3 +164,38 @@ def dual_ska_cpu(q, k, p, log_gamma, mask, L: int, eps: float = 1e-6):
     y, cv = dual_ska_cpu_fm(qkp, log_gamma, mask, L, eps)
     return tuple(o.view(H, kd, B, T).permute(2, 0, 3, 1) for o in (y, cv))
 
+
+
+class _DropoutCPU(torch.autograd.Function):
+    # The mask is never stored: the backward recomputes it from the seed.
+    @staticmethod
+    def forward(ctx, x, seed, threshold, scale):
+        ctx.args = (seed, threshold, scale)
+        return load_extension().dropout_apply(x, seed, threshold, scale)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        return load_extension().dropout_apply(grad, *ctx.args), None, None, None
+
+
+def dropout_threshold(p: float) -> int:
+    """The 32-bit draw below which an element is dropped: round(p * 2^32), at most 2^32 - 1."""
+    return min(int(round(float(p) * 2.0**32)), 2**32 - 1)
+
+
+def dropout_cpu(x: torch.Tensor, p: float, seed: int | None = None) -> torch.Tensor:
+    """Training-mode dropout, x * keep / (1 - p), with the counter-based mask of `dropout.cpp`.
+
+    ``seed`` (0 <= seed < 2^63) fixes the mask; by default it is drawn from torch's global
+    generator, so ``torch.manual_seed`` makes runs repeatable as with ``nn.Dropout``. The mask of
+    element i (row-major) is `gm.dropout.keep_mask_reference(numel, p, seed)[i]`.
+    """
+    _check_available()
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"dropout probability must be in [0, 1), got {p}")
+    if x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"the CPU kernel takes float32/float64 CPU tensors, got {x.dtype} on {x.device}")
+    if seed is None:
+        seed = int(torch.randint(0, 2**63 - 1, (), dtype=torch.int64))
+    return _DropoutCPU.apply(x, int(seed), dropout_threshold(p), 1.0 / (1.0 - p))
