@@ -78,6 +78,16 @@ def test_embedding_and_ffn_fast_equal_reference():
     ids, _, _ = batch()
     emb = m.encoder.embedding
     torch.testing.assert_close(emb(ids), emb.reference(ids), atol=1e-12, rtol=0)
+    # Gradients too: the forward computes each distinct id's row once (CPU) and scatters it.
+    w = torch.randn(*ids.shape, emb.d_model, dtype=torch.float64)
+    grads = []
+    for form in (emb, emb.reference):
+        emb.zero_grad()
+        (form(ids) * w).sum().backward()
+        grads.append([p.grad.clone() for p in emb.parameters()])
+    for fast, ref in zip(*grads):
+        torch.testing.assert_close(fast, ref, atol=1e-12, rtol=0)
+    torch.testing.assert_close(emb.rows()[ids], emb(ids), atol=1e-12, rtol=0)  # the GPU form
     x = torch.randn(3, 5, 32, dtype=torch.float64)
     ffn = m.encoder.layers[0].ffn
     torch.testing.assert_close(ffn(x), ffn.reference(x), atol=1e-12, rtol=0)

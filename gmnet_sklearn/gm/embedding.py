@@ -31,14 +31,21 @@ class SHEmbedding(nn.Module):
         self.sh = F.HarmonicMap(k, L)
         self.dropout = Dropout(dropout)
 
-    def table(self) -> torch.Tensor:
-        """The (V, d) embedding of every token. It depends on the token id alone, so computing the
-        whole vocabulary once per step is cheaper than per position (V is smaller than B*T)."""
-        sphere = self.sh.readout(self.P, self.W_up.weight)  # normalises P's rows
-        return sphere + self.res_proj(self.tok_res.weight)
+    def rows(self, ids: torch.Tensor | None = None) -> torch.Tensor:
+        """The (n, d) embeddings of token ids (n,), or (V, d) of the whole vocabulary."""
+        if ids is None:
+            ids = torch.arange(self.vocab_size, device=self.P.device)
+        # tok_res through nn.Embedding, so its padding row gets no gradient (as in `reference`).
+        return self.sh.readout(self.P[ids], self.W_up.weight) + self.res_proj(self.tok_res(ids))  # normalises P
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        return self.dropout(self.table()[input_ids])
+        # An embedding depends on the token id alone, so each is computed once per call, not per
+        # position: for the batch's distinct ids on CPU (a few dozen in a batch of SMILES), for
+        # the whole vocabulary on GPUs (where finding the distinct ids would sync the device).
+        if input_ids.device.type == "cpu":
+            ids, inverse = torch.unique(input_ids, return_inverse=True)
+            return self.dropout(self.rows(ids)[inverse])
+        return self.dropout(self.rows()[input_ids])
 
     def reference(self, input_ids: torch.Tensor) -> torch.Tensor:
         """Per-token form, exactly as written in the paper (tests compare it with `forward`)."""

@@ -414,7 +414,8 @@ class _SphereReadout(torch.autograd.Function):
             weight, scale_t, fused, *rest = ctx.saved_tensors
             xs, rs = rest[:n], rest[n:]
             # The fused monomials carry the scales; stored only when the weight needs a gradient.
-            g_weight = torch.bmm(grad, fused.transpose(1, 2)) if ctx.needs_input_grad[3] else None
+            N = grad.shape[-1]  # the stored monomials are padded to whole chunks
+            g_weight = torch.bmm(grad, fused[..., :N].transpose(1, 2)) if ctx.needs_input_grad[3] else None
             G, k, _ = xs[0].shape
             index, mult = _derivative_plan(k, len(ctx.starts))
             res = load_extension().sphere_readout_backward(weight.transpose(1, 2).contiguous(), list(xs), scale_t,

@@ -99,15 +99,18 @@ void check(const torch::Tensor& W, const std::vector<torch::Tensor>& xs, const t
 
 }  // namespace
 
-// Returns out (G, c, N) and, with store_fused, the fused monomials (G, n_mono, N) for the weight
-// gradient (without: an empty tensor, e.g. for inference).
+// Returns out (G, c, N) and, with store_fused, the fused monomials (G, n_mono, N') for the weight
+// gradient, N' = N rounded up to whole chunks (columns past N are padding); without, an empty
+// tensor (e.g. for inference).
 std::vector<torch::Tensor> sphere_readout_forward(torch::Tensor W, std::vector<torch::Tensor> xs, torch::Tensor scales,
                                                   Starts starts, bool store_fused) {
   check(W, xs, scales, starts);
   const int64_t G = W.size(0), C = W.size(1), M = W.size(2), k = xs[0].size(1), N = xs[0].size(2);
   const int64_t nb = static_cast<int64_t>(xs.size()), nchunks = (N + RL - 1) / RL;
   auto out = torch::empty({G, C, N}, W.options());
-  auto fused = store_fused ? torch::empty({G, M, N}, W.options()) : torch::empty({0}, W.options());
+  // Padded to whole chunks, so each chunk's fused monomials go out as full-vector stores.
+  const int64_t Np = nchunks * RL;
+  auto fused = store_fused ? torch::empty({G, M, Np}, W.options()) : torch::empty({0}, W.options());
   AT_DISPATCH_FLOATING_TYPES(W.scalar_type(), "sphere_readout_forward", [&] {
     using T = scalar_t;
     at::parallel_for(0, G * nchunks, 1, [&](int64_t w0, int64_t w1) {
@@ -126,9 +129,8 @@ std::vector<torch::Tensor> sphere_readout_forward(torch::Tensor W, std::vector<t
         for (int64_t c = 0; c < C; ++c)
           for (int i = 0; i < nl; ++i) og[c * N + i] = o[c * RL + i];
         if (store_fused) {
-          T* fg = fused.data_ptr<T>() + g * M * N + n0;
-          for (int64_t j = 0; j < M; ++j)
-            for (int i = 0; i < nl; ++i) fg[j * N + i] = mc[j * RL + i];
+          T* fg = fused.data_ptr<T>() + g * M * Np + n0;
+          for (int64_t j = 0; j < M; ++j) vst(fg + j * Np, vld(mc.data() + j * RL));
         }
       }
     });
