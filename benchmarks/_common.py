@@ -321,7 +321,9 @@ def gmnet_path(device: str) -> str:
         return "triton fused kernel" if triton_available() else "eager zonal forms"
     from gmnet_sklearn.gm.cpu import cpu_kernels_available
 
-    return "fused C++ CPU kernel" if cpu_kernels_available() else "eager zonal forms"
+    # Runs recorded before token packing (gm/packing.py) say "fused C++ CPU kernel".
+    return ("fused C++ CPU kernels, packed tokens" if cpu_kernels_available()
+            else "eager zonal forms, packed tokens")
 
 
 def hardware_label(hw: Dict[str, object]) -> str:

@@ -4,13 +4,17 @@ Trains Chem-GMNet (paper shape, chemberta3 optimiser settings) twice from the sa
 same batches with the same dropout masks: once with a fast path (``--fast-impl``: "parallel",
 the eager zonal forms; "auto", what the model runs by default, the fused kernel of the device when
 it is available) and once with the reference forms (impl="reference": the recurrent
-moment-matrix scan and explicit Phi features). Records both validation-RMSE curves.
+moment-matrix scan and explicit Phi features). Records both validation-RMSE curves. Both runs
+use one batch layout (``--layout``; by default what the model does on the device: packed real
+tokens on CPU, padded on CUDA), so that dropout draws the same masks; that packing itself gives
+the padded forward's outputs and gradients is tested exactly in tests/test_packing.py.
 The reference scan is slow, so the default is a few epochs. In float64 the two curves agree to
 rounding; in float32 both forms carry ~1e-3 relative gradient error (the reference slightly more),
 and the training trajectory amplifies any difference geometrically (in float64 too; likely Adam's
 rescaling of near-zero gradients), which the recorded per-step training losses show.
 
     python -m benchmarks.fast_vs_reference [--epochs 5] [--dtype float32|float64] [--fast-impl auto] [--threads N]
+                                           [--layout packed|padded]
 
 Writes benchmarks/results/fast_vs_reference_<device>_<dtype>[_<fast-impl>].json.
 """
@@ -31,7 +35,7 @@ import torch
 from .throughput import RESULTS, gmnet_path, hardware
 
 
-def train_curve(impl: str, data, epochs: int, seed: int, device: str, dtype: torch.dtype) -> dict:
+def train_curve(impl: str, data, epochs: int, seed: int, device: str, dtype: torch.dtype, pack: bool) -> dict:
     from gmnet_sklearn.estimators.data import BucketedLoader, sequential_loader
     from gmnet_sklearn.gm import GMNet
 
@@ -45,13 +49,13 @@ def train_curve(impl: str, data, epochs: int, seed: int, device: str, dtype: tor
         model.train()
         for X, y in loader(train_set, batch_size=32):
             opt.zero_grad()
-            loss = (model(**X, impl=impl)[:, 0] - y.reshape(-1).to(dtype)).pow(2).mean()
+            loss = (model(**X, impl=impl, pack=pack)[:, 0] - y.reshape(-1).to(dtype)).pow(2).mean()
             loss.backward()
             opt.step()
             step_losses.append(loss.item())
         model.eval()
         with torch.no_grad():
-            pred = torch.cat([model(**X, impl=impl)[:, 0] for X, _ in sequential_loader(valid_set, batch_size=128)])
+            pred = torch.cat([model(**X, impl=impl, pack=pack)[:, 0] for X, _ in sequential_loader(valid_set, batch_size=128)])
         curve.append(float((pred - valid_set.y.reshape(-1).to(dtype)).pow(2).mean().sqrt()) * y_scale)
     return {"valid_rmse": curve, "train_loss_per_step": step_losses, "seconds": time.perf_counter() - start}
 
@@ -65,6 +69,8 @@ def main(argv=None) -> int:
     parser.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     parser.add_argument("--fast-impl", choices=["parallel", "auto", "cpu", "triton"], default="parallel",
                         help="fast path to compare: parallel (eager zonal forms) or auto (the model's default)")
+    parser.add_argument("--layout", choices=["packed", "padded"], default=None,
+                        help="batch layout of both runs (default: packed on CPU, padded on CUDA, as the model does)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     if args.threads:
@@ -91,12 +97,14 @@ def main(argv=None) -> int:
         float(scale),
     )
     dtype = getattr(torch, args.dtype)
-    runs = {impl: train_curve(impl, prepared, args.epochs, args.seed, device, dtype) for impl in (args.fast_impl, "reference")}
+    layout = args.layout or ("packed" if device == "cpu" else "padded")
+    runs = {impl: train_curve(impl, prepared, args.epochs, args.seed, device, dtype, layout == "packed")
+            for impl in (args.fast_impl, "reference")}
     fast, ref = np.array(runs[args.fast_impl]["valid_rmse"]), np.array(runs["reference"]["valid_rmse"])
     report = {
         "benchmark": "fast_vs_reference", "dataset": "esol", "device": device, "hardware": hardware(device),
         "fast_impl": args.fast_impl, "gmnet_path": gmnet_path(device) if args.fast_impl == "auto" else args.fast_impl,
-        "epochs": args.epochs, "seed": args.seed, "dtype": args.dtype, "runs": runs,
+        "epochs": args.epochs, "seed": args.seed, "dtype": args.dtype, "layout": layout, "runs": runs,
         "max_abs_diff_valid_rmse": float(np.abs(fast - ref).max()),
         "abs_diff_train_loss_per_step": np.abs(np.array(runs[args.fast_impl]["train_loss_per_step"])
                                                - np.array(runs["reference"]["train_loss_per_step"])).tolist(),

@@ -115,3 +115,9 @@ def test_packed_training_step_is_repeatable_and_finite():
     (l1, g1), (l2, g2) = step(), step()
     assert torch.isfinite(l1) and all(torch.isfinite(g).all() for g in g1)
     assert torch.equal(l1, l2) and all(torch.equal(a, b) for a, b in zip(g1, g2))
+
+
+def test_pack_true_on_a_batch_of_empty_rows_falls_back_to_padded():
+    model = GMNet(40, 1, d_model=16, n_layers=1, n_heads=2, k=4, L=2).double().eval()
+    ids, conj, mask = batch([0, 0], 4)
+    torch.testing.assert_close(model(ids, conj, mask, pack=True), model(ids, conj, mask, pack=False), rtol=0, atol=0)

@@ -60,7 +60,9 @@ class GMNet(nn.Module):
 
     ``forward(input_ids, conj_flags, attention_mask)`` takes token ids (B, T), RDKit conjugation
     flags (B, T) in {0, 1} and a padding mask (B, T; True for real tokens) and returns one row of
-    outputs per molecule, (B, n_outputs).
+    outputs per molecule, (B, n_outputs). ``impl`` picks the attention's implementation (all
+    compute the same function; "auto": the fastest for the device) and ``pack`` whether the
+    position-wise work skips padding (`pool`).
     """
 
     def __init__(self, vocab_size: int, n_outputs: int, k: int = 8, L: int = 3, d_model: int = 384,
@@ -87,8 +89,8 @@ class GMNet(nn.Module):
         """
         _, mask = self.encoder._inputs(input_ids, conj_flags, attention_mask)
         if pack is None:
-            pack = mask.device.type == "cpu" and impl != "reference" and bool(mask.any()) and not bool(mask.all())
-        if pack:
+            pack = mask.device.type == "cpu" and impl != "reference" and not bool(mask.all())
+        if pack and bool(mask.any()):  # (a batch of empty rows has nothing to pack)
             h, packing = self.encoder.forward_packed(input_ids, conj_flags, mask, impl)
             return packing.mean_pool(h)
         h = self.encoder(input_ids, conj_flags, mask, impl)
