@@ -432,6 +432,11 @@ def _throughput_table(data: dict) -> str:
     lines.append("")
     lines.append("Train = forward + backward + Adam step. CPU memory is the growth of peak RSS while training "
                  "(measured in a fresh process per model); GPU memory is `torch.cuda.max_memory_allocated`.")
+    if "packed tokens" in path:
+        lines.append("")
+        lines.append("On CPU Chem-GMNet runs its position-wise work on the real tokens only (`gm/packing.py`); the "
+                     "baseline pads every row to the batch's longest, as Hugging Face's RoBERTa does. On plain "
+                     "shuffled batches, where about half the positions are padding, much of the gap is that.")
     return "\n".join(lines)
 
 
@@ -446,8 +451,8 @@ def fast_vs_reference_section(results_dir: Path, out_dir: Path) -> Optional[str]
         hw = d.get("hardware", {})
         parts += [
             f"[{f.name}]({rel(f, out_dir)}): {d['dataset']} seed {d['seed']}, Chem-GMNet k=8 L=3, Adam lr 3e-5, "
-            f"batch 32, {d['epochs']} epochs, {d.get('dtype', 'float32')}, on `{d['device']}` ({hw.get('gpu') or hw.get('cpu', '?')}); same batches and "
-            f"dropout masks for both. Command: `{d['command']}`.",
+            f"batch 32, {d['epochs']} epochs, {d.get('dtype', 'float32')}, on `{d['device']}` ({hw.get('gpu') or hw.get('cpu', '?')}); same batches, "
+            f"batch layout ({d.get('layout', 'padded')}) and dropout masks for both. Command: `{d['command']}`.",
             "",
             f"| epoch | valid RMSE, fast (`{impl}`: {label}) | valid RMSE, reference (scan + explicit Phi) |",
             "| ---: | ---: | ---: |",

@@ -4,7 +4,7 @@
 // stores it for the backward; the hash costs a few multiplies per pair of elements, and the
 // backward recomputes the mask from the seed instead of storing it (as CUDA's Philox dropout
 // does). The hash is SplitMix64 (Steele et al., 2014) over the counter i/2: its low and high 32
-// bits decide elements 2j and 2j+1. `functional.dropout_keep_reference` is the same in NumPy.
+// bits decide elements 2j and 2j+1. `gm.dropout.keep_mask_reference` is the same in NumPy.
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
 
