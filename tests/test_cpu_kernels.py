@@ -117,22 +117,14 @@ def test_fused_kernel_matches_eager_zonal_forms_float32():
 
 
 @needs_kernel
-def test_dual_ska_module_cpu_impl_equals_reference_and_is_auto():
+def test_dual_ska_module_auto_takes_the_kernel_on_cpu():
+    # The kernel against the references inside the module: tests/test_attention.py
+    # (test_module_fast_equals_reference_padded[cpu-...]).
     torch.manual_seed(0)
     layer = make_attention("dual_ska", d_model=24, n_heads=3, k=5, L=3).double()
-    B, T = 3, 9
-    x = torch.randn(B, T, 24, dtype=torch.float64, requires_grad=True)
-    mask = torch.ones(B, T, dtype=torch.bool)
-    mask[1, 6:] = False
-    mask[2, 1:] = False
-    conj = torch.randint(0, 2, (B, T))
-    fast, ref = layer(x, conj, mask, impl="cpu"), layer(x, conj, mask, impl="reference")
-    # Padded query positions are unused (the kernel may leave them zero); valid ones must agree.
-    torch.testing.assert_close(fast[mask], ref[mask], atol=1e-11, rtol=1e-9)
-    torch.testing.assert_close(layer(x, conj, mask), fast, atol=0, rtol=0)  # "auto" on CPU takes the kernel
-    params = [x, *layer.parameters()]
-    for a, b in zip(torch.autograd.grad(fast[mask].sum(), params), torch.autograd.grad(ref[mask].sum(), params)):
-        torch.testing.assert_close(a, b, atol=1e-10, rtol=1e-8)
+    x, conj = torch.randn(3, 9, 24, dtype=torch.float64), torch.randint(0, 2, (3, 9))
+    mask = torch.arange(9)[None] < torch.tensor([9, 6, 1])[:, None]
+    torch.testing.assert_close(layer(x, conj, mask), layer(x, conj, mask, impl="cpu"), atol=0, rtol=0)
 
 
 def test_disabled_kernel_falls_back_to_eager(monkeypatch):
