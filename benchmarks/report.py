@@ -385,16 +385,20 @@ def _throughput_table(data: dict) -> str:
     where = hw.get("gpu") or hw.get("cpu", "?")
     eager = any("gmnet_eager" in e.get("train", {}).get("molecules_per_second", {}) for e in data.get("datasets", {}).values())
     path = data.get("gmnet_path", "eager zonal forms")
+    device = (f"Device `{data.get('device')}` ({where}; {hw.get('cpu_count', '?')} cores, torch threads "
+              f"{hw.get('torch_threads', '?')}, torch {hw.get('torch', '?')})")
+    steps = (f", batch {data.get('batch_size')} ({data.get('batching', 'bucketed')} batches: "
+             f"{'shuffled, padded to their longest SMILES' if data.get('batching') == 'plain' else 'length-bucketed'}), "
+             f"median of {data.get('rounds')} interleaved rounds of {data.get('steps_per_round')} batches")
     lines = [
-        f"Device `{data.get('device')}` ({where}; {hw.get('cpu_count', '?')} cores, torch threads "
-        f"{hw.get('torch_threads', '?')}, torch {hw.get('torch', '?')}), batch {data.get('batch_size')} "
-        f"({data.get('batching', 'bucketed')} batches: "
-        f"{'shuffled, padded to their longest SMILES' if data.get('batching') == 'plain' else 'length-bucketed'}), median of "
-        f"{data.get('rounds')} interleaved rounds of {data.get('steps_per_round')} batches, {data.get('timestamp')}. "
+        f"{device}{steps if data.get('datasets') else ''}, {data.get('timestamp')}. "
         f"Chem-GMNet ran its default path: {path}. Command: `{data.get('command')}`.",
         "",
     ]
-    if eager:
+    seeds = data.get("esol_seed") or {}
+    if not data.get("datasets"):
+        pass  # the ESOL seed timing alone
+    elif eager:
         lines += [
             "| data | mean tokens | mode | Chem-GMNet mol/s | Chem-GMNet eager mol/s | ChemBERTa mol/s | ratio (GMNet / ChemBERTa) | ratio, eager | peak memory GMNet / ChemBERTa |",
             "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |",
@@ -429,9 +433,20 @@ def _throughput_table(data: dict) -> str:
                     f"| {name} | {tokens} | {mode} | {mps['gmnet']:.1f} | "
                     f"{mps['chemberta']:.1f} | {e['ratio_gmnet_over_chemberta']:.2f} | {mib('gmnet')} / {mib('chemberta')} |"
                 )
-    lines.append("")
-    lines.append("Train = forward + backward + Adam step. CPU memory is the growth of peak RSS while training "
-                 "(measured in a fresh process per model); GPU memory is `torch.cuda.max_memory_allocated`.")
+    if data.get("datasets"):
+        lines.append("")
+        lines.append("Train = forward + backward + Adam step. CPU memory is the growth of peak RSS while training "
+                     "(measured in a fresh process per model); GPU memory is `torch.cuda.max_memory_allocated`.")
+    if seeds:
+        lines += ([""] if lines[-1] else []) + ["One ESOL seed under the chemberta3 protocol (100 epochs, plain shuffled batches, best "
+                  "validation epoch restored, test scored), the arms one after the other with the same threads:", "",
+                  "| arm | seed | wall time | s / epoch | best epoch | test RMSE |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        for arm, r in seeds.items():
+            lines.append(f"| {ARM_LABELS.get(arm, arm)} | {r['seed']} | {r['seconds'] / 60:.1f} min ({r['seconds']:.0f} s) | "
+                         f"{r['seconds_per_epoch']:.2f} | {r['best_epoch']}/{r['epochs']} | {r['test_rmse']:.3f} |")
+        if {"gmnet", "chemberta"} <= seeds.keys():
+            lines += ["", f"Wall-time ratio ChemBERTa / Chem-GMNet: "
+                          f"{seeds['chemberta']['seconds'] / seeds['gmnet']['seconds']:.2f}."]
     if "packed tokens" in path:
         lines.append("")
         lines.append("On CPU Chem-GMNet runs its position-wise work on the real tokens only (`gm/packing.py`); the "

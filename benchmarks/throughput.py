@@ -8,6 +8,11 @@ machine. A training step is forward + backward + Adam step. Peak memory is measu
 a fresh subprocess.
 
     python -m benchmarks.throughput [--device auto] [--rounds 5] [--steps 10] [--threads N] [--batching plain]
+                                    [--esol-seed gmnet chemberta] [--esol-seed-only]
+
+``--esol-seed`` also times one whole ESOL seed per arm under the chemberta3 protocol (100 epochs,
+plain shuffled batches, best validation epoch restored and scored on test), as
+``benchmarks.run`` runs it, with the same threads, one arm after the other.
 
 Writes benchmarks/results/throughput_<device>.json; `python -m benchmarks.report` renders it.
 """
@@ -170,6 +175,24 @@ def peak_memory(arm, vocab_size, device, batches) -> dict:
     return result
 
 
+def time_esol_seed(arm: str, device: str, seed: int) -> dict:
+    """Wall time of one ESOL seed under the chemberta3 protocol (fit + test scoring)."""
+    from . import _common as C
+    from .protocols import ENDPOINTS, PROTOCOLS
+
+    endpoint = ENDPOINTS["esol"]
+    data = C.load_endpoint(endpoint)
+    est = C.make_estimator(PROTOCOLS["chemberta3"], arm, endpoint, seed, vocab_file=C.resolve_vocab_file(), device=device)
+    start = time.perf_counter()
+    est.fit(data.X_train, data.to_fit(data.y_train), X_valid=data.X_valid, y_valid=data.to_fit(data.y_valid))
+    fit_seconds = time.perf_counter() - start
+    test_rmse, _ = C.score(endpoint, est, data.X_test, data.y_test, data)
+    seconds = time.perf_counter() - start
+    epochs = len(est.history_)
+    return {"seed": seed, "epochs": epochs, "seconds": seconds, "fit_seconds": fit_seconds,
+            "seconds_per_epoch": fit_seconds / epochs, "best_epoch": int(est.best_epoch_), "test_rmse": float(test_rmse)}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="auto")
@@ -180,8 +203,14 @@ def main(argv=None) -> int:
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--batching", choices=["bucketed", "plain"], default="bucketed",
                         help="length-bucketed batches (the estimators' default) or plain shuffled ones (chemberta3)")
+    parser.add_argument("--esol-seed", nargs="+", default=[], choices=["gmnet", "chemberta"],
+                        help="also time one ESOL seed (chemberta3 protocol, 100 epochs) of these arms")
+    parser.add_argument("--esol-seed-index", type=int, default=0, help="the seed of that run (default 0)")
+    parser.add_argument("--esol-seed-only", action="store_true", help="only the ESOL seed timing, no step timings")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
+    if args.esol_seed_only and not args.esol_seed:
+        parser.error("--esol-seed-only needs --esol-seed ARM [ARM ...]")
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -199,9 +228,9 @@ def main(argv=None) -> int:
               "batching": args.batching, "batch_size": args.batch_size,
               "rounds": args.rounds, "steps_per_round": args.steps, "command": " ".join([sys.executable, "-m", "benchmarks.throughput", *sys.argv[1:]]),
               "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"), "datasets": {}}
-    models = {arm: build(arm, tokenizer.vocab_size, device) for arm in ARMS}
+    models = {} if args.esol_seed_only else {arm: build(arm, tokenizer.vocab_size, device) for arm in ARMS}
     report["n_parameters"] = {arm: sum(p.numel() for p in m.parameters()) for arm, (m, _) in models.items()}
-    for name in args.datasets:
+    for name in [] if args.esol_seed_only else args.datasets:
         batches, shape = load_batches(DATASETS[name], tokenizer, args.batch_size, args.steps, batching=args.batching)
         batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
         entry = {"batches": shape}
@@ -224,6 +253,12 @@ def main(argv=None) -> int:
                   + f"   ratio {entry[mode]['ratio_gmnet_over_chemberta']:.2f} (eager {entry[mode]['ratio_gmnet_eager_over_chemberta']:.2f})")
         entry["peak_memory"] = {arm: peak_memory(arm, tokenizer.vocab_size, device, [{k: v.cpu() for k, v in b.items()} for b in batches[:3]]) for arm in models}
         report["datasets"][name] = entry
+    if args.esol_seed:
+        report["esol_seed"] = {}
+        for arm in args.esol_seed:
+            report["esol_seed"][arm] = rec = time_esol_seed(arm, device, args.esol_seed_index)
+            print(f"esol seed {rec['seed']} {arm:10s} {rec['seconds']:7.1f} s ({rec['seconds_per_epoch']:.2f} s/epoch), "
+                  f"test RMSE {rec['test_rmse']:.3f}")
     out = Path(args.out) if args.out else RESULTS / f"throughput_{device.split(':')[0]}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".json.tmp")

@@ -348,3 +348,18 @@ def test_ablation_failed_cell_is_reported_and_not_written(tmp_path, common_args,
         assert ablation.main(argv) == 1
     pdir = results / f"smoke@max_epochs=1,limit={LIMIT}" / "gmnet" / "freesolv"
     assert (pdir / "seed0_k4_L2.json").is_file() and not (pdir / "seed0_k6_L2.json").exists()
+
+
+def test_report_renders_an_esol_seed_timing_alone():
+    from benchmarks.report import _throughput_table
+
+    seed = {"seed": 0, "epochs": 100, "seconds": 200.0, "fit_seconds": 198.0, "seconds_per_epoch": 1.98,
+            "best_epoch": 46, "test_rmse": 1.03}
+    data = {"benchmark": "throughput", "device": "cpu", "hardware": {"cpu": "X", "cpu_count": 2, "torch_threads": 2},
+            "gmnet_path": "fused C++ CPU kernels, packed tokens", "command": "c", "timestamp": "t", "datasets": {},
+            "esol_seed": {"gmnet": seed, "chemberta": {**seed, "seconds": 800.0, "seconds_per_epoch": 7.98}}}
+    text = _throughput_table(data)
+    assert "| Chem-GMNet | 0 | 3.3 min (200 s) | 1.98 | 46/100 | 1.030 |" in text
+    assert "| ChemBERTa | 0 | 13.3 min (800 s) | 7.98 | 46/100 | 1.030 |" in text
+    assert "Wall-time ratio ChemBERTa / Chem-GMNet: 4.00." in text
+    assert "mol/s" not in text and "interleaved rounds" not in text
