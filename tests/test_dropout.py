@@ -92,3 +92,12 @@ def test_kernel_rejects_bad_input():
         cpu_kernels.dropout_cpu(torch.ones(3), 1.0)
     with pytest.raises(ValueError, match="float32/float64"):
         cpu_kernels.dropout_cpu(torch.ones(3, dtype=torch.float16), 0.1)
+
+
+@needs_kernel
+def test_backward_uses_the_forward_kernels_even_when_disabled_in_between():
+    x = torch.randn(64, requires_grad=True)
+    y = cpu_kernels.dropout_cpu(x, 0.4, seed=9)
+    with cpu_kernels.kernels_disabled():
+        y.sum().backward()
+    assert torch.equal(x.grad != 0, y.detach() != 0)

@@ -26,7 +26,8 @@ _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
 def keep_mask_reference(n: int, p: float, seed: int) -> np.ndarray:
     """The kernel's keep mask for n elements: SplitMix64 over the counter j = i // 2, whose low
-    and high 32 bits decide elements 2j and 2j+1 (kept when >= `cpu.dropout_threshold(p)`, about p * 2^32)."""
+    and high 32 bits decide elements 2j and 2j+1 (kept when >= `cpu.dropout_threshold(p)`,
+    about p * 2^32)."""
     j = np.arange(1, (n + 1) // 2 + 1, dtype=np.uint64)
     with np.errstate(over="ignore"):  # arithmetic mod 2^64 is the point
         z = np.uint64(seed) + j * _GAMMA

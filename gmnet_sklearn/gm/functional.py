@@ -390,7 +390,8 @@ class _SphereReadout(torch.autograd.Function):
             scale_t = (torch.stack([weight.new_ones(weight.shape[0]) if s is None else s for s in scales])
                        if any(ctx.has_scale) else weight.new_zeros(0))
             # The fused monomials are only needed for the weight gradient.
-            out, fused = load_extension().sphere_readout_forward(weight.contiguous(), list(xs), scale_t,
+            ctx.ext = load_extension()  # the backward uses the same module
+            out, fused = ctx.ext.sphere_readout_forward(weight.contiguous(), list(xs), scale_t,
                                                                   _starts_lists(starts), ctx.needs_input_grad[3])
             ctx.save_for_backward(weight, scale_t, fused, *xs, *rs)
             return out
@@ -409,8 +410,6 @@ class _SphereReadout(torch.autograd.Function):
         n = ctx.n
         grad = grad.contiguous()
         if ctx.use_ext:
-            from .cpu import load_extension
-
             weight, scale_t, fused, *rest = ctx.saved_tensors
             xs, rs = rest[:n], rest[n:]
             # The fused monomials carry the scales; stored only when the weight needs a gradient.
@@ -418,7 +417,7 @@ class _SphereReadout(torch.autograd.Function):
             g_weight = torch.bmm(grad, fused[..., :N].transpose(1, 2)) if ctx.needs_input_grad[3] else None
             G, k, _ = xs[0].shape
             index, mult = _derivative_plan(k, len(ctx.starts))
-            res = load_extension().sphere_readout_backward(weight.transpose(1, 2).contiguous(), list(xs), scale_t,
+            res = ctx.ext.sphere_readout_backward(weight.transpose(1, 2).contiguous(), list(xs), scale_t,
                                                             _starts_lists(ctx.starts), grad, index, mult)
             g_xs, g_scale_t = res[:n], res[n]
             g_zs = [_normalise_fm_backward(g, x, r, ctx.eps) for g, x, r in zip(g_xs, xs, rs)]

@@ -116,7 +116,8 @@ class _DualSKACPU(torch.autograd.Function):
     @staticmethod
     def forward(ctx, qkp, log_gamma, mask, L, eps):
         args = (*_coefficients(qkp.shape[-1], L), eps)
-        y, cv = load_extension().dual_ska_forward(qkp, log_gamma, mask, *args)
+        ctx.ext = load_extension()  # the backward uses the same module
+        y, cv = ctx.ext.dual_ska_forward(qkp, log_gamma, mask, *args)
         ctx.save_for_backward(qkp, log_gamma, mask, cv)
         ctx.args = args
         return y, cv
@@ -127,7 +128,7 @@ class _DualSKACPU(torch.autograd.Function):
         qkp, log_gamma, mask, cv = ctx.saved_tensors
         gy = torch.zeros_like(cv) if gy is None else gy.contiguous()
         gcv = torch.zeros_like(cv) if gcv is None else gcv.contiguous()
-        g_qkp, g_lg = load_extension().dual_ska_backward(qkp, log_gamma, mask, cv, gy, gcv, *ctx.args)
+        g_qkp, g_lg = ctx.ext.dual_ska_backward(qkp, log_gamma, mask, cv, gy, gcv, *ctx.args)
         return g_qkp, g_lg, None, None, None
 
 
@@ -165,18 +166,18 @@ def dual_ska_cpu(q, k, p, log_gamma, mask, L: int, eps: float = 1e-6):
     return tuple(o.view(H, kd, B, T).permute(2, 0, 3, 1) for o in (y, cv))
 
 
-
 class _DropoutCPU(torch.autograd.Function):
-    # The mask is never stored: the backward recomputes it from the seed.
+    # The mask is never stored: the backward recomputes it from the seed (with the module the
+    # forward used, even if the kernels are disabled in between).
     @staticmethod
     def forward(ctx, x, seed, threshold, scale):
-        ctx.args = (seed, threshold, scale)
-        return load_extension().dropout_apply(x, seed, threshold, scale)
+        ctx.ext, ctx.args = load_extension(), (seed, threshold, scale)
+        return ctx.ext.dropout_apply(x, seed, threshold, scale)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
-        return load_extension().dropout_apply(grad, *ctx.args), None, None, None
+        return ctx.ext.dropout_apply(grad, *ctx.args), None, None, None
 
 
 def dropout_threshold(p: float) -> int:
