@@ -5,6 +5,7 @@ import torch
 
 from gmnet_sklearn.gm import GMNet, GMNetForMaskedLM, functional as F
 from gmnet_sklearn.gm.cpu import cpu_kernels_available
+from gmnet_sklearn.gm.embedding import SHEmbedding
 
 PARAMS = {
     (6, 2): 1_688_513, (6, 3): 1_871_699, (6, 4): 2_256_350,
@@ -91,6 +92,29 @@ def test_embedding_and_ffn_fast_equal_reference():
     x = torch.randn(3, 5, 32, dtype=torch.float64)
     ffn = m.encoder.layers[0].ffn
     torch.testing.assert_close(ffn(x), ffn.reference(x), atol=1e-12, rtol=0)
+
+
+def test_embedding_gradients_repeat_bitwise_with_two_threads():
+    # Repeated token ids must not make the backward thread-order dependent (plain indexing's
+    # backward accumulated them with atomics on CPU: seeded multi-threaded fits did not repeat).
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        torch.manual_seed(0)
+        emb = SHEmbedding(40, 384, 8, 3).eval()
+        ids = torch.randint(1, 40, (32, 55), generator=torch.Generator().manual_seed(1))
+        w = torch.randn(32, 55, 384, generator=torch.Generator().manual_seed(2))
+
+        def grads():
+            emb.zero_grad()
+            (emb(ids) * w).sum().backward()
+            return torch.cat([p.grad.flatten() for p in emb.parameters()])
+
+        first = grads()
+        for _ in range(8):
+            assert torch.equal(grads(), first)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def test_padding_and_all_padding_rows():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.nn import functional as torch_F
 
 from . import functional as F
 from .dropout import Dropout
@@ -42,10 +43,13 @@ class SHEmbedding(nn.Module):
         # An embedding depends on the token id alone, so each is computed once per call, not per
         # position: for the batch's distinct ids on CPU (a few dozen in a batch of SMILES), for
         # the whole vocabulary on GPUs (where finding the distinct ids would sync the device).
+        # The rows are looked up with F.embedding: the backward of plain indexing (index_put_ with
+        # accumulation) adds repeated ids' gradients in a thread-dependent order on CPU, which made
+        # seeded multi-threaded fits unrepeatable.
         if input_ids.device.type == "cpu":
             ids, inverse = torch.unique(input_ids, return_inverse=True)
-            return self.dropout(self.rows(ids)[inverse])
-        return self.dropout(self.rows()[input_ids])
+            return self.dropout(torch_F.embedding(inverse, self.rows(ids)))
+        return self.dropout(torch_F.embedding(input_ids, self.rows()))
 
     def reference(self, input_ids: torch.Tensor) -> torch.Tensor:
         """Per-token form, exactly as written in the paper (tests compare it with `forward`)."""
