@@ -37,7 +37,8 @@ class SHEmbedding(nn.Module):
         if ids is None:
             ids = torch.arange(self.vocab_size, device=self.P.device)
         # tok_res through nn.Embedding, so its padding row gets no gradient (as in `reference`).
-        return self.sh.readout(self.P[ids], self.W_up.weight) + self.res_proj(self.tok_res(ids))  # normalises P
+        sphere = self.sh.readout(torch_F.embedding(ids, self.P), self.W_up.weight)  # normalises P's rows
+        return sphere + self.res_proj(self.tok_res(ids))
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         # An embedding depends on the token id alone, so each is computed once per call, not per

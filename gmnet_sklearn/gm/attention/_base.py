@@ -69,8 +69,9 @@ class SphereAttention(nn.Module):
         self.sh = F.HarmonicMap(k, L)
 
     # -- projections --------------------------------------------------------------------------
-    def project_raw(self, x: torch.Tensor) -> torch.Tensor:
-        """x (..., d) -> the raw q, k, p projections stacked as (..., 3, H, k).
+    def project_raw(self, x: torch.Tensor, packing: TokenPacking | None = None) -> torch.Tensor:
+        """x (B, T, d) -> the raw q, k, p projections stacked as (B, T, 3, H, k). With ``packing``
+        x holds the real tokens only (N, d): they are projected, then scattered into (B, T).
 
         qk_proj feeds only the linear sphere maps, so both are folded into one (d, H k) matrix
         per side at run time: same parameters, a third of the matmul work.
@@ -80,7 +81,8 @@ class SphereAttention(nn.Module):
         fold_q = torch.einsum("hcd,hck->dhk", Wq, self.W_sphere_Q).reshape(self.d_model, H * k)
         fold_k = torch.einsum("hcd,hck->dhk", Wk, self.W_sphere_K).reshape(self.d_model, H * k)
         W = torch.cat([fold_q, fold_k, self.W_pos.weight.T], dim=1)
-        return (x @ W).view(*x.shape[:-1], 3, H, k)
+        raw = (x @ W).view(*x.shape[:-1], 3, H, k)
+        return raw if packing is None else packing.unpack(raw)
 
     def project(self, x: torch.Tensor, mask: torch.Tensor, packing: TokenPacking | None = None):
         """x (B, T, d) -> q^, k^ (B, H, T, k) on the sphere and p (B, H, T, k), zero at padding.
@@ -88,10 +90,7 @@ class SphereAttention(nn.Module):
         With ``packing``, x holds the real tokens only (N, d); the projection runs on them and is
         then scattered into the (B, T) layout the branches take.
         """
-        raw = self.project_raw(x)
-        if packing is not None:
-            raw = packing.unpack(raw)
-        q, kk, p = raw.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, H, T, k)
+        q, kk, p = self.project_raw(x, packing).permute(2, 0, 3, 1, 4).unbind(0)  # each (B, H, T, k)
         p = p * mask[:, None, :, None].to(p.dtype)
         return F.normalise(q), F.normalise(kk), p
 
@@ -120,18 +119,18 @@ class SphereAttention(nn.Module):
             heads = torch.einsum("bhtm,hmc->bthc", feats[0], self.W_out_h).reshape(B, T, self.d_model)
             out = self.out_proj(heads)
             return out if packing is None else packing.pack(out)
-        zs = [z.permute(1, 3, 0, 2).reshape(H, k, B * T) for z in branches]
-        if packing is not None:
-            return self.readout_fm([packing.pack_columns(z) for z in zs])
-        return self.readout_fm(zs).view(B, T, self.d_model)
+        return self.readout_fm([z.permute(1, 3, 0, 2).reshape(H, k, B * T) for z in branches], B, T, packing)
 
-    def readout_fm(self, zs: list[torch.Tensor]) -> torch.Tensor:
-        """The read-out from feature-major branch outputs (H, k, N): (N, d).
+    def readout_fm(self, zs: list[torch.Tensor], B: int, T: int, packing: TokenPacking | None = None) -> torch.Tensor:
+        """The read-out from feature-major branch outputs (H, k, B*T): (B, T, d); with
+        ``packing``, of the real tokens' columns only: (N, d).
 
         Phi is linear in the monomials, so the convex fusion a Phi(z1) + (1-a) Phi(z2) is one
         read-out with A folded into W_out_h and a, 1-a as per-head scales (`F.sphere_readout`,
         normalisation included).
         """
+        if packing is not None:
+            zs = [packing.pack_columns(z) for z in zs]
         H = self.n_heads
         W = torch.einsum("sm,hsc->hcm", self.sh.coeffs.to(self.W_out_h.dtype), self.W_out_h)  # (H, d_head, n_mono)
         scales = None
@@ -139,7 +138,8 @@ class SphereAttention(nn.Module):
             a = torch.sigmoid(self.beta_fusion)
             scales = [a, 1 - a]
         heads = F.sphere_readout(W, zs, scales)  # (H, d_head, N)
-        return self.out_proj(heads.reshape(self.d_model, -1).t())  # a transposed view: BLAS reads it as is
+        out = self.out_proj(heads.reshape(self.d_model, -1).t())  # a transposed view: BLAS reads it as is
+        return out if packing is not None else out.view(B, T, self.d_model)
 
     def branch_outputs(self, q, k, p, log_gamma, mask, impl: str) -> list[torch.Tensor]:
         raise NotImplementedError

@@ -25,13 +25,8 @@ class DualSKA(SphereAttention):
             # The fused kernel reads the raw projections and writes the read-out's layout, so the
             # normalising, masking and transposes between them happen inside it.
             mask = mask.bool()
-            raw = self.project_raw(x)
-            if packing is not None:
-                raw = packing.unpack(raw)
-            y, cv = cpu_kernels.dual_ska_cpu_fm(raw, self.log_gates(conj, mask), mask, self.L)
-            if packing is not None:
-                return self.readout_fm([packing.pack_columns(y), packing.pack_columns(cv)])
-            return self.readout_fm([y, cv]).view(B, T, self.d_model)
+            y, cv = cpu_kernels.dual_ska_cpu_fm(self.project_raw(x, packing), self.log_gates(conj, mask), mask, self.L)
+            return self.readout_fm([y, cv], B, T, packing)
         return super().forward(x, conj, mask, impl, packing)
 
     def branch_outputs(self, q, k, p, log_gamma, mask, impl):
