@@ -115,7 +115,8 @@ def summarise_runs(runs: Dict[int, dict]) -> Optional[dict]:
 def fmt(mean: Optional[float], sd: Optional[float], dec: int, n: Optional[int] = None, bold: bool = False) -> str:
     if mean is None:
         return DASH
-    s = f"{mean:.{dec}f} ± {sd:.{dec}f}"
+    # One seed has no spread: "± 0.000" would read as a measured zero.
+    s = f"{mean:.{dec}f}" if n == 1 else f"{mean:.{dec}f} ± {sd:.{dec}f}"
     if bold:
         s = f"**{s}**"
     return s + (f" (n={n})" if n is not None else "")
