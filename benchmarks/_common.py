@@ -105,6 +105,7 @@ class EndpointData:
     dropped_missing_label: Dict[str, int] = field(default_factory=dict)
     n_whitespace_stripped: int = 0
     prep_seconds: float = 0.0
+    split_sha256: Optional[str] = None  # fingerprint of the row indices of the three splits
 
     @property
     def sizes(self) -> Dict[str, int]:
@@ -149,6 +150,9 @@ def load_endpoint(endpoint: Endpoint, data_home=None, limit: Optional[int] = Non
             kept.append(idx[keep])
         parts = tuple(kept)
     train, valid, test = parts
+    # The split rests on RDKit's canonical scaffold SMILES: the fingerprint shows that runs on
+    # another machine (another RDKit build) trained and scored on the same rows.
+    split_sha256 = split_fingerprint(train, valid, test)
     # Some files carry SMILES with surrounding whitespace (ESOL: trailing spaces), which RDKit
     # and so the split ignore but the tokenizer rejects. The split above saw the strings as in
     # the file (DeepChem's ids, 200-character filter included); the models get them stripped.
@@ -167,7 +171,17 @@ def load_endpoint(endpoint: Endpoint, data_home=None, limit: Optional[int] = Non
         dropped_missing_label=dropped,
         n_whitespace_stripped=n_stripped,
         prep_seconds=time.perf_counter() - t0,
+        split_sha256=split_sha256,
     )
+
+
+def split_fingerprint(train, valid, test) -> str:
+    """sha256 of the three index arrays, in order (row numbers of the data file)."""
+    h = hashlib.sha256()
+    for part in (train, valid, test):
+        h.update(np.asarray(part, dtype=np.int64).tobytes())
+        h.update(b"|")
+    return h.hexdigest()
 
 
 # ------------------------------------------------------------------------------------------
@@ -363,18 +377,29 @@ def versions() -> Dict[str, Optional[str]]:
 
 
 def git_info() -> Dict[str, object]:
+    """The checkout's commit and whether tracked files differ from it. A copy of the working
+    tree without ``.git`` (e.g. on a remote GPU machine) says so through ``GMNET_GIT_COMMIT``
+    (and ``GMNET_GIT_DIRTY=1`` when the copy had uncommitted changes)."""
     def git(*args):
         return subprocess.run(["git", "--no-optional-locks", *args], cwd=REPO, capture_output=True,
                               text=True, timeout=20)
 
+    def from_env():
+        commit = os.environ.get("GMNET_GIT_COMMIT") or None
+        if commit is None:
+            return {"commit": None, "dirty": None}
+        dirty = os.environ.get("GMNET_GIT_DIRTY")
+        return {"commit": commit, "dirty": None if dirty is None else dirty.strip() not in ("", "0", "false"),
+                "from": "GMNET_GIT_COMMIT (no git checkout)"}
+
     try:
         head = git("rev-parse", "HEAD")
         if head.returncode != 0:
-            return {"commit": None, "dirty": None}
+            return from_env()
         status = git("status", "--porcelain", "--untracked-files=no")
         return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip()) if status.returncode == 0 else None}
     except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None}
+        return from_env()
 
 
 def command_line(module: str, argv: Sequence[str]) -> str:
@@ -493,7 +518,7 @@ def build_record(*, source: str, protocol: Protocol, protocol_name: str, overrid
         "valid_loss_curve": curves["valid_loss"],
         "sizes": {**data.sizes, "file_rows": data.n_rows_file, "rows_used": data.n_rows_used,
                   "split_before_label_drop": data.split_sizes, "dropped_missing_label": data.dropped_missing_label,
-                  "whitespace_stripped": data.n_whitespace_stripped},
+                  "whitespace_stripped": data.n_whitespace_stripped, "split_sha256": data.split_sha256},
         "data_path": data.data_path,
         "wall_time_s": {**wall, "per_epoch_mean": float(np.mean(epochs)) if epochs else None, "per_epoch": epochs},
         "hardware": hardware_info(getattr(est, "device_", "cpu")),

@@ -301,3 +301,16 @@ def test_predict_nan_rows_for_invalid_smiles(fitted_regressor, fitted_classifier
     finally:
         fitted_classifier.set_params(on_invalid="raise")
     assert np.isnan(proba[5]).all() and labels[5] is np.nan or (isinstance(labels[5], float) and np.isnan(labels[5]))
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="no CUDA device")
+@pytest.mark.parametrize("cls,params", [(GMNetRegressor, TINY), (ChemBERTaRegressor, TINY_CB)], ids=["gmnet", "chemberta"])
+def test_fit_on_cuda_then_predict_on_cpu(cls, params, tmp_path):
+    # Trained on the GPU (batches gathered there, fused Adam, best epoch restored), the model
+    # predicts the same on the GPU and, saved and loaded, on the CPU.
+    est = cls(**params, device="cuda").fit(X, Y)
+    assert est.device_ == "cuda" and next(est.net_.module_.parameters()).is_cuda
+    pred = est.predict(X)
+    assert np.isfinite(pred).all()
+    cpu = cls.load(est.save(tmp_path / "m"), device="cpu")
+    np.testing.assert_allclose(cpu.predict(X), pred, rtol=1e-4, atol=1e-5 * np.abs(pred).max())

@@ -1,0 +1,359 @@
+"""Fill the missing runs of the benchmark sweep with several worker processes at once.
+
+    python -m benchmarks.sweep --what table1 ablation --workers 12 --device cuda --deadline 540
+    python -m benchmarks.sweep --what table1 --workers 2 --device cpu          # both cores, one run each
+    python -m benchmarks.sweep --what table1 ablation extras --dry-run         # the plan and its cost
+
+Plans every run missing from the results folder: Table 1 and the extras (``benchmarks.run``,
+both arms, the protocol's seeds) and the (k, L) grid cells on ESOL and BBBP
+(``benchmarks.ablation``; the cell at the protocol's own (k, L) is Table 1's run and is planned
+once). Each run is a subprocess running exactly the one-run command a user would type
+(``python -m benchmarks.run --arm chemberta --endpoints bbbp --seeds 2 ...`` or a one-cell
+``python -m benchmarks.ablation --endpoints esol --k 6 --L 2 --seeds 1 ...``), so each result
+file records the command that made it, and nothing here computes a figure.
+
+Why several at once: at batch 32 these models are far too small to fill a GPU; a training step
+is bound by the Python and kernel-launch overhead of one process, so one GPU serves many
+processes side by side (one CPU thread each). On CPU, ``--workers`` = cores with ``--threads 1``
+is what earlier sweeps ran by hand.
+
+Scheduling: the runs of the first ``--what`` group come first; within a group the longest run
+starts first (its cost: training steps x ``--step-seconds`` of its arm, plus start-up), and a
+run is started only if it is predicted to end before ``--deadline`` seconds (with
+``--safety``). At the deadline the runs still going are stopped (their results are lost; a
+result file is written only when a run ends). ``--archive`` rewrites one tar.gz of this sweep's
+result files and logs after every finished run, for machines that hand back only a few files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from . import _common as C
+from .protocols import ARMS, ENDPOINTS, KL_GRID_K, KL_GRID_L, PROTOCOLS, get_protocol
+
+GROUPS = ("table1", "ablation", "extras")
+ABLATION_ENDPOINTS = ("esol", "bbbp")
+# Seconds per training step (batch 32, one process among several), by device type and arm:
+# starting guesses, to be replaced (--step-seconds) by what a first batch of runs measured.
+DEFAULT_STEP_SECONDS = {
+    "cuda": {"gmnet": 0.02, "chemberta": 0.012},
+    # benchmarks/README.md, one thread: Chem-GMNet 11.5 s / 52 steps (BBBP), ChemBERTa 40.7 s / 36 (SIDER)
+    "cpu": {"gmnet": 0.22, "chemberta": 1.13},
+}
+STARTUP_SECONDS = 30.0  # interpreter, imports, data preparation, kernel compilation, scoring
+
+
+@dataclass
+class Job:
+    group: str
+    arm: str
+    endpoint: str
+    seed: int
+    k: Optional[int]
+    L: Optional[int]
+    path: Path
+    argv: List[str]
+    estimate_s: float
+    name: str = ""
+    # filled in while running
+    proc: Optional[subprocess.Popen] = field(default=None, repr=False)
+    started: Optional[float] = None
+    ended: Optional[float] = None
+    status: str = "planned"  # planned | running | done | failed | stopped | not started
+
+    def label(self) -> str:
+        kl = f" k={self.k} L={self.L}" if self.arm == "gmnet" else ""
+        return f"{self.arm}{kl} {self.endpoint} seed{self.seed}"
+
+
+def training_steps(endpoint: str, batch_size: int, epochs: int) -> int:
+    """Approximate training steps of one run: 80 % of the file's rows in batches, per epoch."""
+    n_train = 0.8 * ENDPOINTS[endpoint].n_rows
+    return int(math.ceil(n_train / batch_size)) * epochs
+
+
+def cost_factor(k: Optional[int], L: Optional[int], device_type: str) -> float:
+    """Relative cost of a Chem-GMNet (k, L) against k=8, L=3: the read-outs grow with D*(k, L).
+    One thread on CPU, k=10 L=4 (D* 6x) took 2.6x the k=8 L=3 epoch and k=8 L=4 (D* 2.9x) 1.6x
+    (benchmarks/README.md); on a GPU, where kernel launches dominate, assume less."""
+    if k is None or L is None:
+        return 1.0
+    from gmnet_sklearn.gm.functional import harmonic_dim
+
+    excess = max(0.0, harmonic_dim(k, L) / harmonic_dim(8, 3) - 1.0)
+    return 1.0 + (0.3 if device_type == "cpu" else 0.15) * excess
+
+
+def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device: str, step_seconds: Dict[str, float],
+         seeds: Optional[Sequence[int]], threads: int, extra_args: Sequence[str] = (),
+         startup_s: float = STARTUP_SECONDS) -> List[Job]:
+    protocol = get_protocol(protocol_name)
+    seeds = list(seeds) if seeds is not None else list(protocol.seeds)
+    device_type = "cuda" if device.startswith("cuda") else "cpu"
+    batch, epochs = int(protocol.training["batch_size"]), int(protocol.training["max_epochs"])
+    k0, L0 = protocol.gmnet.get("k"), protocol.gmnet.get("L")
+    common = ["--protocol", protocol_name, "--device", device, "--results-dir", str(results_dir), "--resume",
+              "--threads", str(threads), *extra_args]
+    py = [sys.executable, "-m"]
+    jobs: List[Job] = []
+    seen = set()
+
+    def add(group, arm, ep, seed, k, L, argv):
+        path = C.result_path(results_dir, protocol_name, arm, ep, seed, k, L)
+        if path in seen or path.exists():
+            return
+        seen.add(path)
+        est = startup_s + training_steps(ep, batch, epochs) * step_seconds[arm] * cost_factor(k, L, device_type)
+        jobs.append(Job(group, arm, ep, seed, k, L, path, argv, est,
+                        name=f"{protocol_name}-{arm}-{ep}-seed{seed}" + (f"-k{k}-L{L}" if arm == "gmnet" else "")))
+
+    for group in groups:
+        if group in ("table1", "extras"):
+            names = [n for n, e in ENDPOINTS.items() if e.table1 == (group == "table1")]
+            for ep in names:
+                for seed in seeds:
+                    for arm in ARMS:
+                        k, L = (k0, L0) if arm == "gmnet" else (None, None)
+                        add(group, arm, ep, seed, k, L,
+                            py + ["benchmarks.run", "--arm", arm, "--endpoints", ep, "--seeds", str(seed), *common])
+        elif group == "ablation":
+            for ep in ABLATION_ENDPOINTS:
+                for k in KL_GRID_K:
+                    for L in KL_GRID_L:
+                        for seed in seeds:
+                            if (k, L) == (k0, L0):  # Table 1's run: one file, one computation
+                                argv = py + ["benchmarks.run", "--arm", "gmnet", "--endpoints", ep, "--seeds", str(seed),
+                                             *common]
+                            else:
+                                argv = py + ["benchmarks.ablation", "--endpoints", ep, "--k", str(k), "--L", str(L),
+                                             "--seeds", str(seed), *common]
+                            add(group, "gmnet", ep, seed, k, L, argv)
+        else:
+            raise ValueError(f"unknown group {group!r}; choose from {GROUPS}")
+    # Within a group, longest first (the long runs must start early to end in time).
+    rank = {g: i for i, g in enumerate(groups)}
+    jobs.sort(key=lambda j: (rank[j.group], -j.estimate_s))
+    return jobs
+
+
+def write_archive(archive: Path, results_dir: Path, jobs: Sequence[Job], log_dir: Path) -> None:
+    """One tar.gz of the finished runs' result files (paths relative to the results folder) and
+    every started run's log, written atomically."""
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    tmp = archive.with_name(archive.name + ".tmp")
+    with tarfile.open(tmp, "w:gz") as tar:
+        for job in jobs:
+            if job.status == "done" and job.path.exists():
+                tar.add(job.path, arcname=str(job.path.relative_to(results_dir)))
+        for log in sorted(log_dir.glob("*.log")):
+            tar.add(log, arcname=f"logs/{log.name}")
+    os.replace(tmp, archive)
+
+
+def _stop(job: Job) -> None:
+    try:
+        os.killpg(job.proc.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_jobs(jobs: List[Job], *, workers: int, deadline: float, safety: float, log_dir: Path, results_dir: Path,
+             archive: Optional[Path], poll: float = 1.0) -> None:
+    t0 = time.monotonic()
+    log_dir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    pending = list(jobs)
+    running: List[Job] = []
+
+    def elapsed() -> float:
+        return time.monotonic() - t0
+
+    while pending or running:
+        for job in list(running):
+            rc = job.proc.poll()
+            if rc is None:
+                continue
+            job.ended = elapsed()
+            job.status = "done" if rc == 0 and job.path.exists() else "failed"
+            running.remove(job)
+            print(f"[{job.ended:7.1f} s] {job.status:6s} {job.label()} in {job.ended - job.started:.0f} s "
+                  f"(predicted {job.estimate_s:.0f} s), rc {rc}", flush=True)
+            if archive is not None:
+                write_archive(archive, results_dir, jobs, log_dir)
+        if elapsed() >= deadline:
+            for job in running:
+                _stop(job)
+                job.status, job.ended = "stopped", elapsed()
+                print(f"[{job.ended:7.1f} s] stopped {job.label()} at the deadline", flush=True)
+            for job in running:
+                try:
+                    job.proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(job.proc.pid, signal.SIGKILL)
+            running.clear()
+            break
+        while len(running) < workers:
+            fits = [j for j in pending if elapsed() + j.estimate_s * safety <= deadline]
+            if not fits:
+                break
+            job = fits[0]
+            pending.remove(job)
+            job.started, job.status = elapsed(), "running"
+            log = open(log_dir / f"{job.name}.log", "w")
+            job.proc = subprocess.Popen(job.argv, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                        start_new_session=True, cwd=C.REPO)
+            log.close()
+            running.append(job)
+            print(f"[{job.started:7.1f} s] start  {job.label()} (predicted {job.estimate_s:.0f} s)", flush=True)
+        if not running and pending:  # nothing fits before the deadline any more
+            break
+        time.sleep(poll)
+    for job in pending:
+        job.status = "not started"
+    if archive is not None:
+        write_archive(archive, results_dir, jobs, log_dir)
+
+
+def calibrate(*, protocol_name: str, device: str, workers: int, threads: int, endpoint: str, epochs: int,
+              scratch: Path, extra_args: Sequence[str] = ()) -> Dict[str, float]:
+    """Seconds per training step of each arm with ``workers`` runs at once: that many short runs
+    (``--max-epochs``, half of each arm) side by side into a scratch folder; an arm's figure is
+    the median over its runs of (median epoch time after the first) / steps per epoch, where an
+    epoch's time includes its validation pass. Also ``startup``: the run time outside the epochs."""
+    import json
+    import statistics
+
+    protocol = get_protocol(protocol_name)
+    batch = int(protocol.training["batch_size"])
+    jobs = []
+    for i in range(workers):
+        arm = ARMS[i % len(ARMS)]
+        argv = [sys.executable, "-m", "benchmarks.run", "--arm", arm, "--endpoints", endpoint, "--seeds", str(i),
+                "--protocol", protocol_name, "--device", device, "--results-dir", str(scratch), "--threads", str(threads),
+                "--max-epochs", str(epochs), *extra_args]
+        k, L = (protocol.gmnet.get("k"), protocol.gmnet.get("L")) if arm == "gmnet" else (None, None)
+        path = C.result_path(scratch, C.protocol_id(protocol, epochs), arm, endpoint, i, k, L)
+        jobs.append(Job("calibration", arm, endpoint, i, k, L, path, argv, 0.0, name=f"calibration-{arm}-seed{i}"))
+    print(f"calibrating: {workers} runs of {epochs} epochs on {endpoint} at once", flush=True)
+    run_jobs(jobs, workers=workers, deadline=float("inf"), safety=1.0, log_dir=scratch / "logs", results_dir=scratch,
+             archive=None)
+    per_step: Dict[str, list] = {arm: [] for arm in ARMS}
+    startup = []
+    for job in jobs:
+        if job.status != "done":
+            raise RuntimeError(f"calibration run failed: {job.label()} (log: {scratch / 'logs' / (job.name + '.log')})")
+        rec = json.loads(job.path.read_text())
+        epoch_s = rec["wall_time_s"]["per_epoch"]
+        steps = math.ceil(rec["sizes"]["train"] / batch)
+        per_step[job.arm].append(statistics.median(epoch_s[1:] or epoch_s) / steps)
+        startup.append(job.ended - job.started - sum(epoch_s))
+    out = {arm: statistics.median(v) for arm, v in per_step.items()}
+    out["startup"] = max(startup)
+    print("calibrated: " + ", ".join(f"{k} {v:.4g} s" + ("/step" if k in ARMS else "") for k, v in out.items()), flush=True)
+    return out
+
+
+def parse_step_seconds(values: Sequence[str], device: str) -> Dict[str, float]:
+    out = dict(DEFAULT_STEP_SECONDS["cuda" if device.startswith("cuda") else "cpu"])
+    for item in values or ():
+        arm, _, sec = item.partition("=")
+        if arm not in ARMS or not sec:
+            raise ValueError(f"--step-seconds takes ARM=SECONDS with ARM in {ARMS}, got {item!r}")
+        out[arm] = float(sec)
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.sweep", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--what", nargs="+", default=["table1", "ablation"], choices=GROUPS,
+                   help="run groups, in priority order (default: table1 ablation)")
+    p.add_argument("--protocol", default="chemberta3", choices=sorted(PROTOCOLS))
+    p.add_argument("--seeds", nargs="+", type=int, default=None, help="default: the protocol's seeds")
+    p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda")
+    p.add_argument("--workers", type=int, default=None, help="runs at once (default: 12 on CUDA, the cores on CPU)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")
+    p.add_argument("--deadline", type=float, default=None, help="seconds: start only runs predicted to end by then, "
+                                                                "stop what still runs then (default: none)")
+    p.add_argument("--safety", type=float, default=1.25, help="factor on the predicted time when checking the deadline")
+    p.add_argument("--step-seconds", nargs="*", default=None, metavar="ARM=SECONDS",
+                   help="seconds per training step of each arm with this many workers (default: a guess per device)")
+    p.add_argument("--calibrate", action="store_true",
+                   help="first measure --step-seconds: --workers short runs at once (--calibrate-epochs on "
+                        "--calibrate-endpoint) into a scratch folder")
+    p.add_argument("--calibrate-endpoint", default="bbbp")
+    p.add_argument("--calibrate-epochs", type=int, default=3)
+    p.add_argument("--results-dir", default=str(C.DEFAULT_RESULTS_DIR))
+    p.add_argument("--log-dir", default=None, help="one log per run (default: <results-dir>/../sweep_logs)")
+    p.add_argument("--archive", default=None, help="tar.gz of this sweep's result files and logs, rewritten after each run")
+    p.add_argument("--data-home", default=None)
+    p.add_argument("--vocab-file", default=None)
+    p.add_argument("--dry-run", action="store_true", help="print the plan and its predicted cost, run nothing")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    device = args.device
+    if device == "auto":
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    workers = args.workers or (12 if device.startswith("cuda") else (len(os.sched_getaffinity(0))
+                                                                     if hasattr(os, "sched_getaffinity") else os.cpu_count()))
+    results_dir = Path(args.results_dir).resolve()
+    extra = []
+    if args.data_home:
+        extra += ["--data-home", args.data_home]
+    if args.vocab_file:
+        extra += ["--vocab-file", args.vocab_file]
+    try:
+        step_seconds = parse_step_seconds(args.step_seconds, device)
+    except ValueError as exc:
+        build_parser().error(str(exc))
+    startup_s = STARTUP_SECONDS
+    log_dir = Path(args.log_dir) if args.log_dir else results_dir.parent / "sweep_logs"
+    t_start = time.monotonic()
+    if args.calibrate and not args.dry_run:
+        measured = calibrate(protocol_name=args.protocol, device=device, workers=workers, threads=args.threads,
+                             endpoint=args.calibrate_endpoint, epochs=args.calibrate_epochs,
+                             scratch=log_dir / "calibration", extra_args=extra)
+        startup_s = measured.pop("startup")
+        step_seconds.update(measured)
+    jobs = plan(groups=args.what, protocol_name=args.protocol, results_dir=results_dir, device=device,
+                step_seconds=step_seconds, seeds=args.seeds, threads=args.threads, extra_args=extra,
+                startup_s=startup_s)
+    total = sum(j.estimate_s for j in jobs)
+    print(f"{len(jobs)} run(s) missing; predicted {total / 3600:.2f} h of one worker, "
+          f"{total / workers / 3600:.2f} h with {workers} workers (step seconds {step_seconds})", flush=True)
+    if args.dry_run:
+        for j in jobs:
+            print(f"  [{j.group}] {j.label()}: predicted {j.estimate_s:.0f} s")
+        return 0
+    # The deadline counts from this command's start (calibration included).
+    deadline = args.deadline - (time.monotonic() - t_start) if args.deadline is not None else float("inf")
+    run_jobs(jobs, workers=workers, deadline=deadline, safety=args.safety, log_dir=log_dir, results_dir=results_dir,
+             archive=Path(args.archive) if args.archive else None)
+    counts: Dict[str, int] = {}
+    for j in jobs:
+        counts[j.status] = counts.get(j.status, 0) + 1
+    print("summary: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())), flush=True)
+    for j in jobs:
+        if j.status == "failed":
+            C.eprint(f"  failed: {j.label()} (log: {log_dir / (j.name + '.log')})")
+    return 1 if counts.get("failed") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
