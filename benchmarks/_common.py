@@ -378,8 +378,9 @@ def versions() -> Dict[str, Optional[str]]:
 
 def git_info() -> Dict[str, object]:
     """The checkout's commit and whether tracked files differ from it. A copy of the working
-    tree without ``.git`` (e.g. on a remote GPU machine) says so through ``GMNET_GIT_COMMIT``
-    (and ``GMNET_GIT_DIRTY=1`` when the copy had uncommitted changes)."""
+    tree on another machine (e.g. a remote GPU, whose copy may carry no ``.git`` or another base
+    commit) is described by ``GMNET_GIT_COMMIT`` (and ``GMNET_GIT_DIRTY=1`` when the copy had
+    uncommitted changes), which then take precedence over git."""
     def git(*args):
         return subprocess.run(["git", "--no-optional-locks", *args], cwd=REPO, capture_output=True,
                               text=True, timeout=20)
@@ -392,6 +393,8 @@ def git_info() -> Dict[str, object]:
         return {"commit": commit, "dirty": None if dirty is None else dirty.strip() not in ("", "0", "false"),
                 "from": "GMNET_GIT_COMMIT (no git checkout)"}
 
+    if os.environ.get("GMNET_GIT_COMMIT"):  # set by whoever copied the tree: git there may not know
+        return from_env()
     try:
         head = git("rev-parse", "HEAD")
         if head.returncode != 0:

@@ -207,7 +207,7 @@ def _readout_reference(weight, zs, scales):
     return out
 
 
-READOUT_IMPLS = ["torch", pytest.param("cpu", marks=pytest.mark.skipif(
+READOUT_IMPLS = ["torch", "gather", pytest.param("cpu", marks=pytest.mark.skipif(
     not cpu_kernels_available(), reason="CPU extension could not be built"))]
 
 
@@ -251,12 +251,14 @@ def test_sphere_readout_float32_matches_float64(impl):
         torch.testing.assert_close(a.double(), b, atol=1e-4 * (1 + b.abs().max().item()), rtol=1e-3)
 
 
-def test_sphere_readout_zero_vectors_have_finite_gradients():
+@pytest.mark.parametrize("impl", ["auto", *READOUT_IMPLS])  # "auto": the CPU extension where it is available
+def test_sphere_readout_zero_vectors_have_finite_gradients(impl):
+    # Padded positions reach the read-outs as zero vectors (e.g. the attention's padded rows).
     weight = torch.randn(1, 4, F.harmonic_basis(8, 3).n_monomials, dtype=torch.float64, requires_grad=True)
     z = torch.zeros(1, 8, 5, dtype=torch.float64, requires_grad=True)
     with torch.no_grad():
         z[0, :, 1] = torch.randn(8, dtype=torch.float64)  # one real vector among zeros
-    out = F.sphere_readout(weight, [z])  # "auto": the CPU extension where it is available
+    out = F.sphere_readout(weight, [z], impl=impl)
     out.square().sum().backward()
     assert torch.isfinite(z.grad).all() and torch.isfinite(weight.grad).all()
     ref_z = z.detach().clone().requires_grad_()

@@ -449,9 +449,10 @@ def sphere_readout(weight: torch.Tensor, zs, scales=None, eps: float = 1e-6, imp
 
     weight (G, c, n_monomials) is a read-out already composed with the harmonic coefficients
     (W A), zs are raw vectors (G, k, N) and scales optional per-group factors (G,) (DualSKA's
-    fusion weights). ``impl``: "auto" (the CPU extension for CPU float tensors when it is
-    available, else torch), "cpu" or "torch". `monomials` + autograd is the reference (tests
-    compare every implementation with it, forward and backward).
+    fusion weights). ``impl``: "auto" (CUDA tensors: gather; CPU float tensors: the CPU
+    extension when it is available, else torch), "cpu", "torch" or "gather" (see
+    `_readout_gather`). `monomials` + autograd is the reference (tests compare every
+    implementation with it, forward and backward).
     """
     G, c, n_mono = weight.shape
     k = zs[0].shape[1]
@@ -459,12 +460,30 @@ def sphere_readout(weight: torch.Tensor, zs, scales=None, eps: float = 1e-6, imp
     scales = list(scales) if scales is not None else [None] * len(zs)
     if len(scales) != len(zs):
         raise ValueError(f"got {len(zs)} inputs but {len(scales)} scales")
-    if impl not in ("auto", "cpu", "torch"):
-        raise ValueError(f"impl must be 'auto', 'cpu' or 'torch', got {impl!r}")
+    if impl not in ("auto", "cpu", "torch", "gather"):
+        raise ValueError(f"impl must be 'auto', 'cpu', 'torch' or 'gather', got {impl!r}")
+    # (L = 0 reads no direction: the constant needs no gather, and the torch form gives its zero gradients.)
+    if L > 0 and (impl == "gather" or (impl == "auto" and weight.is_cuda)):
+        return _readout_gather(weight, zs, scales, eps, L)
     use_ext = impl == "cpu" or (impl == "auto" and _cpu_extension(weight, *zs) is not None)
     if use_ext and _cpu_extension(weight) is None:
         raise RuntimeError("the CPU extension is not available for these tensors (CPU float tensors and a built extension needed)")
     return _SphereReadout.apply(_suffix_starts(k, L), eps, use_ext, weight, *zs, *scales)
+
+
+def _readout_gather(weight, zs, scales, eps: float, L: int) -> torch.Tensor:
+    """`sphere_readout` as a few whole-tensor ops and autograd: per branch, the monomials of each
+    degree gathered from the degree below (`monomials`: two index_selects and a multiply), the
+    branches fused in monomial space (Phi is linear in them), one batched matmul. On a GPU, at
+    these sizes every op is a kernel launch and launches, not arithmetic, set the time: the
+    slice-wise "torch" form runs several times more of them."""
+    fused = None
+    for z, s in zip(zs, scales):
+        m = monomials(normalise(z.transpose(1, 2), eps), L)  # (G, N, n_mono)
+        if s is not None:
+            m = m * s[:, None, None]
+        fused = m if fused is None else fused + m
+    return torch.bmm(weight, fused.transpose(1, 2))
 
 
 def _degree_of(k: int, n_monomials: int) -> int:
