@@ -97,7 +97,8 @@ def cost_factor(k: Optional[int], L: Optional[int], device_type: str) -> float:
 
 def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device: str, step_seconds: Dict[str, float],
          seeds: Optional[Sequence[int]], threads: int, extra_args: Sequence[str] = (),
-         startup_s: float = STARTUP_SECONDS) -> List[Job]:
+         startup_s: float = STARTUP_SECONDS, arms: Optional[Sequence[str]] = None,
+         endpoints: Optional[Sequence[str]] = None, skip: Sequence[str] = ()) -> List[Job]:
     protocol = get_protocol(protocol_name)
     seeds = list(seeds) if seeds is not None else list(protocol.seeds)
     device_type = "cuda" if device.startswith("cuda") else "cpu"
@@ -112,6 +113,8 @@ def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device
     def add(group, arm, ep, seed, k, L, argv):
         path = C.result_path(results_dir, protocol_name, arm, ep, seed, k, L)
         if path in seen or path.exists():
+            return
+        if (arms and arm not in arms) or (endpoints and ep not in endpoints) or f"{arm}:{ep}" in skip:
             return
         seen.add(path)
         est = startup_s + training_steps(ep, batch, epochs) * step_seconds[arm] * cost_factor(k, L, device_type)
@@ -281,6 +284,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run groups, in priority order (default: table1 ablation)")
     p.add_argument("--protocol", default="chemberta3", choices=sorted(PROTOCOLS))
     p.add_argument("--seeds", nargs="+", type=int, default=None, help="default: the protocol's seeds")
+    p.add_argument("--arms", nargs="+", default=None, choices=ARMS, help="only these arms (default: both)")
+    p.add_argument("--endpoints", nargs="+", default=None, help="only these endpoints (default: all of the groups')")
+    p.add_argument("--skip", nargs="+", default=[], metavar="ARM:ENDPOINT",
+                   help="leave these out (e.g. runs going on elsewhere): gmnet:lipophilicity ...")
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda")
     p.add_argument("--workers", type=int, default=None, help="runs at once (default: 12 on CUDA, the cores on CPU)")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")
@@ -320,6 +327,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         extra += ["--vocab-file", args.vocab_file]
     try:
         step_seconds = parse_step_seconds(args.step_seconds, device)
+        for name in [*(args.endpoints or []), *(item.partition(":")[2] for item in args.skip)]:
+            if name not in ENDPOINTS:
+                raise ValueError(f"unknown endpoint {name!r}; known: {', '.join(ENDPOINTS)}")
     except ValueError as exc:
         build_parser().error(str(exc))
     startup_s = STARTUP_SECONDS
@@ -333,7 +343,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         step_seconds.update(measured)
     jobs = plan(groups=args.what, protocol_name=args.protocol, results_dir=results_dir, device=device,
                 step_seconds=step_seconds, seeds=args.seeds, threads=args.threads, extra_args=extra,
-                startup_s=startup_s)
+                startup_s=startup_s, arms=args.arms, endpoints=args.endpoints, skip=args.skip)
     total = sum(j.estimate_s for j in jobs)
     print(f"{len(jobs)} run(s) missing; predicted {total / 3600:.2f} h of one worker, "
           f"{total / workers / 3600:.2f} h with {workers} workers (step seconds {step_seconds})", flush=True)
