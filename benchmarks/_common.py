@@ -529,6 +529,9 @@ def build_record(*, source: str, protocol: Protocol, protocol_name: str, overrid
         "git": git_info(),
         "warnings": run_warnings(est),
         "command": command,
+        # Set by benchmarks.sweep: how many runs it lets share the machine (wall times are then not
+        # single-run timings).
+        "sweep_workers": int(os.environ["GMNET_SWEEP_WORKERS"]) if os.environ.get("GMNET_SWEEP_WORKERS") else None,
         "cwd": os.getcwd(),
         "timestamp_utc": utc_now(),
     }

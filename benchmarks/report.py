@@ -314,7 +314,9 @@ def hardware_section(idx: Index, protocols: Sequence[str], out_dir: Path) -> Tup
     text = md_table(["Protocol", "Arm (Chem-GMNet: k, L, attention path)", "Endpoint", "Runs", "Hardware", "Epochs", "s / epoch (mean)",
                      "per run (mean)", "total", "load at end (5 min, max)"], rows,
                     ["---", "---", "---", "---:", "---", "---:", "---:", "---:", "---:", "---:"])
-    text += "\n\n" + "\n".join(f"- **{i}**: {label}" for label, i in labels.items())
+    shared = ("; these runs were made side by side by `benchmarks.sweep`, several sharing the GPU (newer records "
+              "say how many in `sweep_workers`): their times are each run's share, not a lone run's")
+    text += "\n\n" + "\n".join(f"- **{i}**: {label}" + (shared if "(cuda" in label else "") for label, i in labels.items())
     return text, {"hardware": {i: label for label, i in labels.items()}, "rows": summary}
 
 
@@ -505,7 +507,28 @@ def throughput_section(results_dir: Path, out_dir: Path) -> Optional[str]:
             continue
         if isinstance(data, dict) and data.get("benchmark") == "throughput":
             parts += ["", _throughput_table(data), ""]
+            git = data.get("git") or {}
+            if git.get("commit"):
+                parts += [f"Code: commit {git['commit'][:12]}{' (with uncommitted changes)' if git.get('dirty') else ''}"
+                          + (f"; {git['from']}" if git.get("from") else "") + ".", ""]
+            if data.get("note"):
+                parts += [f"Note: {data['note']}", ""]
     return "\n".join(parts)
+
+
+def op_count_section(results_dir: Path, out_dir: Path) -> Optional[str]:
+    f = results_dir / "op_count.json"
+    if not f.is_file():
+        return None
+    d = json.loads(f.read_text())
+    lines = [f"[{f.name}]({rel(f, out_dir)}): ATen ops one training step dispatches (forward + backward, batch "
+             f"{d['batch']['B']} x {d['batch']['T']} tokens, padded as on CUDA; Chem-GMNet's fused DualSKA kernel "
+             f"counted as one op per output). On a GPU at batch 32 each kernel op is a launch of a few "
+             f"microseconds and their number, not arithmetic, sets the step time. Command: `{d['command']}`.", "",
+             "| model | kernel ops | all ops (views included) |", "| --- | ---: | ---: |"]
+    for label, c in d["counts"].items():
+        lines.append(f"| {label} | {c['non_view_ops']:,} | {c['ops']:,} |")
+    return "\n".join(lines)
 
 
 def _cell(v) -> str:
@@ -655,9 +678,12 @@ def render(idx: Index, results_dir: Path, out_path: Path, primary: str) -> Tuple
     summary["commands"] = cmds
     parts += ["## Commands that produced these results", "", cmd_text, ""]
     tp = throughput_section(results_dir, out_dir)
+    oc = op_count_section(results_dir, out_dir)
     if tp:
         parts += ["## Throughput", "", "Written by `benchmarks/throughput.py`:", "", tp, ""]
         summary["throughput_files"] = [p.name for p in sorted(results_dir.glob("throughput*.json"))]
+    if oc:
+        parts += ["## Kernel ops per training step", "", "Written by `benchmarks/op_count.py`:", "", oc, ""]
     fvr = fast_vs_reference_section(results_dir, out_dir)
     if fvr:
         parts += ["## Fast path vs reference (accuracy)", "", fvr, ""]

@@ -62,7 +62,7 @@ class Job:
     seed: int
     k: Optional[int]
     L: Optional[int]
-    path: Path
+    path: Optional[Path]  # the result file it writes (None: found afterwards)
     argv: List[str]
     estimate_s: float
     name: str = ""
@@ -157,7 +157,7 @@ def write_archive(archive: Path, results_dir: Path, jobs: Sequence[Job], log_dir
     tmp = archive.with_name(archive.name + ".tmp")
     with tarfile.open(tmp, "w:gz") as tar:
         for job in jobs:
-            if job.status == "done" and job.path.exists():
+            if job.status == "done" and job.path is not None and job.path.exists():
                 tar.add(job.path, arcname=str(job.path.relative_to(results_dir)))
         for log in sorted(log_dir.glob("*.log")):
             tar.add(log, arcname=f"logs/{log.name}")
@@ -172,10 +172,11 @@ def _stop(job: Job) -> None:
 
 
 def run_jobs(jobs: List[Job], *, workers: int, deadline: float, safety: float, log_dir: Path, results_dir: Path,
-             archive: Optional[Path], poll: float = 1.0) -> None:
+             archive: Optional[Path], threads: int = 1, poll: float = 1.0) -> None:
     t0 = time.monotonic()
     log_dir.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads), PYTHONUNBUFFERED="1",
+               GMNET_SWEEP_WORKERS=str(workers))
     pending = list(jobs)
     running: List[Job] = []
 
@@ -188,7 +189,7 @@ def run_jobs(jobs: List[Job], *, workers: int, deadline: float, safety: float, l
             if rc is None:
                 continue
             job.ended = elapsed()
-            job.status = "done" if rc == 0 and job.path.exists() else "failed"
+            job.status = "done" if rc == 0 and (job.path is None or job.path.exists()) else "failed"
             running.remove(job)
             print(f"[{job.ended:7.1f} s] {job.status:6s} {job.label()} in {job.ended - job.started:.0f} s "
                   f"(predicted {job.estimate_s:.0f} s), rc {rc}", flush=True)
@@ -246,17 +247,21 @@ def calibrate(*, protocol_name: str, device: str, workers: int, threads: int, en
                 "--protocol", protocol_name, "--device", device, "--results-dir", str(scratch), "--threads", str(threads),
                 "--max-epochs", str(epochs), *extra_args]
         k, L = (protocol.gmnet.get("k"), protocol.gmnet.get("L")) if arm == "gmnet" else (None, None)
-        path = C.result_path(scratch, C.protocol_id(protocol, epochs), arm, endpoint, i, k, L)
-        jobs.append(Job("calibration", arm, endpoint, i, k, L, path, argv, 0.0, name=f"calibration-{arm}-seed{i}"))
+        # (the result's folder also depends on extra arguments such as --limit: found after the run)
+        jobs.append(Job("calibration", arm, endpoint, i, k, L, None, argv, 0.0, name=f"calibration-{arm}-seed{i}"))
+    import shutil
+
+    shutil.rmtree(scratch, ignore_errors=True)  # a fresh folder: one result per calibration run
     print(f"calibrating: {workers} runs of {epochs} epochs on {endpoint} at once", flush=True)
     run_jobs(jobs, workers=workers, deadline=float("inf"), safety=1.0, log_dir=scratch / "logs", results_dir=scratch,
-             archive=None)
+             archive=None, threads=threads)
     per_step: Dict[str, list] = {arm: [] for arm in ARMS}
     startup = []
     for job in jobs:
-        if job.status != "done":
+        found = sorted(scratch.glob(f"*/{job.arm}/{endpoint}/seed{job.seed}*.json"))
+        if job.status != "done" or len(found) != 1:
             raise RuntimeError(f"calibration run failed: {job.label()} (log: {scratch / 'logs' / (job.name + '.log')})")
-        rec = json.loads(job.path.read_text())
+        rec = json.loads(found[0].read_text())
         epoch_s = rec["wall_time_s"]["per_epoch"]
         steps = math.ceil(rec["sizes"]["train"] / batch)
         per_step[job.arm].append(statistics.median(epoch_s[1:] or epoch_s) / steps)
@@ -354,7 +359,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # The deadline counts from this command's start (calibration included).
     deadline = args.deadline - (time.monotonic() - t_start) if args.deadline is not None else float("inf")
     run_jobs(jobs, workers=workers, deadline=deadline, safety=args.safety, log_dir=log_dir, results_dir=results_dir,
-             archive=Path(args.archive) if args.archive else None)
+             archive=Path(args.archive) if args.archive else None, threads=args.threads)
     counts: Dict[str, int] = {}
     for j in jobs:
         counts[j.status] = counts.get(j.status, 0) + 1

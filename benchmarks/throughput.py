@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ._common import gmnet_path
+from ._common import git_info, gmnet_path
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DATASETS = {"esol": "esol", "lipophilicity": "lipophilicity"}
@@ -225,7 +225,7 @@ def main(argv=None) -> int:
     report = {"benchmark": "throughput", "device": device, "hardware": hardware(device), "gmnet_path": gmnet_path(device),
               "batching": args.batching, "batch_size": args.batch_size,
               "rounds": args.rounds, "steps_per_round": args.steps, "command": " ".join([sys.executable, "-m", "benchmarks.throughput", *sys.argv[1:]]),
-              "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"), "datasets": {}}
+              "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git": git_info(), "datasets": {}}
     models = {} if args.esol_seed_only else {arm: build(arm, tokenizer.vocab_size, device) for arm in ARMS}
     report["n_parameters"] = {arm: sum(p.numel() for p in m.parameters()) for arm, (m, _) in models.items()}
     for name in [] if args.esol_seed_only else args.datasets:

@@ -1,0 +1,100 @@
+"""benchmarks.sweep: planning the missing runs, running them side by side, the deadline, the
+archive, and the calibration of seconds per step."""
+
+from __future__ import annotations
+
+import sys
+import tarfile
+
+import pytest
+
+from benchmarks import _common as C
+from benchmarks import sweep
+from benchmarks.protocols import TABLE1_ENDPOINTS
+
+STEP = {"gmnet": 0.02, "chemberta": 0.01}
+
+
+def plan(tmp_path, **kw):
+    args = dict(groups=["table1", "ablation"], protocol_name="chemberta3", results_dir=tmp_path, device="cuda",
+                step_seconds=STEP, seeds=None, threads=1)
+    args.update(kw)
+    return sweep.plan(**args)
+
+
+def test_plan_covers_table1_and_the_grid_once(tmp_path):
+    jobs = plan(tmp_path)
+    table1 = [j for j in jobs if j.group == "table1"]
+    grid = [j for j in jobs if j.group == "ablation"]
+    assert len(table1) == len(TABLE1_ENDPOINTS) * 3 * 2
+    # 2 endpoints x 9 cells x 3 seeds, less the k=8 L=3 cells, which are Table 1's runs (one file each)
+    assert len(grid) == 2 * 9 * 3 - 2 * 3
+    assert len({j.path for j in jobs}) == len(jobs)
+    assert all(j.group == "table1" for j in jobs[: len(table1)])  # the first group comes first
+    est = [j.estimate_s for j in table1]
+    assert est == sorted(est, reverse=True)  # longest first within a group
+    cell = next(j for j in grid if (j.k, j.L, j.endpoint, j.seed) == (6, 2, "esol", 1))
+    assert cell.argv[2:4] == ["benchmarks.ablation", "--endpoints"] and cell.argv[cell.argv.index("--k") + 1] == "6"
+    assert cell.path == C.result_path(tmp_path, "chemberta3", "gmnet", "esol", 1, 6, 2)
+    run = next(j for j in table1 if (j.arm, j.endpoint, j.seed) == ("chemberta", "bbbp", 2))
+    assert run.argv[2] == "benchmarks.run" and "--resume" in run.argv and "--arm" in run.argv
+
+
+def test_plan_skips_existing_results_and_filters(tmp_path):
+    existing = C.result_path(tmp_path, "chemberta3", "chemberta", "esol", 0)
+    C.write_json_atomic(existing, {})
+    jobs = plan(tmp_path, groups=["table1"])
+    assert existing not in {j.path for j in jobs} and len(jobs) == len(TABLE1_ENDPOINTS) * 6 - 1
+    only = plan(tmp_path, groups=["table1"], arms=["gmnet"], endpoints=["esol", "bbbp"], skip=["gmnet:bbbp"])
+    assert {(j.arm, j.endpoint) for j in only} == {("gmnet", "esol")} and len(only) == 3
+
+
+def test_cost_model_scales_with_steps_and_harmonics():
+    assert sweep.training_steps("tox21_sr_p53", 32, 100) > sweep.training_steps("esol", 32, 100)
+    assert sweep.cost_factor(None, None, "cpu") == 1.0 == sweep.cost_factor(8, 3, "cpu")
+    assert sweep.cost_factor(10, 4, "cpu") > sweep.cost_factor(10, 4, "cuda") > 1.0
+
+
+def _job(tmp_path, name, seconds, estimate):
+    path = tmp_path / "results" / f"{name}.json"
+    code = f"import time, pathlib; time.sleep({seconds}); pathlib.Path({str(path)!r}).write_text('{{}}')"
+    return sweep.Job("table1", "gmnet", "esol", 0, 8, 3, path, [sys.executable, "-c", code], estimate, name=name)
+
+
+def test_run_jobs_deadline_failures_and_archive(tmp_path):
+    (tmp_path / "results").mkdir()
+    quick = _job(tmp_path, "quick", 0, 1.0)
+    slow = _job(tmp_path, "slow", 60, 2.0)  # predicted to fit, but outlasts the deadline: stopped
+    too_long = _job(tmp_path, "too_long", 0, 100.0)  # predicted not to fit: never started
+    broken = sweep.Job("table1", "chemberta", "bbbp", 1, None, None, tmp_path / "results" / "x.json",
+                       [sys.executable, "-c", "raise SystemExit(3)"], 1.0, name="broken")
+    jobs = [too_long, slow, quick, broken]
+    archive = tmp_path / "out" / "results.tar.gz"
+    sweep.run_jobs(jobs, workers=3, deadline=6.0, safety=1.0, log_dir=tmp_path / "logs",
+                   results_dir=tmp_path / "results", archive=archive, poll=0.1)
+    assert [j.status for j in jobs] == ["not started", "stopped", "done", "failed"]
+    assert slow.proc.poll() is not None  # the stopped run's process is gone
+    with tarfile.open(archive) as tar:
+        names = set(tar.getnames())
+    assert "quick.json" in names and "slow.json" not in names and "logs/broken.log" in names
+
+
+def test_step_seconds_option():
+    assert sweep.parse_step_seconds(["gmnet=0.5"], "cpu") == {"gmnet": 0.5, "chemberta": sweep.DEFAULT_STEP_SECONDS["cpu"]["chemberta"]}
+    with pytest.raises(ValueError, match="ARM=SECONDS"):
+        sweep.parse_step_seconds(["bert=1"], "cuda")
+
+
+def test_calibrate_measures_both_arms(tmp_path, moleculenet_path, deepchem_vocab):
+    out = sweep.calibrate(protocol_name="smoke", device="cpu", workers=2, threads=1, endpoint="freesolv", epochs=2,
+                          scratch=tmp_path / "cal",
+                          extra_args=["--limit", "120", "--data-home", str(moleculenet_path), "--vocab-file", str(deepchem_vocab)])
+    assert set(out) == {"gmnet", "chemberta", "startup"}
+    assert all(v > 0 for v in out.values())
+
+
+def test_dry_run_lists_the_plan(tmp_path, capsys):
+    assert sweep.main(["--dry-run", "--device", "cpu", "--workers", "2", "--what", "table1", "--arms", "chemberta",
+                       "--endpoints", "esol", "--results-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("3 run(s) missing") and out.count("chemberta esol seed") == 3
