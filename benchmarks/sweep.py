@@ -17,10 +17,10 @@ is bound by the Python and kernel-launch overhead of one process, so one GPU ser
 processes side by side (one CPU thread each). On CPU, ``--workers`` = cores with ``--threads 1``
 is what earlier sweeps ran by hand.
 
-Scheduling: the runs of the first ``--what`` group come first; within a group the longest run
-starts first (its cost: training steps x ``--step-seconds`` of its arm, plus start-up), and a
-run is started only if it is predicted to end before ``--deadline`` seconds (with
-``--safety``). At the deadline the runs still going are stopped (their results are lost; a
+Scheduling: the runs of the first ``--what`` group come first. Within a group, with a
+``--deadline``, the longest run starts first (its cost: training steps x ``--step-seconds`` of
+its arm, plus start-up), and a run is started only if it is predicted to end before the
+deadline (with ``--safety``); without one, the smallest first (``--order`` overrides). At the deadline the runs still going are stopped (their results are lost; a
 result file is written only when a run ends). ``--archive`` rewrites one tar.gz of this sweep's
 result files and logs after every finished run, for machines that hand back only a few files.
 """
@@ -98,7 +98,7 @@ def cost_factor(k: Optional[int], L: Optional[int], device_type: str) -> float:
 def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device: str, step_seconds: Dict[str, float],
          seeds: Optional[Sequence[int]], threads: int, extra_args: Sequence[str] = (),
          startup_s: float = STARTUP_SECONDS, arms: Optional[Sequence[str]] = None,
-         endpoints: Optional[Sequence[str]] = None, skip: Sequence[str] = ()) -> List[Job]:
+         endpoints: Optional[Sequence[str]] = None, skip: Sequence[str] = (), order: str = "longest") -> List[Job]:
     protocol = get_protocol(protocol_name)
     seeds = list(seeds) if seeds is not None else list(protocol.seeds)
     device_type = "cuda" if device.startswith("cuda") else "cpu"
@@ -144,9 +144,11 @@ def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device
                             add(group, "gmnet", ep, seed, k, L, argv)
         else:
             raise ValueError(f"unknown group {group!r}; choose from {GROUPS}")
-    # Within a group, longest first (the long runs must start early to end in time).
+    # Within a group: longest first, so that against a deadline the long runs start early enough
+    # to end in time; or smallest first, so that an open-ended sweep finishes the most runs soonest.
     rank = {g: i for i, g in enumerate(groups)}
-    jobs.sort(key=lambda j: (rank[j.group], -j.estimate_s))
+    sign = -1.0 if order == "longest" else 1.0
+    jobs.sort(key=lambda j: (rank[j.group], sign * j.estimate_s))
     return jobs
 
 
@@ -298,6 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")
     p.add_argument("--deadline", type=float, default=None, help="seconds: start only runs predicted to end by then, "
                                                                 "stop what still runs then (default: none)")
+    p.add_argument("--order", choices=("longest", "smallest"), default=None,
+                   help="within a group: longest run first (default with --deadline) or smallest first (default without)")
     p.add_argument("--safety", type=float, default=1.25, help="factor on the predicted time when checking the deadline")
     p.add_argument("--step-seconds", nargs="*", default=None, metavar="ARM=SECONDS",
                    help="seconds per training step of each arm with this many workers (default: a guess per device)")
@@ -348,7 +352,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         step_seconds.update(measured)
     jobs = plan(groups=args.what, protocol_name=args.protocol, results_dir=results_dir, device=device,
                 step_seconds=step_seconds, seeds=args.seeds, threads=args.threads, extra_args=extra,
-                startup_s=startup_s, arms=args.arms, endpoints=args.endpoints, skip=args.skip)
+                startup_s=startup_s, arms=args.arms, endpoints=args.endpoints, skip=args.skip,
+                order=args.order or ("longest" if args.deadline is not None else "smallest"))
     total = sum(j.estimate_s for j in jobs)
     print(f"{len(jobs)} run(s) missing; predicted {total / 3600:.2f} h of one worker, "
           f"{total / workers / 3600:.2f} h with {workers} workers (step seconds {step_seconds})", flush=True)

@@ -32,7 +32,9 @@ def test_plan_covers_table1_and_the_grid_once(tmp_path):
     assert len({j.path for j in jobs}) == len(jobs)
     assert all(j.group == "table1" for j in jobs[: len(table1)])  # the first group comes first
     est = [j.estimate_s for j in table1]
-    assert est == sorted(est, reverse=True)  # longest first within a group
+    assert est == sorted(est, reverse=True)  # longest first within a group (the default of plan)
+    est = [j.estimate_s for j in plan(tmp_path, order="smallest") if j.group == "ablation"]
+    assert est == sorted(est)
     cell = next(j for j in grid if (j.k, j.L, j.endpoint, j.seed) == (6, 2, "esol", 1))
     assert cell.argv[2:4] == ["benchmarks.ablation", "--endpoints"] and cell.argv[cell.argv.index("--k") + 1] == "6"
     assert cell.path == C.result_path(tmp_path, "chemberta3", "gmnet", "esol", 1, 6, 2)
