@@ -391,7 +391,7 @@ def git_info() -> Dict[str, object]:
             return {"commit": None, "dirty": None}
         dirty = os.environ.get("GMNET_GIT_DIRTY")
         return {"commit": commit, "dirty": None if dirty is None else dirty.strip() not in ("", "0", "false"),
-                "from": "GMNET_GIT_COMMIT (no git checkout)"}
+                "from": "GMNET_GIT_COMMIT (set for a copy of the tree)"}
 
     if os.environ.get("GMNET_GIT_COMMIT"):  # set by whoever copied the tree: git there may not know
         return from_env()

@@ -365,3 +365,22 @@ def test_report_renders_an_esol_seed_timing_alone():
     assert "| ChemBERTa | 0 | 13.3 min (800 s) | 7.98 | 46/100 | 1.030 |" in text
     assert "Wall-time ratio ChemBERTa / Chem-GMNet: 4.00." in text
     assert "mol/s" not in text and "interleaved rounds" not in text
+
+
+def test_git_info_from_the_environment_for_a_copied_tree(monkeypatch):
+    monkeypatch.delenv("GMNET_GIT_COMMIT", raising=False)
+    monkeypatch.delenv("GMNET_GIT_DIRTY", raising=False)
+    assert "from" not in C.git_info()  # a checkout (or none): git answers
+    monkeypatch.setenv("GMNET_GIT_COMMIT", "abc123")
+    assert C.git_info() == {"commit": "abc123", "dirty": None, "from": "GMNET_GIT_COMMIT (set for a copy of the tree)"}
+    monkeypatch.setenv("GMNET_GIT_DIRTY", "0")
+    assert C.git_info()["dirty"] is False
+    monkeypatch.setenv("GMNET_GIT_DIRTY", "1")
+    assert C.git_info()["dirty"] is True
+
+
+def test_split_fingerprint_names_the_rows_of_each_split():
+    a = C.split_fingerprint(np.array([0, 1, 2]), np.array([3]), np.array([4]))
+    assert a == C.split_fingerprint([0, 1, 2], [3], [4]) and len(a) == 64
+    assert a != C.split_fingerprint([0, 1], [2, 3], [4])  # same rows, another split
+    assert a != C.split_fingerprint([0, 1, 2], [4], [3])
