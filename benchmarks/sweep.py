@@ -20,9 +20,11 @@ is what earlier sweeps ran by hand.
 Scheduling: the runs of the first ``--what`` group come first. Within a group, with a
 ``--deadline``, the longest run starts first (its cost: training steps x ``--step-seconds`` of
 its arm, plus start-up), and a run is started only if it is predicted to end before the
-deadline (with ``--safety``); without one, the smallest first (``--order`` overrides). At the deadline the runs still going are stopped (their results are lost; a
-result file is written only when a run ends). ``--archive`` rewrites one tar.gz of this sweep's
-result files and logs after every finished run, for machines that hand back only a few files.
+deadline (with ``--safety``); without one, the smallest first (``--order`` overrides). At the
+deadline, or when the sweep itself is interrupted, the runs still going are stopped (their
+results are lost: a result file is written only when a run ends). ``--archive`` rewrites one
+tar.gz of this sweep's result files and logs after every finished run, for machines that hand
+back only a few files.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ DEFAULT_STEP_SECONDS = {
     "cpu": {"gmnet": 0.22, "chemberta": 1.13},
 }
 STARTUP_SECONDS = 30.0  # interpreter, imports, data preparation, kernel compilation, scoring
+_sleep = time.sleep  # the scheduler's poll (a name of its own, for the tests)
 
 
 @dataclass
@@ -185,6 +188,22 @@ def run_jobs(jobs: List[Job], *, workers: int, deadline: float, safety: float, l
     def elapsed() -> float:
         return time.monotonic() - t0
 
+    try:
+        _schedule(pending, running, jobs, workers=workers, deadline=deadline, safety=safety, log_dir=log_dir,
+                  results_dir=results_dir, archive=archive, env=env, elapsed=elapsed, poll=poll)
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM): the runs live in their own sessions
+        for job in running:
+            _stop(job)
+            job.status = "stopped"
+        raise
+    finally:
+        for job in pending:
+            job.status = "not started"
+        if archive is not None:
+            write_archive(archive, results_dir, jobs, log_dir)
+
+
+def _schedule(pending, running, jobs, *, workers, deadline, safety, log_dir, results_dir, archive, env, elapsed, poll):
     while pending or running:
         for job in list(running):
             rc = job.proc.poll()
@@ -224,11 +243,7 @@ def run_jobs(jobs: List[Job], *, workers: int, deadline: float, safety: float, l
             print(f"[{job.started:7.1f} s] start  {job.label()} (predicted {job.estimate_s:.0f} s)", flush=True)
         if not running and pending:  # nothing fits before the deadline any more
             break
-        time.sleep(poll)
-    for job in pending:
-        job.status = "not started"
-    if archive is not None:
-        write_archive(archive, results_dir, jobs, log_dir)
+        _sleep(poll)
 
 
 def calibrate(*, protocol_name: str, device: str, workers: int, threads: int, endpoint: str, epochs: int,
@@ -319,8 +334,13 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _exit_on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)  # stop the runs too (run_jobs cleans up)
     device = args.device
     if device == "auto":
         import torch

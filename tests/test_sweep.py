@@ -100,3 +100,20 @@ def test_dry_run_lists_the_plan(tmp_path, capsys):
                        "--endpoints", "esol", "--results-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("3 run(s) missing") and out.count("chemberta esol seed") == 3
+
+
+def test_interrupted_sweep_stops_its_runs(tmp_path, monkeypatch):
+    # The runs live in their own process sessions, so a Ctrl-C or SIGTERM of the sweep does not
+    # reach them: the sweep stops them itself.
+    (tmp_path / "results").mkdir()
+    slow = _job(tmp_path, "slow", 60, 1.0)
+    def interrupt(seconds):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweep, "_sleep", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        sweep.run_jobs([slow], workers=1, deadline=float("inf"), safety=1.0, log_dir=tmp_path / "logs",
+                       results_dir=tmp_path / "results", archive=tmp_path / "a.tar.gz", poll=0.1)
+    assert slow.status == "stopped"
+    assert slow.proc.wait(timeout=10) is not None and not slow.path.exists()
+    assert (tmp_path / "a.tar.gz").is_file()
