@@ -3,6 +3,7 @@ scoring, environment capture and the result-file format (one JSON per run)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -376,6 +377,23 @@ def versions() -> Dict[str, Optional[str]]:
     return out
 
 
+# The commit a run's code came from, taken as the run command starts (`git_at_start`): a record is
+# written when its run ends, hours later on CPU, and results are committed while other runs go,
+# so HEAD at write time may name a later commit than the code that ran.
+_GIT_AT_START: Optional[Dict[str, object]] = None
+
+
+@contextlib.contextmanager
+def git_at_start():
+    """Within this block, records name the commit as it was on entering it (see `build_record`)."""
+    global _GIT_AT_START
+    previous, _GIT_AT_START = _GIT_AT_START, git_info()
+    try:
+        yield _GIT_AT_START
+    finally:
+        _GIT_AT_START = previous
+
+
 def git_info() -> Dict[str, object]:
     """The checkout's commit and whether tracked files differ from it. A copy of the working
     tree on another machine (e.g. a remote GPU, whose copy may carry no ``.git`` or another base
@@ -526,7 +544,7 @@ def build_record(*, source: str, protocol: Protocol, protocol_name: str, overrid
         "wall_time_s": {**wall, "per_epoch_mean": float(np.mean(epochs)) if epochs else None, "per_epoch": epochs},
         "hardware": hardware_info(getattr(est, "device_", "cpu")),
         "versions": versions(),
-        "git": git_info(),
+        "git": _GIT_AT_START if _GIT_AT_START is not None else git_info(),
         "warnings": run_warnings(est),
         "command": command,
         # Set by benchmarks.sweep: how many runs it lets share the machine (wall times are then not

@@ -177,6 +177,11 @@ def run_endpoint(*, endpoint, cells, protocol, protocol_name, overrides, results
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    with C.git_at_start():  # records name the code this command started with
+        return _main(argv)
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -86,6 +86,11 @@ def summary_line(rec) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    with C.git_at_start():  # records name the code this command started with
+        return _main(argv)
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     protocol = get_protocol(args.protocol)

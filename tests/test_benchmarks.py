@@ -379,6 +379,24 @@ def test_git_info_from_the_environment_for_a_copied_tree(monkeypatch):
     assert C.git_info()["dirty"] is True
 
 
+def test_records_name_the_commit_their_run_started_from(tmp_path, common_args, monkeypatch):
+    # HEAD moves while long runs go (finished results are committed meanwhile): the record must
+    # name the commit of the code that ran, taken when the command started, not when it ended.
+    calls = []
+
+    def moving_head():
+        calls.append(None)
+        return {"commit": "start" if len(calls) == 1 else f"later{len(calls)}", "dirty": False}
+
+    monkeypatch.setattr(C, "git_info", moving_head)
+    results = tmp_path / "results"
+    assert run.main(["--arm", "gmnet", "--endpoints", "freesolv", "--seeds", "0",
+                     "--results-dir", str(results), *common_args]) == 0
+    rec = json.loads((results / f"smoke@limit={LIMIT}" / "gmnet" / "freesolv" / "seed0_k4_L2.json").read_text())
+    assert rec["git"] == {"commit": "start", "dirty": False}
+    assert C._GIT_AT_START is None  # the command's block is left: nothing leaks to the next
+
+
 def test_split_fingerprint_names_the_rows_of_each_split():
     a = C.split_fingerprint(np.array([0, 1, 2]), np.array([3]), np.array([4]))
     assert a == C.split_fingerprint([0, 1, 2], [3], [4]) and len(a) == 64
