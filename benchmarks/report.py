@@ -276,13 +276,15 @@ def params_grid(idx: Index, protocol: str) -> Optional[str]:
 
 
 def hardware_section(idx: Index, protocols: Sequence[str], out_dir: Path) -> Tuple[str, dict]:
+    # Number machines by their first run in time, not by where they first show in the table, so
+    # that a new machine takes the next free number and older labels never move.
     labels: Dict[str, str] = {}
+    for r in sorted(idx.records, key=lambda r: r.get("timestamp_utc") or ""):
+        if r["protocol"] in protocols:
+            labels.setdefault(C.hardware_label(r.get("hardware", {})), f"H{len(labels) + 1}")
 
     def hw_id(rec) -> str:
-        label = C.hardware_label(rec.get("hardware", {}))
-        if label not in labels:
-            labels[label] = f"H{len(labels) + 1}"
-        return labels[label]
+        return labels[C.hardware_label(rec.get("hardware", {}))]
 
     rows, summary = [], []
     for protocol in protocols:

@@ -334,6 +334,23 @@ def test_report_statistics_and_win_counts(tmp_path):
     assert summary["protocols"]["chemberta3"]["kl_grids"]["esol"]["k10_L3"]["ours"]["n"] == 3
 
 
+def test_hardware_labels_follow_the_first_run_in_time(tmp_path):
+    # The machine that ran first is H1 even when its runs sort later in the table, so labels
+    # stay put when a new machine's runs are added.
+    results = tmp_path / "results"
+    old = _record("gmnet", "freesolv", 0, 2.0)
+    new = {**_record("chemberta", "bbbp", 0, 0.7), "timestamp_utc": "2026-02-01T00:00:00Z",
+           "hardware": {"cpu_model": "Newer CPU", "cpu_count": 2, "torch_threads": 1, "device": "cpu"}}
+    for r in (old, new):
+        C.write_json_atomic(C.result_path(results, r["protocol"], r["arm"], r["endpoint"], r["seed"], r["k"], r["L"]), r)
+    readme = tmp_path / "README.md"
+    assert report.main(["--results-dir", str(results), "--output", str(readme)]) == 0
+    text = readme.read_text()
+    assert "- **H1**: CPU only: Test CPU" in text and "- **H2**: CPU only: Newer CPU" in text
+    chemberta_row = next(ln for ln in text.splitlines() if ln.startswith("| chemberta3 | ChemBERTa"))
+    assert "| H2 |" in chemberta_row  # listed first in the table, yet the later machine
+
+
 def test_ablation_failed_cell_is_reported_and_not_written(tmp_path, common_args, monkeypatch):
     results = tmp_path / "results"
     real_score = C.score
