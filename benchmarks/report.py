@@ -375,7 +375,8 @@ def missing_runs(idx: Index, protocol: str) -> Tuple[str, list]:
         lines.append(f"**{titles[group]}** ({sum(len(m['seeds']) for m in items)} runs):\n")
         for m in items:
             kl = f" k={m['k']} L={m['L']}" if m["arm"] == "gmnet" else ""
-            lines.append(f"- {ARM_LABELS[m['arm']]}{kl} {m['endpoint']}: seeds {', '.join(map(str, m['seeds']))}")
+            word = "seed" if len(m["seeds"]) == 1 else "seeds"
+            lines.append(f"- {ARM_LABELS[m['arm']]}{kl} {m['endpoint']}: {word} {', '.join(map(str, m['seeds']))}")
         lines.append("")
     return "\n".join(lines).rstrip(), missing
 

@@ -324,6 +324,7 @@ def test_report_statistics_and_win_counts(tmp_path):
     grid_row = next(ln for ln in text.split("(k, L) grid: ESOL")[1].splitlines() if ln.startswith("| k=10 |"))
     assert "**0.900 ± 0.000** (n=3)" in grid_row and "**0.938 ± 0.042**" in grid_row
     assert "Chem-GMNet k=8 L=3 bace_classification: seeds 0, 1, 2" in text
+    assert "Chem-GMNet k=8 L=3 bbbp: seeds 1, 2" in text and "ChemBERTa esol: seed 2\n" in text  # one: singular
     assert "Chem-GMNet k=8 L=3 esol" not in text.split("## Runs still missing")[1].split("## ")[0]
     assert "throughput_cpu.json" in text
     assert "| esol | 22.8 | train | 12.5 | 25.0 | 0.50 | 2 MiB / 1 MiB |" in text
