@@ -294,14 +294,18 @@ def _record(arm, endpoint, seed, test, k=8, L=3, protocol="chemberta3"):
     }
 
 
+def _write_records(results, recs):
+    for r in recs:
+        C.write_json_atomic(C.result_path(results, r["protocol"], r["arm"], r["endpoint"], r["seed"], r["k"], r["L"]), r)
+
+
 def test_report_statistics_and_win_counts(tmp_path):
     results = tmp_path / "results"
     recs = [_record("gmnet", "esol", s, v) for s, v in enumerate((1.0, 1.1, 1.2))]
     recs += [_record("chemberta", "esol", s, v) for s, v in enumerate((1.3, 1.3))]
     recs += [_record("gmnet", "bbbp", 0, 0.70), _record("chemberta", "bbbp", 0, 0.75)]
     recs += [_record("gmnet", "esol", s, 0.9, k=10, L=3) for s in (0, 1, 2)]
-    for r in recs:
-        C.write_json_atomic(C.result_path(results, r["protocol"], r["arm"], r["endpoint"], r["seed"], r["k"], r["L"]), r)
+    _write_records(results, recs)
     (results / "throughput_cpu.json").write_text(json.dumps({
         "benchmark": "throughput", "device": "cpu", "batch_size": 32, "rounds": 1, "steps_per_round": 2,
         "hardware": {"cpu": "test cpu", "cpu_count": 2, "torch_threads": 1, "torch": "x"},
@@ -342,8 +346,7 @@ def test_hardware_labels_follow_the_first_run_in_time(tmp_path):
     old = _record("gmnet", "freesolv", 0, 2.0)
     new = {**_record("chemberta", "bbbp", 0, 0.7), "timestamp_utc": "2026-02-01T00:00:00Z",
            "hardware": {"cpu_model": "Newer CPU", "cpu_count": 2, "torch_threads": 1, "device": "cpu"}}
-    for r in (old, new):
-        C.write_json_atomic(C.result_path(results, r["protocol"], r["arm"], r["endpoint"], r["seed"], r["k"], r["L"]), r)
+    _write_records(results, (old, new))
     readme = tmp_path / "README.md"
     assert report.main(["--results-dir", str(results), "--output", str(readme)]) == 0
     text = readme.read_text()
