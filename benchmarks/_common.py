@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -202,17 +202,58 @@ def estimator_class(arm: str, endpoint: Endpoint):
     return table[arm, endpoint.task_type]
 
 
+def snapshot_dir(root, protocol_name: str, arm: str, endpoint: str) -> Path:
+    """Where an endpoint's training snapshots go under ``--snapshot-dir``: one file per fit,
+    named by the fit's fingerprint (gmnet_sklearn.estimators.snapshot)."""
+    return Path(root) / protocol_name / arm / endpoint
+
+
 def make_estimator(protocol: Protocol, arm: str, endpoint: Endpoint, seed: int, *, vocab_file: str,
                    device: str = "auto", max_epochs: Optional[int] = None, k: Optional[int] = None,
-                   L: Optional[int] = None, verbose: int = 0):
+                   L: Optional[int] = None, verbose: int = 0, snapshots: Optional[Path] = None):
+    """The protocol's estimator for one run; with ``snapshots`` (a folder) the fit saves a
+    snapshot after every epoch and resumes from one left by an interrupted run."""
     overrides = {"max_epochs": max_epochs, "random_state": seed, "vocab_file": vocab_file,
                  "device": device, "verbose": verbose}
+    if snapshots is not None:
+        from gmnet_sklearn.estimators.snapshot import TrainingSnapshot
+
+        # each part of a resumed fit records the code and machine it ran on
+        meta = {"git": _GIT_AT_START if _GIT_AT_START is not None else git_info(),
+                "hardware": hardware_info(device if device != "auto" else _auto_device()), "started_utc": utc_now()}
+        overrides["callbacks"] = [TrainingSnapshot(str(snapshots), meta=meta)]
     if arm == "gmnet":
         overrides.update(k=k, L=L)
     elif k is not None or L is not None:
         raise ValueError("k and L apply to the gmnet arm only")
     params = protocol.estimator_params(arm, endpoint.name, **overrides)
     return estimator_class(arm, endpoint)(**params)
+
+
+def _auto_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def resume_record(est, fit_seconds: float) -> Tuple[float, Optional[Dict[str, object]]]:
+    """(fit seconds of the whole fit, the record's ``resumed`` entry). A fit resumed from a
+    training snapshot adds the epoch time of its earlier parts (the epoch a kill cut short is
+    lost, not counted); ``resumed`` lists each part's first epoch, code and machine."""
+    info = getattr(est, "resume_info_", None)
+    if not info or info.get("resumed_from_epoch") is None:
+        return fit_seconds, None
+    return fit_seconds + float(info["fit_seconds_before"]), {
+        "from_epoch": info["resumed_from_epoch"], "parts": info["parts"],
+        "fit_seconds_before": info["fit_seconds_before"]}
+
+
+def discard_snapshot(est) -> None:
+    """Delete the training snapshot of a fit whose result file is written."""
+    info = getattr(est, "resume_info_", None)
+    if info:
+        for suffix in (".pt", ".json"):
+            Path(info["snapshot"]).with_suffix(suffix).unlink(missing_ok=True)
 
 
 def score(endpoint: Endpoint, est, X, y_true, data: EndpointData):
@@ -550,6 +591,9 @@ def build_record(*, source: str, protocol: Protocol, protocol_name: str, overrid
         # Set by benchmarks.sweep: how many runs it lets share the machine (wall times are then not
         # single-run timings).
         "sweep_workers": int(os.environ["GMNET_SWEEP_WORKERS"]) if os.environ.get("GMNET_SWEEP_WORKERS") else None,
+        # A fit resumed from a training snapshot (None: one uninterrupted fit): from which epoch,
+        # and each part's commit and hardware ("git" and "hardware" above are those of the last part).
+        "resumed": resume_record(est, 0.0)[1],
         "cwd": os.getcwd(),
         "timestamp_utc": utc_now(),
     }

@@ -20,7 +20,8 @@ and valid metrics and fit/score times from ``cv_results_``; the remaining fields
 epoch, per-task values, parameter count) are recorded by the scorer while the estimator is at
 hand. Each cell is written as soon as it is scored (``grid_search.cv_results_verified`` false),
 then rewritten from ``cv_results_`` when the grid finishes (true), so an interrupted grid loses at
-most the cell in progress. ``--resume`` builds the grid from the missing cells only.
+most the cell in progress. ``--resume`` builds the grid from the missing cells only; with
+``--snapshot-dir`` not even that: the cell in progress resumes from its last finished epoch.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-epochs", type=int, default=None)
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--resume", action="store_true", help="skip cells whose JSON already exists")
+    p.add_argument("--snapshot-dir", default=None,
+                   help="save a training snapshot after every epoch here; a cell killed mid-fit resumes from it")
     p.add_argument("--order", choices=("size", "given"), default="size")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--data-home", default=None)
@@ -121,6 +124,7 @@ class CellRecorder:
         self.records[cell] = rec
         self._last = (est, rec)
         C.write_json_atomic(self.path(cell), rec)
+        C.discard_snapshot(est)  # the cell is stored: its training snapshot (if any) has served
         return rec
 
     def _signed(self, value) -> float:
@@ -134,7 +138,7 @@ class CellRecorder:
 
 
 def run_endpoint(*, endpoint, cells, protocol, protocol_name, overrides, results_dir, command, vocab_file,
-                 data_home, limit, download, device, max_epochs, verbose=0) -> list:
+                 data_home, limit, download, device, max_epochs, verbose=0, snapshot_dir=None) -> list:
     from sklearn.model_selection import GridSearchCV, PredefinedSplit
 
     data = C.load_endpoint(endpoint, data_home=data_home, limit=limit, download=download)
@@ -145,8 +149,9 @@ def run_endpoint(*, endpoint, cells, protocol, protocol_name, overrides, results
     y = np.concatenate([data.to_fit(data.y_train), data.to_fit(data.y_test)])
     test_fold = np.concatenate([np.full(n_tr, -1), np.zeros(n_te, dtype=int)])
     grid = missing_grid(cells)
+    snapshots = None if snapshot_dir is None else C.snapshot_dir(snapshot_dir, protocol_name, "gmnet", endpoint.name)
     base = C.make_estimator(protocol, "gmnet", endpoint, seed=cells[0][2], vocab_file=vocab_file, device=device,
-                            max_epochs=max_epochs, verbose=verbose)
+                            max_epochs=max_epochs, verbose=verbose, snapshots=snapshots)
     rec = CellRecorder(data=data, protocol=protocol, protocol_name=protocol_name, overrides=overrides,
                        results_dir=results_dir, command=command, vocab_file=vocab_file, param_grid=grid)
     search = GridSearchCV(base, grid, scoring={"test": rec.test, "valid": rec.valid}, cv=PredefinedSplit(test_fold),
@@ -168,6 +173,8 @@ def run_endpoint(*, endpoint, cells, protocol, protocol_name, overrides, results
         record["test_metric"] = None if math.isnan(test) else test
         record["valid_metric"] = None if math.isnan(valid) else valid
         fit_s, score_s = float(res["mean_fit_time"][i]), float(res["mean_score_time"][i])
+        if record.get("resumed"):  # cv_results_ timed the last part of a resumed fit only
+            fit_s += float(record["resumed"]["fit_seconds_before"])
         record["wall_time_s"].update(total=data.prep_seconds + fit_s + score_s, fit=fit_s, score=score_s)
         record["grid_search"].update(cv_results_verified=True, cv_results_index=i,
                                      rank_test=int(res["rank_test_test"][i]), n_candidates=len(res["params"]))
@@ -223,7 +230,7 @@ def _main(argv: Optional[Sequence[str]]) -> int:
                                    overrides=overrides, results_dir=args.results_dir, command=command,
                                    vocab_file=vocab_file, data_home=data_home, limit=args.limit,
                                    download=args.allow_download, device=args.device, max_epochs=args.max_epochs,
-                                   verbose=args.verbose)
+                                   verbose=args.verbose, snapshot_dir=args.snapshot_dir)
         except KeyboardInterrupt:
             raise
         except Exception as exc:

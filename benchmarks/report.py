@@ -278,13 +278,20 @@ def params_grid(idx: Index, protocol: str) -> Optional[str]:
 def hardware_section(idx: Index, protocols: Sequence[str], out_dir: Path) -> Tuple[str, dict]:
     # Number machines by their first run in time, not by where they first show in the table, so
     # that a new machine takes the next free number and older labels never move.
+    def machines(rec) -> List[dict]:
+        # a run resumed from a training snapshot ran in parts, each recording its machine
+        parts = (rec.get("resumed") or {}).get("parts") or []
+        found = [((p.get("meta") or {}).get("hardware")) for p in parts]
+        return [h for h in found if h] or [rec.get("hardware", {})]
+
     labels: Dict[str, str] = {}
     for r in sorted(idx.records, key=lambda r: r.get("timestamp_utc") or ""):
         if r["protocol"] in protocols:
-            labels.setdefault(C.hardware_label(r.get("hardware", {})), f"H{len(labels) + 1}")
+            for h in machines(r):
+                labels.setdefault(C.hardware_label(h), f"H{len(labels) + 1}")
 
-    def hw_id(rec) -> str:
-        return labels[C.hardware_label(rec.get("hardware", {}))]
+    def hw_ids(rec) -> List[str]:
+        return [labels[C.hardware_label(h)] for h in machines(rec)]
 
     rows, summary = [], []
     for protocol in protocols:
@@ -297,7 +304,7 @@ def hardware_section(idx: Index, protocols: Sequence[str], out_dir: Path) -> Tup
                 groups[(r["arm"], r["endpoint"], kl)].append(r)
         order = list(ENDPOINTS)
         for (arm, endpoint, kl), recs in sorted(groups.items(), key=lambda kv: (kv[0][0], order.index(kv[0][1]) if kv[0][1] in order else 99, kv[0][2])):
-            hw = sorted({hw_id(r) for r in recs})
+            hw = sorted({i for r in recs for i in hw_ids(r)})
             total = [r["wall_time_s"]["total"] for r in recs]
             per_epoch = [r["wall_time_s"].get("per_epoch_mean") for r in recs if r["wall_time_s"].get("per_epoch_mean")]
             epochs = sorted({r["n_epochs"] for r in recs})
@@ -319,6 +326,11 @@ def hardware_section(idx: Index, protocols: Sequence[str], out_dir: Path) -> Tup
     shared = ("; these runs were made side by side by `benchmarks.sweep`, several sharing the GPU (newer records "
               "say how many in `sweep_workers`): their times are each run's share, not a lone run's")
     text += "\n\n" + "\n".join(f"- **{i}**: {label}" + (shared if "(cuda" in label else "") for label, i in labels.items())
+    resumed = [r for r in idx.records if r["protocol"] in protocols and r.get("resumed")]
+    if resumed:
+        text += (f"\n\n{len(resumed)} run(s) were resumed from a training snapshot after an interruption "
+                 "(`benchmarks.sweep --snapshot-dir`; the same computation as one uninterrupted fit): their "
+                 "hardware lists the machine of every part, and their time adds the parts' epochs.")
     return text, {"hardware": {i: label for label, i in labels.items()}, "rows": summary}
 
 

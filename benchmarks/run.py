@@ -8,7 +8,9 @@ For each run: load the DeepChem 2.8.0 file, DeepChem-exact scaffold split (80/10
 longer than 200 characters dropped after the split), drop missing labels of single-task
 classification endpoints (after the split), fit with the valid split as ``X_valid``/``y_valid``
 (the best validation epoch is restored), score valid and test in original units, and write
-``<results-dir>/<protocol>/<arm>/<endpoint>/seed<s>[_k<k>_L<L>].json`` atomically.
+``<results-dir>/<protocol>/<arm>/<endpoint>/seed<s>[_k<k>_L<L>].json`` atomically. With
+``--snapshot-dir`` a run killed mid-fit (a session that ends) resumes from its last finished epoch
+when run again; the record's ``resumed`` then says from which epoch, and where each part ran.
 
 ``--max-epochs`` and ``--limit`` change what a run means, so such runs go to a separate
 protocol folder (``chemberta3@max_epochs=2``), never among the full runs.
@@ -44,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=None,
                    help="use only the first N rows of each data file (tests; results go to <protocol>@limit=N)")
     p.add_argument("--resume", action="store_true", help="skip runs whose JSON already exists")
+    p.add_argument("--snapshot-dir", default=None,
+                   help="save a training snapshot after every epoch here, and resume a run killed mid-fit "
+                        "from its last finished epoch (the same fit, bit for bit on the same machine)")
     p.add_argument("--order", choices=("size", "given"), default="size",
                    help="size: smallest data set first (default); given: as listed")
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
@@ -56,13 +61,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run_one(*, protocol, protocol_name, overrides, arm, data, seed, k, L, device, vocab_file, command,
-            max_epochs, verbose=0):
-    """Fit and score one (arm, endpoint, seed); returns the result record."""
+            max_epochs, verbose=0, snapshot_dir=None):
+    """Fit and score one (arm, endpoint, seed); returns the result record and the estimator."""
     t0 = time.perf_counter()
+    snapshots = None if snapshot_dir is None else C.snapshot_dir(snapshot_dir, protocol_name, arm, data.endpoint.name)
     est = C.make_estimator(protocol, arm, data.endpoint, seed, vocab_file=vocab_file, device=device,
-                           max_epochs=max_epochs, k=k, L=L, verbose=verbose)
+                           max_epochs=max_epochs, k=k, L=L, verbose=verbose, snapshots=snapshots)
     est.fit(data.X_train, data.to_fit(data.y_train), X_valid=data.X_valid, y_valid=data.to_fit(data.y_valid))
-    fit_s = time.perf_counter() - t0
+    fit_s, _ = C.resume_record(est, time.perf_counter() - t0)
     t1 = time.perf_counter()
     valid = C.score(data.endpoint, est, data.X_valid, data.y_valid, data)
     test = C.score(data.endpoint, est, data.X_test, data.y_test, data)
@@ -70,7 +76,7 @@ def run_one(*, protocol, protocol_name, overrides, arm, data, seed, k, L, device
     wall = {"total": data.prep_seconds + fit_s + score_s, "data_prep": data.prep_seconds, "fit": fit_s, "score": score_s}
     return C.build_record(source="benchmarks.run", protocol=protocol, protocol_name=protocol_name, overrides=overrides,
                           arm=arm, data=data, est=est, seed=seed, valid=valid, test=test, wall=wall,
-                          command=command, vocab_file=vocab_file)
+                          command=command, vocab_file=vocab_file), est
 
 
 def summary_line(rec) -> str:
@@ -141,11 +147,12 @@ def _main(argv: Optional[Sequence[str]]) -> int:
             failures.append((arm, ep, seed, f"data not loaded: {type(exc).__name__}: {exc}"))
             continue
         try:
-            rec = run_one(protocol=protocol, protocol_name=pname, overrides=overrides, arm=arm, data=cache[ep],
-                          seed=seed, k=k if arm == "gmnet" else None, L=L if arm == "gmnet" else None,
-                          device=args.device, vocab_file=vocab_file, command=command, max_epochs=args.max_epochs,
-                          verbose=args.verbose)
+            rec, est = run_one(protocol=protocol, protocol_name=pname, overrides=overrides, arm=arm, data=cache[ep],
+                               seed=seed, k=k if arm == "gmnet" else None, L=L if arm == "gmnet" else None,
+                               device=args.device, vocab_file=vocab_file, command=command, max_epochs=args.max_epochs,
+                               verbose=args.verbose, snapshot_dir=args.snapshot_dir)
             C.write_json_atomic(path, rec)
+            C.discard_snapshot(est)  # the result is stored: the snapshot has served
             done += 1
             print(summary_line(rec) + f" -> {path}", flush=True)
         except KeyboardInterrupt:

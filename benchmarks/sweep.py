@@ -22,7 +22,10 @@ Scheduling: the runs of the first ``--what`` group come first. Within a group, w
 its arm, plus start-up), and a run is started only if it is predicted to end before the
 deadline (with ``--safety``); without one, the smallest first (``--order`` overrides). At the
 deadline, or when the sweep itself is interrupted, the runs still going are stopped (their
-results are lost: a result file is written only when a run ends). ``--archive`` rewrites one
+results are lost: a result file is written only when a run ends), unless ``--snapshot-dir``
+is given: then every run saves a training snapshot each epoch, a stopped run resumes from its last
+finished epoch when the sweep runs again (its prediction counts only the epochs left), and a run
+starts whenever two of its epochs fit before the deadline. ``--archive`` rewrites one
 tar.gz of this sweep's result files and logs after every finished run, for machines that hand
 back only a few files.
 """
@@ -69,6 +72,11 @@ class Job:
     argv: List[str]
     estimate_s: float
     name: str = ""
+    # With --snapshot-dir a run saves a snapshot every epoch, so one stopped at the deadline
+    # resumes later from its last epoch: it may start when only a part of it fits (min_part_s).
+    resumable: bool = False
+    epochs_done: int = 0
+    min_part_s: float = 0.0
     # filled in while running
     proc: Optional[subprocess.Popen] = field(default=None, repr=False)
     started: Optional[float] = None
@@ -77,7 +85,29 @@ class Job:
 
     def label(self) -> str:
         kl = f" k={self.k} L={self.L}" if self.arm == "gmnet" else ""
-        return f"{self.arm}{kl} {self.endpoint} seed{self.seed}"
+        resumes = f" (resumes after epoch {self.epochs_done})" if self.epochs_done else ""
+        return f"{self.arm}{kl} {self.endpoint} seed{self.seed}{resumes}"
+
+    def startable_s(self) -> float:
+        """Time that must be left to start it: all of it, or a useful part when resumable."""
+        return min(self.estimate_s, self.min_part_s) if self.resumable else self.estimate_s
+
+
+def snapshot_progress(snapshot_root: Optional[Path], protocol_name: str, arm: str, endpoint: str, seed: int,
+                      k: Optional[int], L: Optional[int], max_epochs: int) -> int:
+    """Epochs already done by an interrupted run of this (arm, endpoint, seed, k, L), from the
+    training snapshots' descriptions (0: none)."""
+    if snapshot_root is None:
+        return 0
+    from gmnet_sklearn.estimators.snapshot import read_snapshot_infos
+
+    done = 0
+    for info in read_snapshot_infos(C.snapshot_dir(snapshot_root, protocol_name, arm, endpoint)):
+        fit = info.get("fit", {})
+        if (fit.get("random_state") == seed and info.get("max_epochs") == max_epochs
+                and (arm != "gmnet" or (fit.get("k"), fit.get("L")) == (k, L))):
+            done = max(done, int(info.get("epochs_done", 0)))
+    return done
 
 
 def training_steps(endpoint: str, batch_size: int, epochs: int) -> int:
@@ -101,7 +131,8 @@ def cost_factor(k: Optional[int], L: Optional[int], device_type: str) -> float:
 def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device: str, step_seconds: Dict[str, float],
          seeds: Optional[Sequence[int]], threads: int, extra_args: Sequence[str] = (),
          startup_s: float = STARTUP_SECONDS, arms: Optional[Sequence[str]] = None,
-         endpoints: Optional[Sequence[str]] = None, skip: Sequence[str] = (), order: str = "longest") -> List[Job]:
+         endpoints: Optional[Sequence[str]] = None, skip: Sequence[str] = (), order: str = "longest",
+         snapshot_dir: Optional[Path] = None) -> List[Job]:
     protocol = get_protocol(protocol_name)
     seeds = list(seeds) if seeds is not None else list(protocol.seeds)
     device_type = "cuda" if device.startswith("cuda") else "cpu"
@@ -109,6 +140,8 @@ def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device
     k0, L0 = protocol.gmnet.get("k"), protocol.gmnet.get("L")
     common = ["--protocol", protocol_name, "--device", device, "--results-dir", str(results_dir), "--resume",
               "--threads", str(threads), *extra_args]
+    if snapshot_dir is not None:
+        common += ["--snapshot-dir", str(snapshot_dir)]
     py = [sys.executable, "-m"]
     jobs: List[Job] = []
     seen = set()
@@ -120,9 +153,12 @@ def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device
         if (arms and arm not in arms) or (endpoints and ep not in endpoints) or f"{arm}:{ep}" in skip:
             return
         seen.add(path)
-        est = startup_s + training_steps(ep, batch, epochs) * step_seconds[arm] * cost_factor(k, L, device_type)
-        jobs.append(Job(group, arm, ep, seed, k, L, path, argv, est,
-                        name=f"{protocol_name}-{arm}-{ep}-seed{seed}" + (f"-k{k}-L{L}" if arm == "gmnet" else "")))
+        train_s = training_steps(ep, batch, epochs) * step_seconds[arm] * cost_factor(k, L, device_type)
+        done = min(snapshot_progress(snapshot_dir, protocol_name, arm, ep, seed, k, L, epochs), epochs)
+        jobs.append(Job(group, arm, ep, seed, k, L, path, argv, startup_s + train_s * (epochs - done) / epochs,
+                        name=f"{protocol_name}-{arm}-{ep}-seed{seed}" + (f"-k{k}-L{L}" if arm == "gmnet" else ""),
+                        resumable=snapshot_dir is not None, epochs_done=done,
+                        min_part_s=startup_s + 2 * train_s / epochs))  # two epochs: at least one is kept
 
     for group in groups:
         if group in ("table1", "extras"):
@@ -229,7 +265,7 @@ def _schedule(pending, running, jobs, *, workers, deadline, safety, log_dir, res
             running.clear()
             break
         while len(running) < workers:
-            fits = [j for j in pending if elapsed() + j.estimate_s * safety <= deadline]
+            fits = [j for j in pending if elapsed() + j.startable_s() * safety <= deadline]
             if not fits:
                 break
             job = fits[0]
@@ -328,6 +364,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results-dir", default=str(C.DEFAULT_RESULTS_DIR))
     p.add_argument("--log-dir", default=None, help="one log per run (default: <results-dir>/../sweep_logs)")
     p.add_argument("--archive", default=None, help="tar.gz of this sweep's result files and logs, rewritten after each run")
+    p.add_argument("--snapshot-dir", default=None,
+                   help="runs save a training snapshot every epoch here and resume from it: a run stopped at the "
+                        "deadline loses at most one epoch, so runs start when two epochs fit, not the whole run")
     p.add_argument("--data-home", default=None)
     p.add_argument("--vocab-file", default=None)
     p.add_argument("--dry-run", action="store_true", help="print the plan and its predicted cost, run nothing")
@@ -373,7 +412,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     jobs = plan(groups=args.what, protocol_name=args.protocol, results_dir=results_dir, device=device,
                 step_seconds=step_seconds, seeds=args.seeds, threads=args.threads, extra_args=extra,
                 startup_s=startup_s, arms=args.arms, endpoints=args.endpoints, skip=args.skip,
-                order=args.order or ("longest" if args.deadline is not None else "smallest"))
+                order=args.order or ("longest" if args.deadline is not None else "smallest"),
+                snapshot_dir=Path(args.snapshot_dir).resolve() if args.snapshot_dir else None)
     total = sum(j.estimate_s for j in jobs)
     print(f"{len(jobs)} run(s) missing; predicted {total / 3600:.2f} h of one worker, "
           f"{total / workers / 3600:.2f} h with {workers} workers (step seconds {step_seconds})", flush=True)

@@ -183,9 +183,9 @@ def time_esol_seed(arm: str, device: str, seed: int) -> dict:
     from .run import run_one
 
     protocol = PROTOCOLS["chemberta3"]
-    rec = run_one(protocol=protocol, protocol_name=protocol.name, overrides={}, arm=arm,
-                  data=C.load_endpoint(ENDPOINTS["esol"]), seed=seed, k=None, L=None, device=device,
-                  vocab_file=C.resolve_vocab_file(), command="", max_epochs=None)
+    rec, _ = run_one(protocol=protocol, protocol_name=protocol.name, overrides={}, arm=arm,
+                     data=C.load_endpoint(ENDPOINTS["esol"]), seed=seed, k=None, L=None, device=device,
+                     vocab_file=C.resolve_vocab_file(), command="", max_epochs=None)
     wall = rec["wall_time_s"]
     return {"seed": seed, "epochs": rec["n_epochs"], "seconds": wall["fit"] + wall["score"], "fit_seconds": wall["fit"],
             "seconds_per_epoch": wall["fit"] / rec["n_epochs"], "best_epoch": rec["best_epoch"], "test_rmse": rec["test_metric"]}

@@ -355,6 +355,23 @@ def test_hardware_labels_follow_the_first_run_in_time(tmp_path):
     assert "| H2 |" in chemberta_row  # listed first in the table, yet the later machine
 
 
+def test_a_resumed_run_lists_the_machine_of_every_part(tmp_path):
+    results = tmp_path / "results"
+    machine = lambda name: {"cpu_model": name, "cpu_count": 2, "torch_threads": 2, "device": "cpu"}  # noqa: E731
+    resumed = {**_record("gmnet", "bbbp", 0, 0.7), "hardware": machine("Second CPU"),
+               "resumed": {"from_epoch": 40, "fit_seconds_before": 100.0,
+                           "parts": [{"from_epoch": 0, "meta": {"hardware": machine("First CPU")}},
+                                     {"from_epoch": 40, "meta": {"hardware": machine("Second CPU")}}]}}
+    _write_records(results, (_record("chemberta", "bbbp", 0, 0.7), resumed))
+    readme = tmp_path / "README.md"
+    assert report.main(["--results-dir", str(results), "--output", str(readme)]) == 0
+    text = readme.read_text()
+    assert "CPU only: First CPU" in text and "CPU only: Second CPU" in text
+    row = next(ln for ln in text.splitlines() if ln.startswith("| chemberta3 | Chem-GMNet"))
+    assert re.search(r"\| H\d, H\d \|", row)  # both parts' machines
+    assert "1 run(s) were resumed from a training snapshot" in text
+
+
 def test_ablation_failed_cell_is_reported_and_not_written(tmp_path, common_args, monkeypatch):
     results = tmp_path / "results"
     real_score = C.score
@@ -423,3 +440,55 @@ def test_split_fingerprint_names_the_rows_of_each_split():
     assert a == C.split_fingerprint([0, 1, 2], [3], [4]) and len(a) == 64
     assert a != C.split_fingerprint([0, 1], [2, 3], [4])  # same rows, another split
     assert a != C.split_fingerprint([0, 1, 2], [4], [3])
+
+
+# ------------------------------------------------------------------------------------------
+# Resumable runs (--snapshot-dir)
+# ------------------------------------------------------------------------------------------
+def _kill_after_epoch(monkeypatch, epoch):
+    """The run's process 'dies' right after the snapshot of ``epoch`` is written."""
+    from gmnet_sklearn.estimators.snapshot import TrainingSnapshot
+
+    original = TrainingSnapshot.on_epoch_end
+
+    def on_epoch_end(self, net, **kwargs):
+        original(self, net, **kwargs)
+        if len(net.history) == epoch:
+            raise RuntimeError(f"killed after epoch {epoch}")
+
+    monkeypatch.setattr(TrainingSnapshot, "on_epoch_end", on_epoch_end)
+
+
+@pytest.mark.parametrize("tool", ["run", "ablation"])
+def test_a_killed_run_resumes_from_its_snapshot(tool, tmp_path, common_args, monkeypatch, capsys):
+    if tool == "run":
+        argv = ["--arm", "gmnet", "--endpoints", "freesolv", "--seeds", "0", "--max-epochs", "3", *common_args]
+        main = run.main
+    else:
+        argv = ["--endpoints", "freesolv", "--seeds", "0", "--k", "4", "--L", "2", "--max-epochs", "3", *common_args]
+        main = ablation.main
+    pname = f"smoke@max_epochs=3,limit={LIMIT}"
+    whole = C.result_path(tmp_path / "whole", pname, "gmnet", "freesolv", 0, 4, 2)
+    assert main(argv + ["--results-dir", str(tmp_path / "whole")]) == 0
+    ref = json.loads(whole.read_text())
+    assert ref["resumed"] is None
+
+    snaps = tmp_path / "snapshots"
+    path = C.result_path(tmp_path / "parts", pname, "gmnet", "freesolv", 0, 4, 2)
+    args = argv + ["--results-dir", str(tmp_path / "parts"), "--snapshot-dir", str(snaps)]
+    with monkeypatch.context() as m:
+        _kill_after_epoch(m, 2)
+        assert main(args) == 1 and not path.exists()
+    snap_dir = C.snapshot_dir(snaps, pname, "gmnet", "freesolv")
+    assert len(list(snap_dir.glob("*.pt"))) == 1
+    capsys.readouterr()
+    assert main(args) == 0
+    rec = json.loads(path.read_text())
+    assert rec["resumed"]["from_epoch"] == 2 and [p["from_epoch"] for p in rec["resumed"]["parts"]] == [0, 2]
+    assert all(p["meta"]["git"]["commit"] == rec["git"]["commit"] for p in rec["resumed"]["parts"])
+    assert rec["wall_time_s"]["fit"] > rec["resumed"]["fit_seconds_before"] > 0
+    # the resumed run is the uninterrupted run: same curves, same epoch restored, same scores
+    for key in ("valid_curve", "train_loss_curve", "best_epoch", "valid_metric", "test_metric"):
+        assert rec[key] == ref[key], key
+    assert len(rec["wall_time_s"]["per_epoch"]) == 3
+    assert not list(snap_dir.glob("*")), "the snapshot is deleted once the result is written"

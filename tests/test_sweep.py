@@ -117,3 +117,35 @@ def test_interrupted_sweep_stops_its_runs(tmp_path, monkeypatch):
     assert slow.status == "stopped"
     assert slow.proc.wait(timeout=10) is not None and not slow.path.exists()
     assert (tmp_path / "a.tar.gz").is_file()
+
+
+def test_plan_with_snapshots_counts_the_epochs_left(tmp_path):
+    snaps = tmp_path / "snaps"
+    d = C.snapshot_dir(snaps, "chemberta3", "gmnet", "bbbp")
+    d.mkdir(parents=True)
+    # an interrupted k=10 L=4 seed 1 run, 40 of its 100 epochs done (what TrainingSnapshot leaves)
+    info = {"format": "gmnet_sklearn.training_snapshot.v1", "fingerprint": "f", "epochs_done": 40, "max_epochs": 100,
+            "fit": {"estimator": "GMNetClassifier", "k": 10, "L": 4, "random_state": 1}}
+    (d / "f.json").write_text(__import__("json").dumps(info))
+    (d / "f.pt").write_bytes(b"")
+    kw = dict(groups=["ablation"], endpoints=["bbbp"], device="cpu")
+    plain = {(j.k, j.L, j.seed): j for j in plan(tmp_path, **kw)}
+    jobs = {(j.k, j.L, j.seed): j for j in plan(tmp_path, snapshot_dir=snaps, **kw)}
+    resumed, fresh = jobs[10, 4, 1], jobs[10, 4, 0]
+    assert resumed.epochs_done == 40 and fresh.epochs_done == 0 and "(resumes after epoch 40)" in resumed.label()
+    train_s = plain[10, 4, 1].estimate_s - sweep.STARTUP_SECONDS
+    assert resumed.estimate_s == pytest.approx(sweep.STARTUP_SECONDS + 0.6 * train_s)
+    assert fresh.estimate_s == pytest.approx(plain[10, 4, 0].estimate_s)
+    assert fresh.startable_s() == pytest.approx(sweep.STARTUP_SECONDS + 0.02 * train_s)  # two epochs
+    assert all(j.argv[j.argv.index("--snapshot-dir") + 1] == str(snaps) for j in jobs.values())
+    assert not any(j.resumable or "--snapshot-dir" in j.argv for j in plain.values())
+
+
+def test_resumable_run_starts_when_only_a_part_fits(tmp_path):
+    (tmp_path / "results").mkdir()
+    whole_only = _job(tmp_path, "whole_only", 0, 100.0)  # not resumable: never started
+    part = _job(tmp_path, "part", 60, 100.0)  # resumable: two epochs fit, so it starts (and is stopped)
+    part.resumable, part.min_part_s = True, 1.0
+    sweep.run_jobs([whole_only, part], workers=2, deadline=3.0, safety=1.0, log_dir=tmp_path / "logs",
+                   results_dir=tmp_path / "results", archive=None, poll=0.1)
+    assert [whole_only.status, part.status] == ["not started", "stopped"]

@@ -3,6 +3,7 @@
 from ._base import SmilesNetBase
 from .chemberta import ChemBERTaClassifier, ChemBERTaRegressor
 from .gmnet import GMNetClassifier, GMNetRegressor
+from .snapshot import TrainingSnapshot
 
 ESTIMATORS = {cls.__name__: cls for cls in (GMNetRegressor, GMNetClassifier, ChemBERTaRegressor, ChemBERTaClassifier)}
 
@@ -12,4 +13,5 @@ def load_model(path, device=None):
     return SmilesNetBase.load(path, device=device)
 
 
-__all__ = ["GMNetRegressor", "GMNetClassifier", "ChemBERTaRegressor", "ChemBERTaClassifier", "load_model", "ESTIMATORS"]
+__all__ = ["GMNetRegressor", "GMNetClassifier", "ChemBERTaRegressor", "ChemBERTaClassifier", "TrainingSnapshot",
+           "load_model", "ESTIMATORS"]

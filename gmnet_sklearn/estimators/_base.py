@@ -30,6 +30,7 @@ from ..tokenizer import SmilesTokenizer
 from .data import BucketedLoader, EncodedSmilesDataset, sequential_loader
 from .losses import CrossEntropyLoss, MaskedBCEWithLogitsLoss, MaskedMSELoss
 from .metrics import has_auc, masked_rmse, mean_roc_auc
+from .snapshot import TrainingSnapshot, fit_fingerprint
 
 ON_INVALID = ("raise", "nan")
 VALID_SPLITS = ("scaffold", "random", None)
@@ -189,11 +190,27 @@ class SmilesNetBase(BaseEstimator):
         torch.manual_seed(seed)
         module = self._build_module(self.tokenizer_.vocab_size, self.n_outputs_, self.tokenizer_.pad_id)
         callbacks = list(self.callbacks or [])
+        snapshots = [cb for cb in callbacks if isinstance(cb, TrainingSnapshot)]
+        if len(snapshots) > 1:
+            raise ValueError("pass at most one TrainingSnapshot in callbacks")
+        callbacks = [cb for cb in callbacks if not isinstance(cb, TrainingSnapshot)]
         self._checkpoint_dir = None
         if valid_set is not None:
             callbacks += self._selection_callbacks(valid_set)
         if self.verbose:
             callbacks.append(ProgressBar())
+        loader = BucketedLoader(seed=seed, bucket=self.bucket_by_length)
+        snapshot = snapshots[0] if snapshots else None
+        if snapshot is not None:  # last, so it sees this epoch's scores and best weights
+            params = {k: v for k, v in self.get_params(deep=False).items() if k not in ("callbacks", "verbose", "device")}
+            snapshot.bind(fingerprint=fit_fingerprint({"estimator": type(self).__name__, **params}, seed,
+                                                      [np.asarray(X, dtype=object), y,
+                                                       None if X_valid is None else np.asarray(X_valid, dtype=object),
+                                                       None if y_valid is None else np.asarray(y_valid)]),
+                          summary={"estimator": type(self).__name__, "seed": seed, "n_train": len(train_set),
+                                   **{k: v for k, v in params.items() if isinstance(v, (int, float, str, bool))}},
+                          max_epochs=self.max_epochs, loader=loader, checkpoint_dir=self._checkpoint_dir)
+            callbacks.append(snapshot)
         self.net_ = NeuralNet(
             module=module,
             criterion=self._criterion(),
@@ -203,20 +220,32 @@ class SmilesNetBase(BaseEstimator):
             batch_size=self.batch_size,
             max_epochs=self.max_epochs,
             train_split=predefined_split(valid_set) if valid_set is not None else None,
-            iterator_train=BucketedLoader(seed=seed, bucket=self.bucket_by_length),
+            iterator_train=loader,
             iterator_valid=sequential_loader,
             callbacks=callbacks,
             device=self.device_,
             verbose=int(self.verbose),
         )
+        state = snapshot.load() if snapshot is not None else None
         try:
-            self.net_.fit(train_set, y=None)
+            if state is None:
+                self.net_.fit(train_set, y=None)
+            else:  # go on from the snapshot's epoch: the rest of the same fit
+                self.net_.initialize()
+                snapshot.restore(self.net_, state)
+                self.net_.partial_fit(train_set, y=None, epochs=self.max_epochs - state["epochs_done"])
         finally:
             if self._checkpoint_dir is not None:
                 shutil.rmtree(self._checkpoint_dir, ignore_errors=True)
             del self._checkpoint_dir
         self.n_train_ = len(train_set)
         self.n_valid_ = 0 if valid_set is None else len(valid_set)
+        # How this fit came about: None without a TrainingSnapshot, else the snapshot file, the
+        # epoch each part started from (more than one: resumed) and the fit seconds of all parts.
+        self.resume_info_ = None if snapshot is None else {
+            "snapshot": str(snapshot.path_), "parts": list(snapshot.parts_),
+            "resumed_from_epoch": state["epochs_done"] if state is not None else None,
+            "fit_seconds_before": snapshot.elapsed_before_}
         return self
 
     def _selection_callbacks(self, valid_set):

@@ -80,17 +80,37 @@ class BucketBatchSampler(Sampler):
 
 
 class BucketedLoader:
-    """skorch ``iterator_train``: a DataLoader over bucketed batches (picklable, seeded)."""
+    """skorch ``iterator_train``: a DataLoader over bucketed batches (picklable, seeded).
+
+    skorch builds it once per fit; its shuffling generator (``generator_``, advanced every epoch)
+    is kept so a training snapshot can save it, and ``resume_state`` (set when resuming) starts
+    the next loader from a saved state instead of from ``seed``.
+    """
 
     def __init__(self, seed: int = 0, bucket: bool = True):
         self.seed, self.bucket = seed, bucket
+        self.generator_ = None
+        self.resume_state = None
+
+    def _generator(self) -> torch.Generator:
+        generator = torch.Generator().manual_seed(int(self.seed))
+        if self.resume_state is not None:
+            generator.set_state(self.resume_state)
+            self.resume_state = None
+        self.generator_ = generator
+        return generator
 
     def __call__(self, dataset: EncodedSmilesDataset, batch_size: int = 32, **_ignored) -> DataLoader:
         if self.bucket:
             sampler = BucketBatchSampler(dataset.lengths, batch_size, self.seed)
+            sampler.generator = self._generator()
             return DataLoader(dataset, batch_sampler=sampler, collate_fn=dataset.collate)
-        generator = torch.Generator().manual_seed(int(self.seed))
-        return DataLoader(dataset, batch_size=batch_size, shuffle=True, generator=generator, collate_fn=dataset.collate)
+        return DataLoader(dataset, batch_size=batch_size, shuffle=True, generator=self._generator(),
+                          collate_fn=dataset.collate)
+
+    def __getstate__(self):
+        # the generator is live state of one fit (a snapshot saves it), not part of the fitted model
+        return {**self.__dict__, "generator_": None, "resume_state": None}
 
 
 def sequential_loader(dataset: EncodedSmilesDataset, batch_size: int = 32, **_ignored) -> DataLoader:

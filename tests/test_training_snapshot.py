@@ -1,0 +1,161 @@
+"""Resumable training (TrainingSnapshot): a fit killed after epoch m and fitted again goes on from
+epoch m + 1 and ends exactly where the uninterrupted fit ends."""
+
+import json
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from skorch.callbacks import Callback
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, PredefinedSplit
+
+from gmnet_sklearn import ChemBERTaClassifier, GMNetClassifier, GMNetRegressor
+from gmnet_sklearn.estimators.snapshot import TrainingSnapshot, read_snapshot_infos
+
+from ._smiles import SMILES, class_target, regression_target
+
+TINY = dict(d_model=16, n_layers=1, n_heads=2, k=3, L=1, batch_size=16, max_epochs=5, lr=1e-3, random_state=0)
+TINY_CB = dict(d_model=16, n_layers=1, n_heads=2, intermediate_size=16, batch_size=16, max_epochs=5, lr=1e-3,
+               random_state=0)
+X = list(SMILES)
+Y = regression_target(SMILES)
+C = class_target(SMILES)
+
+
+class Killed(Exception):
+    """Stands for the process being killed: nothing after it runs."""
+
+
+class KillAtEpoch(Callback):
+    def __init__(self, epoch):
+        self.epoch = epoch
+
+    def on_epoch_begin(self, net, **kwargs):
+        if len(net.history) == self.epoch:  # the new epoch is already in the history
+            raise Killed(f"killed at the start of epoch {self.epoch}")
+
+
+def _curves(est):
+    keys = [k for k in est.history_[-1] if k not in ("dur", "batches")]
+    return [{k: row.get(k) for k in keys} for row in est.history_]
+
+
+def _assert_same_fit(a, b, X_eval):
+    assert _curves(a) == _curves(b)  # losses, validation metric and best flags, epoch by epoch
+    assert a.best_epoch_ == b.best_epoch_
+    for (name, pa), pb in zip(a.net_.module_.state_dict().items(), b.net_.module_.state_dict().values()):
+        assert torch.equal(pa, pb), name
+    out = (lambda e: e.predict_proba(X_eval)) if hasattr(a, "predict_proba") else (lambda e: e.predict(X_eval))
+    np.testing.assert_array_equal(out(a), out(b))
+
+
+@pytest.mark.parametrize(
+    "cls,params,y,kill_at,extra",
+    [
+        (GMNetRegressor, TINY, Y, 3, {}),  # internal scaffold split: best-epoch restore crosses the cut
+        (GMNetRegressor, TINY, Y, 2, {"bucket_by_length": False, "valid_split": None}),  # plain shuffle, no selection
+        (GMNetClassifier, TINY, C, 4, {}),
+        (ChemBERTaClassifier, TINY_CB, C, 2, {}),
+    ],
+    ids=["gmnet-reg", "gmnet-reg-plain", "gmnet-clf", "chemberta-clf"],
+)
+def test_killed_then_resumed_fit_equals_the_uninterrupted_fit(cls, params, y, kill_at, extra, tmp_path):
+    params = {**params, **extra}
+    full = cls(**params).fit(X, y)
+    assert full.resume_info_ is None
+
+    snap = TrainingSnapshot(tmp_path / "snaps", meta={"part": "first"})
+    with pytest.raises(Killed):
+        cls(**params, callbacks=[snap, KillAtEpoch(kill_at)]).fit(X, y)
+    (info,) = read_snapshot_infos(tmp_path / "snaps")
+    assert info["epochs_done"] == kill_at - 1 and info["max_epochs"] == params["max_epochs"]
+    assert info["fit"]["estimator"] == cls.__name__ and info["fit"]["random_state"] == 0
+
+    resumed = cls(**params, callbacks=[TrainingSnapshot(tmp_path / "snaps", meta={"part": "second"})]).fit(X, y)
+    ri = resumed.resume_info_
+    assert ri["resumed_from_epoch"] == kill_at - 1 and ri["fit_seconds_before"] > 0
+    assert ri["parts"] == [{"from_epoch": 0, "meta": {"part": "first"}},
+                           {"from_epoch": kill_at - 1, "meta": {"part": "second"}}]
+    assert [row["epoch"] for row in resumed.history_] == list(range(1, params["max_epochs"] + 1))
+    _assert_same_fit(resumed, full, X[:40])
+
+
+def test_resuming_without_the_snapshot_would_differ(tmp_path):
+    """The check above can fail: restarting from a snapshot without its random streams (what
+    skorch's LoadInitState does) gives a different fit."""
+    full = GMNetRegressor(**TINY).fit(X, Y)
+    snap = TrainingSnapshot(tmp_path)
+    with pytest.raises(Killed):
+        GMNetRegressor(**TINY, callbacks=[snap, KillAtEpoch(3)]).fit(X, Y)
+    state = torch.load(snap.path_, weights_only=False)
+    state["torch_rng"] = torch.manual_seed(123).get_state()  # dropout masks no longer the same
+    torch.save(state, snap.path_)
+    resumed = GMNetRegressor(**TINY, callbacks=[TrainingSnapshot(tmp_path)]).fit(X, Y)
+    assert _curves(resumed)[:2] == _curves(full)[:2]  # the first two epochs come from the snapshot
+    assert _curves(resumed)[2:] != _curves(full)[2:]
+
+
+def test_a_snapshot_is_only_used_by_the_same_fit(tmp_path):
+    snap = TrainingSnapshot(tmp_path)
+    with pytest.raises(Killed):
+        GMNetRegressor(**TINY, callbacks=[snap, KillAtEpoch(3)]).fit(X, Y)
+    # another seed, other data, another k: fresh fits (each with its own file)
+    for est, data in [(GMNetRegressor(**{**TINY, "random_state": 1}), Y), (GMNetRegressor(**TINY), Y + 1.0),
+                      (GMNetRegressor(**{**TINY, "k": 4}), Y)]:
+        est.set_params(callbacks=[TrainingSnapshot(tmp_path)]).fit(X, data)
+        assert est.resume_info_["resumed_from_epoch"] is None and len(est.history_) == TINY["max_epochs"]
+    assert len(read_snapshot_infos(tmp_path)) == 4
+    # A finished fit's snapshot is kept: fitting again returns the same model without training.
+    again = GMNetRegressor(**{**TINY, "k": 4}, callbacks=[TrainingSnapshot(tmp_path)]).fit(X, Y)
+    assert again.resume_info_["resumed_from_epoch"] == TINY["max_epochs"]
+    snap_cb = [cb for _, cb in again.net_.callbacks_ if isinstance(cb, TrainingSnapshot)][0]
+    snap_cb.discard()
+    assert len(read_snapshot_infos(tmp_path)) == 3
+
+
+def test_grid_search_cells_resume_separately(tmp_path):
+    """One snapshot folder for a whole GridSearchCV: each cell has its own file; killed during the
+    second cell, the rerun skips the finished cell's training and resumes the second."""
+    n_train = 2 * len(X) // 3
+    test_fold = np.r_[np.full(n_train, -1), np.zeros(len(X) - n_train, dtype=int)]
+    grid = {"k": [3, 4]}
+
+    def search(callbacks):
+        est = GMNetRegressor(**{**TINY, "max_epochs": 3}, valid_split=None, callbacks=callbacks)
+        return GridSearchCV(est, grid, cv=PredefinedSplit(test_fold), refit=False, error_score="raise",
+                            scoring="neg_root_mean_squared_error").fit(X, Y)
+
+    full = search(None)
+
+    class KillSecondCell(Callback):
+        fits = 0  # GridSearchCV copies the callback into each cell: count on the class
+
+        def on_train_begin(self, net, **kwargs):
+            KillSecondCell.fits += 1
+
+        def on_epoch_begin(self, net, **kwargs):
+            if KillSecondCell.fits == 2 and len(net.history) == 2:
+                raise Killed("second cell, start of epoch 2")
+
+    with pytest.raises(Killed):
+        search([TrainingSnapshot(tmp_path), KillSecondCell()])
+    infos = {i["fit"]["k"]: i["epochs_done"] for i in read_snapshot_infos(tmp_path)}
+    assert infos == {3: 3, 4: 1}
+    again = search([TrainingSnapshot(tmp_path)])
+    np.testing.assert_array_equal(again.cv_results_["mean_test_score"], full.cv_results_["mean_test_score"])
+
+
+def test_estimator_with_snapshot_pickles_and_clones(tmp_path):
+    est = GMNetRegressor(**{**TINY, "max_epochs": 2}, callbacks=[TrainingSnapshot(tmp_path)]).fit(X, Y)
+    back = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(back.predict(X[:10]), est.predict(X[:10]))
+    c = clone(est)
+    assert isinstance(c.callbacks[0], TrainingSnapshot) and c.callbacks[0].dirname == tmp_path
+    assert json.loads((tmp_path / (est.resume_info_["snapshot"].rsplit("/", 1)[1][:-3] + ".json")).read_text())
+
+
+def test_more_than_one_snapshot_is_an_error(tmp_path):
+    with pytest.raises(ValueError, match="at most one TrainingSnapshot"):
+        GMNetRegressor(**TINY, callbacks=[TrainingSnapshot(tmp_path), TrainingSnapshot(tmp_path / "b")]).fit(X, Y)
