@@ -23,7 +23,8 @@ class _GMNetParams(SmilesNetBase):
     vocab_file : DeepChem-style vocabulary file; None fits the vocabulary on the training SMILES.
     on_invalid : "raise" (default) or "nan": at predict time, NaN rows for invalid SMILES.
     bucket_by_length : length-bucketed (still shuffled) training batches, less padding.
-    random_state, device ("auto" picks CUDA when present), verbose, callbacks (extra skorch callbacks).
+    random_state, device ("auto" picks CUDA when present), verbose, callbacks (extra skorch callbacks;
+        a ``TrainingSnapshot`` among them makes the fit resumable after a kill).
     """
 
     _family = "Chem-GMNet"
