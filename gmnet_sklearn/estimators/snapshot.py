@@ -21,7 +21,8 @@ snapshot is never applied to a different fit. ``<fingerprint>.pt`` is written at
 ``<fingerprint>.json`` beside it says, without loading torch, which fit it is and how far it got.
 The files stay after the fit (like skorch's ``Checkpoint``); refitting the same estimator on the
 same data then returns the same model without training. Delete them (:meth:`discard`) when the
-fitted model has been stored.
+fitted model has been stored. A snapshot is a torch pickle (it holds the history and random
+states): resume only from folders you wrote yourself.
 """
 
 from __future__ import annotations
