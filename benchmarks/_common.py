@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -216,11 +216,12 @@ def make_estimator(protocol: Protocol, arm: str, endpoint: Endpoint, seed: int, 
     overrides = {"max_epochs": max_epochs, "random_state": seed, "vocab_file": vocab_file,
                  "device": device, "verbose": verbose}
     if snapshots is not None:
+        from gmnet_sklearn.estimators._base import resolve_device
         from gmnet_sklearn.estimators.snapshot import TrainingSnapshot
 
         # each part of a resumed fit records the code and machine it ran on
         meta = {"git": _GIT_AT_START if _GIT_AT_START is not None else git_info(),
-                "hardware": hardware_info(device if device != "auto" else _auto_device()), "started_utc": utc_now()}
+                "hardware": hardware_info(resolve_device(device)), "started_utc": utc_now()}
         overrides["callbacks"] = [TrainingSnapshot(str(snapshots), meta=meta)]
     if arm == "gmnet":
         overrides.update(k=k, L=L)
@@ -230,30 +231,29 @@ def make_estimator(protocol: Protocol, arm: str, endpoint: Endpoint, seed: int, 
     return estimator_class(arm, endpoint)(**params)
 
 
-def _auto_device() -> str:
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def resume_record(est, fit_seconds: float) -> Tuple[float, Optional[Dict[str, object]]]:
-    """(fit seconds of the whole fit, the record's ``resumed`` entry). A fit resumed from a
-    training snapshot adds the epoch time of its earlier parts (the epoch a kill cut short is
-    lost, not counted); ``resumed`` lists each part's first epoch, code and machine."""
+def resumed_entry(est) -> Optional[Dict[str, object]]:
+    """The record's ``resumed`` entry: None for one uninterrupted fit, else the epoch a fit
+    resumed from a training snapshot went on from, each part's first epoch, code and machine, and
+    the epoch time of the earlier parts (the epoch a kill cut short is lost, not counted)."""
     info = getattr(est, "resume_info_", None)
     if not info or info.get("resumed_from_epoch") is None:
-        return fit_seconds, None
-    return fit_seconds + float(info["fit_seconds_before"]), {
-        "from_epoch": info["resumed_from_epoch"], "parts": info["parts"],
-        "fit_seconds_before": info["fit_seconds_before"]}
+        return None
+    return {"from_epoch": info["resumed_from_epoch"], "parts": info["parts"],
+            "fit_seconds_before": info["fit_seconds_before"]}
+
+
+def whole_fit_seconds(last_part_seconds: float, resumed: Optional[Dict[str, object]]) -> float:
+    """Fit time of the whole fit: the timed (last) part plus the earlier parts of a resumed one."""
+    return last_part_seconds + (float(resumed["fit_seconds_before"]) if resumed else 0.0)
 
 
 def discard_snapshot(est) -> None:
     """Delete the training snapshot of a fit whose result file is written."""
+    from gmnet_sklearn.estimators.snapshot import remove_snapshot
+
     info = getattr(est, "resume_info_", None)
     if info:
-        for suffix in (".pt", ".json"):
-            Path(info["snapshot"]).with_suffix(suffix).unlink(missing_ok=True)
+        remove_snapshot(info["snapshot"])
 
 
 def score(endpoint: Endpoint, est, X, y_true, data: EndpointData):
@@ -593,7 +593,7 @@ def build_record(*, source: str, protocol: Protocol, protocol_name: str, overrid
         "sweep_workers": int(os.environ["GMNET_SWEEP_WORKERS"]) if os.environ.get("GMNET_SWEEP_WORKERS") else None,
         # A fit resumed from a training snapshot (None: one uninterrupted fit): from which epoch,
         # and each part's commit and hardware ("git" and "hardware" above are those of the last part).
-        "resumed": resume_record(est, 0.0)[1],
+        "resumed": resumed_entry(est),
         "cwd": os.getcwd(),
         "timestamp_utc": utc_now(),
     }

@@ -68,7 +68,7 @@ def run_one(*, protocol, protocol_name, overrides, arm, data, seed, k, L, device
     est = C.make_estimator(protocol, arm, data.endpoint, seed, vocab_file=vocab_file, device=device,
                            max_epochs=max_epochs, k=k, L=L, verbose=verbose, snapshots=snapshots)
     est.fit(data.X_train, data.to_fit(data.y_train), X_valid=data.X_valid, y_valid=data.to_fit(data.y_valid))
-    fit_s, _ = C.resume_record(est, time.perf_counter() - t0)
+    fit_s = C.whole_fit_seconds(time.perf_counter() - t0, C.resumed_entry(est))
     t1 = time.perf_counter()
     valid = C.score(data.endpoint, est, data.X_valid, data.y_valid, data)
     test = C.score(data.endpoint, est, data.X_test, data.y_test, data)

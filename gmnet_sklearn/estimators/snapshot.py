@@ -108,8 +108,7 @@ class TrainingSnapshot(Callback):
 
     def discard(self) -> None:
         """Delete this fit's snapshot (once its result is stored)."""
-        for p in (self.path_, self.info_path_):
-            p.unlink(missing_ok=True)
+        remove_snapshot(self.path_)
 
     # ---- restoring --------------------------------------------------------------------------
     def restore(self, net, state: dict) -> None:
@@ -164,6 +163,12 @@ class TrainingSnapshot(Callback):
                 "epochs_done": len(net.history), "max_epochs": self.max_epochs_, "elapsed_s": elapsed,
                 "parts": self.parts_, "written_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         _atomic_write(self.info_path_, json.dumps(info, indent=1, default=str).encode())
+
+
+def remove_snapshot(path) -> None:
+    """Delete a snapshot ``<fingerprint>.pt`` and its ``<fingerprint>.json``."""
+    for suffix in (".pt", ".json"):
+        Path(path).with_suffix(suffix).unlink(missing_ok=True)
 
 
 def read_snapshot_infos(dirname) -> list:
