@@ -18,21 +18,23 @@ processes side by side (one CPU thread each). On CPU, ``--workers`` = cores with
 is what earlier sweeps ran by hand.
 
 Scheduling: the runs of the first ``--what`` group come first. Within a group, with a
-``--deadline``, the longest run starts first (its cost: training steps x ``--step-seconds`` of
-its arm, plus start-up), and a run is started only if it is predicted to end before the
-deadline (with ``--safety``); without one, the smallest first (``--order`` overrides). At the
-deadline, or when the sweep itself is interrupted, the runs still going are stopped (their
-results are lost: a result file is written only when a run ends), unless ``--snapshot-dir``
-is given: then every run saves a training snapshot each epoch, a stopped run resumes from its last
-finished epoch when the sweep runs again (its prediction counts only the epochs left), and a run
-starts whenever two of its epochs fit before the deadline. ``--archive`` rewrites one
-tar.gz of this sweep's result files and logs after every finished run, for machines that hand
-back only a few files.
+``--deadline``, the longest run starts first (its cost, plus start-up: the mean measured epoch
+of the committed runs of its like made the same way, on this machine, with these threads and
+workers, when there are some; otherwise training steps x ``--step-seconds`` of its arm), and a
+run is started only if it is predicted to end before the deadline (with ``--safety``); without
+one, the smallest first (``--order`` overrides). At the deadline, or when the sweep itself is
+interrupted, the runs still going are stopped (their results are lost: a result file is written
+only when a run ends), unless ``--snapshot-dir`` is given: then every run saves a training
+snapshot each epoch, a stopped run resumes from its last finished epoch when the sweep runs
+again (its prediction counts only the epochs left), and a run starts whenever two of its epochs
+fit before the deadline. ``--archive`` rewrites one tar.gz of this sweep's result files and logs
+after every finished run, for machines that hand back only a few files.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import os
 import signal
@@ -42,7 +44,7 @@ import tarfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import _common as C
 from .protocols import ARMS, ENDPOINTS, KL_GRID_K, KL_GRID_L, PROTOCOLS, get_protocol
@@ -77,6 +79,7 @@ class Job:
     resumable: bool = False
     epochs_done: int = 0
     min_part_s: float = 0.0
+    basis: str = ""  # where estimate_s came from: measured runs of its like, or the step-cost model
     # filled in while running
     proc: Optional[subprocess.Popen] = field(default=None, repr=False)
     started: Optional[float] = None
@@ -128,11 +131,49 @@ def cost_factor(k: Optional[int], L: Optional[int], device_type: str) -> float:
     return 1.0 + (0.3 if device_type == "cpu" else 0.15) * excess
 
 
+def measured_epoch_seconds(results_dir: Path, protocol_name: str, arm: str, endpoint: str, k: Optional[int],
+                           L: Optional[int], *, threads: int, workers: int,
+                           machine: Callable[[], Dict[str, object]]) -> Tuple[Optional[float], int]:
+    """Mean seconds per epoch of the finished runs of this (arm, endpoint, k, L) made the way this
+    sweep would make it: same device, CPU and GPU model (``machine()``: this machine's
+    ``hardware_info``), torch threads, runs at once (``sweep_workers``) and, for Chem-GMNet,
+    attention path. Returns (seconds, number of runs); (None, 0) where none match.
+
+    Why: the step-cost model (``--step-seconds`` x ``cost_factor``) knows neither sequence length
+    nor the machine; a measured epoch of the same run does (SR-p53's short SMILES made the model
+    2.6x too high)."""
+    import json
+
+    folder = C.result_path(results_dir, protocol_name, arm, endpoint, 0, k, L).parent
+    times = []
+    for path in sorted(folder.glob("seed*.json")):
+        try:
+            rec = json.loads(path.read_text())
+            hw = rec.get("hardware") or {}
+            per_epoch = (rec.get("wall_time_s") or {}).get("per_epoch_mean")
+        except (OSError, ValueError, AttributeError):
+            continue  # a partial or foreign file: not a measurement
+        if not per_epoch or (arm == "gmnet" and (rec.get("k"), rec.get("L")) != (k, L)):
+            continue
+        if hw.get("torch_threads") != threads or rec.get("sweep_workers") != workers:
+            continue
+        here = machine()
+        same = ("device", "cpu_model", "gpu_name") + (("gmnet_path",) if arm == "gmnet" else ())
+        if any(hw.get(key) != here.get(key) for key in same):
+            continue
+        times.append(float(per_epoch))
+    return (sum(times) / len(times), len(times)) if times else (None, 0)
+
+
 def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device: str, step_seconds: Dict[str, float],
          seeds: Optional[Sequence[int]], threads: int, extra_args: Sequence[str] = (),
          startup_s: float = STARTUP_SECONDS, arms: Optional[Sequence[str]] = None,
          endpoints: Optional[Sequence[str]] = None, skip: Sequence[str] = (), order: str = "longest",
-         snapshot_dir: Optional[Path] = None) -> List[Job]:
+         snapshot_dir: Optional[Path] = None, workers: Optional[int] = None,
+         machine: Optional[Callable[[], Dict[str, object]]] = None) -> List[Job]:
+    """The missing runs, each with its predicted time. With ``workers``, a run whose like was
+    already made the same way (``measured_epoch_seconds``) is predicted from that run's measured
+    epochs; otherwise, and always without ``workers``, from the step-cost model."""
     protocol = get_protocol(protocol_name)
     seeds = list(seeds) if seeds is not None else list(protocol.seeds)
     device_type = "cuda" if device.startswith("cuda") else "cpu"
@@ -145,6 +186,7 @@ def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device
     py = [sys.executable, "-m"]
     jobs: List[Job] = []
     seen = set()
+    machine = functools.lru_cache(maxsize=None)(machine or (lambda: C.hardware_info(device)))
 
     def add(group, arm, ep, seed, k, L, argv):
         path = C.result_path(results_dir, protocol_name, arm, ep, seed, k, L)
@@ -153,12 +195,17 @@ def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device
         if (arms and arm not in arms) or (endpoints and ep not in endpoints) or f"{arm}:{ep}" in skip:
             return
         seen.add(path)
-        train_s = training_steps(ep, batch, epochs) * step_seconds[arm] * cost_factor(k, L, device_type)
+        epoch_s, n_measured = (measured_epoch_seconds(results_dir, protocol_name, arm, ep, k, L,
+                                                      threads=threads, workers=workers, machine=machine)
+                               if workers is not None else (None, 0))
+        if epoch_s is None:
+            epoch_s = training_steps(ep, batch, epochs) * step_seconds[arm] * cost_factor(k, L, device_type) / epochs
         done = min(snapshot_progress(snapshot_dir, protocol_name, arm, ep, seed, k, L, epochs), epochs)
-        jobs.append(Job(group, arm, ep, seed, k, L, path, argv, startup_s + train_s * (epochs - done) / epochs,
+        jobs.append(Job(group, arm, ep, seed, k, L, path, argv, startup_s + epoch_s * (epochs - done),
                         name=f"{protocol_name}-{arm}-{ep}-seed{seed}" + (f"-k{k}-L{L}" if arm == "gmnet" else ""),
                         resumable=snapshot_dir is not None, epochs_done=done,
-                        min_part_s=startup_s + 2 * train_s / epochs))  # two epochs: at least one is kept
+                        min_part_s=startup_s + 2 * epoch_s,  # two epochs: at least one is kept
+                        basis=f"measured, {n_measured} run(s)" if n_measured else "step-cost model"))
 
     for group in groups:
         if group in ("table1", "extras"):
@@ -355,7 +402,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="within a group: longest run first (default with --deadline) or smallest first (default without)")
     p.add_argument("--safety", type=float, default=1.25, help="factor on the predicted time when checking the deadline")
     p.add_argument("--step-seconds", nargs="*", default=None, metavar="ARM=SECONDS",
-                   help="seconds per training step of each arm with this many workers (default: a guess per device)")
+                   help="seconds per training step of each arm with this many workers (default: a guess per device), "
+                        "for runs with no measured like (see above)")
     p.add_argument("--calibrate", action="store_true",
                    help="first measure --step-seconds: --workers short runs at once (--calibrate-epochs on "
                         "--calibrate-endpoint) into a scratch folder")
@@ -413,13 +461,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 step_seconds=step_seconds, seeds=args.seeds, threads=args.threads, extra_args=extra,
                 startup_s=startup_s, arms=args.arms, endpoints=args.endpoints, skip=args.skip,
                 order=args.order or ("longest" if args.deadline is not None else "smallest"),
-                snapshot_dir=Path(args.snapshot_dir).resolve() if args.snapshot_dir else None)
+                snapshot_dir=Path(args.snapshot_dir).resolve() if args.snapshot_dir else None, workers=workers)
     total = sum(j.estimate_s for j in jobs)
     print(f"{len(jobs)} run(s) missing; predicted {total / 3600:.2f} h of one worker, "
           f"{total / workers / 3600:.2f} h with {workers} workers (step seconds {step_seconds})", flush=True)
     if args.dry_run:
         for j in jobs:
-            print(f"  [{j.group}] {j.label()}: predicted {j.estimate_s:.0f} s")
+            print(f"  [{j.group}] {j.label()}: predicted {j.estimate_s:.0f} s ({j.basis})")
         return 0
     # The deadline counts from this command's start (calibration included).
     deadline = args.deadline - (time.monotonic() - t_start) if args.deadline is not None else float("inf")

@@ -141,6 +141,37 @@ def test_plan_with_snapshots_counts_the_epochs_left(tmp_path):
     assert not any(j.resumable or "--snapshot-dir" in j.argv for j in plain.values())
 
 
+def test_plan_predicts_from_measured_runs_made_the_same_way(tmp_path):
+    here = {"device": "cpu", "cpu_model": "AMD EPYC", "gpu_name": None, "gmnet_path": "fused"}
+
+    def record(seed, per_epoch, k=10, L=4, threads=2, workers=1, **hw):
+        C.write_json_atomic(C.result_path(tmp_path, "chemberta3", "gmnet", "bbbp", seed, k, L), {
+            "k": k, "L": L, "sweep_workers": workers, "wall_time_s": {"per_epoch_mean": per_epoch},
+            "hardware": {**here, "torch_threads": threads, **hw}})
+
+    record(0, 80.0)
+    record(3, 90.0)
+    record(4, 500.0, threads=1)  # not like this sweep's runs: each mismatch is left out
+    record(5, 500.0, workers=2)
+    record(6, 500.0, cpu_model="Intel Xeon")
+    record(7, 500.0, gmnet_path="eager zonal forms")
+    record(8, 500.0, device="cuda")
+    C.result_path(tmp_path, "chemberta3", "gmnet", "bbbp", 9, 10, 4).write_text("{not json")
+    kw = dict(groups=["ablation"], endpoints=["bbbp"], device="cpu", threads=2, machine=lambda: here)
+    jobs = {(j.k, j.L, j.seed): j for j in plan(tmp_path, workers=1, **kw)}
+    assert jobs[10, 4, 1].estimate_s == pytest.approx(sweep.STARTUP_SECONDS + 85.0 * 100)
+    assert jobs[10, 4, 1].basis == "measured, 2 run(s)"
+    assert jobs[10, 4, 1].startable_s() == jobs[10, 4, 1].estimate_s  # no snapshots: the whole run
+    modelled = jobs[8, 2, 1]  # no run of this cell yet: the step-cost model
+    assert modelled.basis == "step-cost model"
+    assert modelled.estimate_s == pytest.approx(sweep.STARTUP_SECONDS + sweep.training_steps("bbbp", 32, 100) * 0.02)
+    # with two workers only the run made with two counts; without workers, the model throughout
+    two = {(j.k, j.L, j.seed): j for j in plan(tmp_path, workers=2, **kw)}
+    assert two[10, 4, 1].basis == "measured, 1 run(s)"
+    assert two[10, 4, 1].estimate_s == pytest.approx(sweep.STARTUP_SECONDS + 500.0 * 100)
+    assert all(j.basis == "step-cost model" for j in plan(tmp_path, **kw))
+
+
 def test_resumable_run_starts_when_only_a_part_fits(tmp_path):
     (tmp_path / "results").mkdir()
     whole_only = _job(tmp_path, "whole_only", 0, 100.0)  # not resumable: never started
