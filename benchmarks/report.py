@@ -275,23 +275,34 @@ def params_grid(idx: Index, protocol: str) -> Optional[str]:
     return md_table(header, rows, ["---"] + ["---:"] * (2 * len(Ls)))
 
 
-def hardware_section(idx: Index, protocols: Sequence[str], out_dir: Path) -> Tuple[str, dict]:
-    # Number machines by their first run in time, not by where they first show in the table, so
-    # that a new machine takes the next free number and older labels never move.
-    def machines(rec) -> List[dict]:
-        # a run resumed from a training snapshot ran in parts, each recording its machine
-        parts = (rec.get("resumed") or {}).get("parts") or []
-        found = [((p.get("meta") or {}).get("hardware")) for p in parts]
-        return [h for h in found if h] or [rec.get("hardware", {})]
+def run_machines(rec: dict) -> List[dict]:
+    """The hardware records of a run: one per part for a run resumed from a training snapshot."""
+    parts = (rec.get("resumed") or {}).get("parts") or []
+    found = [((p.get("meta") or {}).get("hardware")) for p in parts]
+    return [h for h in found if h] or [rec.get("hardware", {})]
 
+
+def hardware_ids(idx: Index, protocols: Sequence[str]) -> Tuple[Dict[str, str], Dict[int, List[str]]]:
+    """Machine labels numbered H1, H2, ... by their first run in time, not by where they first
+    show in a table, so that a new machine takes the next free number and older labels never
+    move: (label -> id, id(record) -> the ids of the machines it ran on)."""
     labels: Dict[str, str] = {}
+    per_record: Dict[int, List[str]] = {}
     for r in sorted(idx.records, key=lambda r: r.get("timestamp_utc") or ""):
         if r["protocol"] in protocols:
-            for h in machines(r):
-                labels.setdefault(C.hardware_label(h), f"H{len(labels) + 1}")
+            ids = []
+            for h in run_machines(r):
+                ids.append(labels.setdefault(C.hardware_label(h), f"H{len(labels) + 1}"))
+            per_record[id(r)] = ids
+    return labels, per_record
+
+
+def hardware_section(idx: Index, protocols: Sequence[str], out_dir: Path,
+                     machines: Optional[Tuple[Dict[str, str], Dict[int, List[str]]]] = None) -> Tuple[str, dict]:
+    labels, per_record = machines or hardware_ids(idx, protocols)
 
     def hw_ids(rec) -> List[str]:
-        return [labels[C.hardware_label(h)] for h in machines(rec)]
+        return per_record[id(rec)]
 
     rows, summary = [], []
     for protocol in protocols:
@@ -354,7 +365,18 @@ def commands_section(idx: Index) -> Tuple[str, list]:
     return ("\n".join(lines) if lines else "No results yet."), summary
 
 
-def missing_runs(idx: Index, protocol: str) -> Tuple[str, list]:
+def _measured(runs: Dict[int, dict], machine_ids: Dict[int, List[str]]) -> Optional[dict]:
+    """Wall time of the present runs of a cell: what its missing seeds are likely to cost."""
+    if not runs:
+        return None
+    recs = list(runs.values())
+    return {"n_runs": len(recs), "mean_run_s": float(np.mean([r["wall_time_s"]["total"] for r in recs])),
+            "hardware": sorted({i for r in recs for i in machine_ids.get(id(r), [])})}
+
+
+def missing_runs(idx: Index, protocol: str, machine_ids: Optional[Dict[int, List[str]]] = None) -> Tuple[str, list]:
+    """The expected runs not yet present, by group; with ``machine_ids`` (``hardware_ids``), each
+    cell that has some runs says how long they took, and where."""
     base = PROTOCOLS.get(protocol.split("@")[0])
     if base is None:
         return "Unknown protocol: cannot tell which runs are expected.", []
@@ -368,14 +390,16 @@ def missing_runs(idx: Index, protocol: str) -> Tuple[str, list]:
                 miss = [s for s in seeds if s not in have]
                 if miss:
                     missing.append({"group": group, "arm": arm, "endpoint": ep, "k": k0 if arm == "gmnet" else None,
-                                    "L": L0 if arm == "gmnet" else None, "seeds": miss})
+                                    "L": L0 if arm == "gmnet" else None, "seeds": miss,
+                                    "measured": _measured(have, machine_ids or {})})
     for ep in PAPER_KL:
         for k in KL_GRID_K:
             for L in KL_GRID_L:
                 have = idx.kl_cells(protocol, ep).get((k, L), {})
                 miss = [s for s in seeds if s not in have]
                 if miss:
-                    missing.append({"group": "ablation", "arm": "gmnet", "endpoint": ep, "k": k, "L": L, "seeds": miss})
+                    missing.append({"group": "ablation", "arm": "gmnet", "endpoint": ep, "k": k, "L": L, "seeds": miss,
+                                    "measured": _measured(have, machine_ids or {})})
     if not missing:
         return "None: every expected run of this protocol is present.", []
     titles = {"table1": "Table 1", "extras": "Extras (beyond the paper)", "ablation": "(k, L) ablation"}
@@ -388,7 +412,12 @@ def missing_runs(idx: Index, protocol: str) -> Tuple[str, list]:
         for m in items:
             kl = f" k={m['k']} L={m['L']}" if m["arm"] == "gmnet" else ""
             word = "seed" if len(m["seeds"]) == 1 else "seeds"
-            lines.append(f"- {ARM_LABELS[m['arm']]}{kl} {m['endpoint']}: {word} {', '.join(map(str, m['seeds']))}")
+            took = ""
+            if m["measured"]:
+                n, where = m["measured"]["n_runs"], ", ".join(m["measured"]["hardware"])
+                took = (f" (the {n} run{'s' if n > 1 else ''} made: {duration(m['measured']['mean_run_s'])}"
+                        + (" each" if n > 1 else "") + (f" on {where}" if where else "") + ")")
+            lines.append(f"- {ARM_LABELS[m['arm']]}{kl} {m['endpoint']}: {word} {', '.join(map(str, m['seeds']))}{took}")
         lines.append("")
     return "\n".join(lines).rstrip(), missing
 
@@ -627,6 +656,7 @@ def render(idx: Index, results_dir: Path, out_path: Path, primary: str) -> Tuple
         f"[`{rel(results_dir / 'summary.json', out_dir)}`]({rel(results_dir / 'summary.json', out_dir)}).",
         "",
     ]
+    machines = hardware_ids(idx, protocols)
     for n, protocol in enumerate(protocols):
         psum: Dict[str, object] = {}
         level = "##" if n == 0 else "###"
@@ -665,7 +695,7 @@ def render(idx: Index, results_dir: Path, out_path: Path, primary: str) -> Tuple
                           "where BBBP is missing); paper: `tab:kl-params`.", "", pg, ""]
         if n == 0:
             parts += [f"## Protocol `{protocol}`", "", protocol_section(idx, protocol), ""]
-            text, missing = missing_runs(idx, protocol)
+            text, missing = missing_runs(idx, protocol, machines[1])
             psum["missing"] = missing
             parts += [f"## Runs still missing (protocol `{protocol}`)", "", text, "",
                       "Fill them with (`--resume` skips what exists):", "",
@@ -683,7 +713,7 @@ def render(idx: Index, results_dir: Path, out_path: Path, primary: str) -> Tuple
         parts += [f"- [`{rel(r['_path'], out_dir)}`]({rel(r['_path'], out_dir)}): " + "; ".join(r["warnings"])
                   for r in flagged]
         parts.append("")
-    hw_text, hw = hardware_section(idx, protocols, out_dir)
+    hw_text, hw = hardware_section(idx, protocols, out_dir, machines)
     summary["hardware_and_wall_time"] = hw
     parts += ["## Hardware and wall time", "", "Per group of runs: the machine(s) they ran on and the time they took "
               "(data preparation + fit + scoring). The last column is the machine's 5-minute load "
