@@ -408,15 +408,17 @@ def missing_runs(idx: Index, protocol: str, machine_ids: Optional[Dict[int, List
         items = [m for m in missing if m["group"] == group]
         if not items:
             continue
-        lines.append(f"**{titles[group]}** ({sum(len(m['seeds']) for m in items)} runs):\n")
+        n_missing = sum(len(m["seeds"]) for m in items)
+        lines.append(f"**{titles[group]}** ({n_missing} run{'s' if n_missing > 1 else ''}):\n")
         for m in items:
             kl = f" k={m['k']} L={m['L']}" if m["arm"] == "gmnet" else ""
             word = "seed" if len(m["seeds"]) == 1 else "seeds"
             took = ""
             if m["measured"]:
                 n, where = m["measured"]["n_runs"], ", ".join(m["measured"]["hardware"])
-                took = (f" (the {n} run{'s' if n > 1 else ''} made: {duration(m['measured']['mean_run_s'])}"
-                        + (" each" if n > 1 else "") + (f" on {where}" if where else "") + ")")
+                took = ((f" (the {n} runs made took {duration(m['measured']['mean_run_s'])} on average"
+                         if n > 1 else f" (the run made took {duration(m['measured']['mean_run_s'])}")
+                        + (f", on {where}" if where else "") + ")")
             lines.append(f"- {ARM_LABELS[m['arm']]}{kl} {m['endpoint']}: {word} {', '.join(map(str, m['seeds']))}{took}")
         lines.append("")
     return "\n".join(lines).rstrip(), missing

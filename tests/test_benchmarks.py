@@ -329,8 +329,8 @@ def test_report_statistics_and_win_counts(tmp_path):
     assert "**0.900 ± 0.000** (n=3)" in grid_row and "**0.938 ± 0.042**" in grid_row
     assert "Chem-GMNet k=8 L=3 bace_classification: seeds 0, 1, 2" in text
     # one seed missing: singular; a cell with runs says what they took and where
-    assert "Chem-GMNet k=8 L=3 bbbp: seeds 1, 2 (the 1 run made: 60.0 s on H1)\n" in text
-    assert "ChemBERTa esol: seed 2 (the 2 runs made: 60.0 s each on H1)\n" in text
+    assert "Chem-GMNet k=8 L=3 bbbp: seeds 1, 2 (the run made took 60.0 s, on H1)\n" in text
+    assert "ChemBERTa esol: seed 2 (the 2 runs made took 60.0 s on average, on H1)\n" in text
     assert "Chem-GMNet k=8 L=3 bace_classification: seeds 0, 1, 2\n" in text  # none made: no time
     assert "Chem-GMNet k=8 L=3 esol" not in text.split("## Runs still missing")[1].split("## ")[0]
     assert "throughput_cpu.json" in text
@@ -373,7 +373,7 @@ def test_a_resumed_run_lists_the_machine_of_every_part(tmp_path):
     row = next(ln for ln in text.splitlines() if ln.startswith("| chemberta3 | Chem-GMNet"))
     assert re.search(r"\| H\d, H\d \|", row)  # both parts' machines
     assert "1 run(s) were resumed from a training snapshot" in text
-    assert re.search(r"Chem-GMNet k=8 L=3 bbbp: seeds 1, 2 \(the 1 run made: 60\.0 s on H\d, H\d\)", text)
+    assert re.search(r"Chem-GMNet k=8 L=3 bbbp: seeds 1, 2 \(the run made took 60\.0 s, on H\d, H\d\)", text)
 
 
 def test_ablation_failed_cell_is_reported_and_not_written(tmp_path, common_args, monkeypatch):
