@@ -19,9 +19,9 @@ is what earlier sweeps ran by hand.
 
 Scheduling: the runs of the first ``--what`` group come first. Within a group, with a
 ``--deadline``, the longest run starts first (its cost, plus start-up: the mean measured epoch
-of the committed runs of its like made the same way, on this machine, with these threads and
-workers, when there are some; otherwise training steps x ``--step-seconds`` of its arm), and a
-run is started only if it is predicted to end before the deadline (with ``--safety``); without
+of the committed runs of its like made the same way, on the same CPU and GPU model, with these
+threads and workers, when there are some; otherwise training steps x ``--step-seconds`` of its
+arm), and a run is started only if it is predicted to end before the deadline (with ``--safety``); without
 one, the smallest first (``--order`` overrides). At the deadline, or when the sweep itself is
 interrupted, the runs still going are stopped (their results are lost: a result file is written
 only when a run ends), unless ``--snapshot-dir`` is given: then every run saves a training
@@ -188,6 +188,11 @@ def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device
     seen = set()
     machine = functools.lru_cache(maxsize=None)(machine or (lambda: C.hardware_info(device)))
 
+    @functools.lru_cache(maxsize=None)  # one read of a cell's records, not one per missing seed
+    def measured(arm, ep, k, L):
+        return measured_epoch_seconds(results_dir, protocol_name, arm, ep, k, L, threads=threads, workers=workers,
+                                      machine=machine)
+
     def add(group, arm, ep, seed, k, L, argv):
         path = C.result_path(results_dir, protocol_name, arm, ep, seed, k, L)
         if path in seen or path.exists():
@@ -195,9 +200,7 @@ def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device
         if (arms and arm not in arms) or (endpoints and ep not in endpoints) or f"{arm}:{ep}" in skip:
             return
         seen.add(path)
-        epoch_s, n_measured = (measured_epoch_seconds(results_dir, protocol_name, arm, ep, k, L,
-                                                      threads=threads, workers=workers, machine=machine)
-                               if workers is not None else (None, 0))
+        epoch_s, n_measured = measured(arm, ep, k, L) if workers is not None else (None, 0)
         if epoch_s is None:
             epoch_s = training_steps(ep, batch, epochs) * step_seconds[arm] * cost_factor(k, L, device_type) / epochs
         done = min(snapshot_progress(snapshot_dir, protocol_name, arm, ep, seed, k, L, epochs), epochs)
