@@ -9,6 +9,8 @@ _LAZY = {
     "GMNetClassifier": "gmnet_sklearn.estimators",
     "ChemBERTaRegressor": "gmnet_sklearn.estimators",
     "ChemBERTaClassifier": "gmnet_sklearn.estimators",
+    "PAPER_PROTOCOL": "gmnet_sklearn.estimators",
+    "CHEMBERTA_PAPER_PROTOCOL": "gmnet_sklearn.estimators",
     "SmilesTokenizer": "gmnet_sklearn.tokenizer",
     "fetch_moleculenet": "gmnet_sklearn.datasets",
     "scaffold_split": "gmnet_sklearn.model_selection",

@@ -214,6 +214,17 @@ class EncodedBatch:
             errors={new_pos[p]: why for p, why in self.errors.items() if p in new_pos},
         )
 
+    @classmethod
+    def concat(cls, batches: list["EncodedBatch"]) -> "EncodedBatch":
+        """The items of ``batches`` one after another (same tokenizer); ``errors`` re-keyed."""
+        errors, offset = {}, 0
+        for b in batches:
+            errors.update({offset + p: why for p, why in b.errors.items()})
+            offset += len(b)
+        return cls(ids=[i for b in batches for i in b.ids], flags=[f for b in batches for f in b.flags],
+                   lengths=np.concatenate([b.lengths for b in batches]),
+                   valid=np.concatenate([b.valid for b in batches]), pad_id=batches[0].pad_id, errors=errors)
+
     def padded(self, length: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Right-padded ``(ids int64, flags int8, attention_mask bool)`` of shape (n, length)."""
         n = len(self.ids)

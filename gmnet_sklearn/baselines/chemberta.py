@@ -245,6 +245,15 @@ class ChemBERTa(nn.Module):
         del conj_flags  # same signature as the Chem-GMNet model; RoBERTa has no use for it
         return self.head(self.encode(input_ids, attention_mask))
 
+    def pool(self, input_ids: torch.Tensor, conj_flags: torch.Tensor | None = None,
+             attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The first ([CLS]) token's final state, (batch, d_model): what the head reads."""
+        return self.encode(input_ids, attention_mask)[:, 0]
+
+    def readout(self, z: torch.Tensor) -> torch.Tensor:
+        """The head on pooled states (batch, d_model)."""
+        return self.head(z[:, None, :])
+
     # ------------------------------------------------------- Hugging Face I/O
     def load_hf_state_dict(self, state_dict: Mapping[str, torch.Tensor], strict: bool = True):
         """Load a Hugging Face RoBERTa state dict (``RobertaForSequenceClassification``,

@@ -3,6 +3,7 @@
 from ._base import SmilesNetBase
 from .chemberta import ChemBERTaClassifier, ChemBERTaRegressor
 from .gmnet import GMNetClassifier, GMNetRegressor
+from .presets import CHEMBERTA_PAPER_PROTOCOL, PAPER_PROTOCOL
 from .snapshot import TrainingSnapshot
 
 ESTIMATORS = {cls.__name__: cls for cls in (GMNetRegressor, GMNetClassifier, ChemBERTaRegressor, ChemBERTaClassifier)}
@@ -14,4 +15,4 @@ def load_model(path, device=None):
 
 
 __all__ = ["GMNetRegressor", "GMNetClassifier", "ChemBERTaRegressor", "ChemBERTaClassifier", "TrainingSnapshot",
-           "load_model", "ESTIMATORS"]
+           "load_model", "ESTIMATORS", "PAPER_PROTOCOL", "CHEMBERTA_PAPER_PROTOCOL"]

@@ -22,18 +22,23 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
-from skorch.callbacks import Checkpoint, EpochScoring, ProgressBar
+from skorch.callbacks import Checkpoint, EarlyStopping, EpochScoring, ProgressBar
 from skorch.helper import predefined_split
 
 from .. import __version__
-from ..tokenizer import SmilesTokenizer
+from ..augment import randomized_smiles
+from ..descriptors import RDKitDescriptors, compute_descriptors
+from ..tokenizer import EncodedBatch, SmilesTokenizer
 from .data import BucketedLoader, EncodedSmilesDataset, sequential_loader
+from .fusion import DescriptorFusion
 from .losses import CrossEntropyLoss, MaskedBCEWithLogitsLoss, MaskedMSELoss
 from .metrics import has_auc, masked_rmse, mean_roc_auc
+from .schedule import SCHEDULES, WarmupDecay
 from .snapshot import TrainingSnapshot, fit_fingerprint
 
 ON_INVALID = ("raise", "nan")
 VALID_SPLITS = ("scaffold", "random", None)
+OPTIMIZERS = ("adamw", "adam")
 
 
 def resolve_device(device: str) -> str:
@@ -112,6 +117,25 @@ class SmilesNetBase(BaseEstimator):
             raise ValueError(f"valid_split must be one of {VALID_SPLITS}, got {self.valid_split!r}")
         if not (isinstance(self.valid_size, numbers.Real) and 0 < self.valid_size < 1):
             raise ValueError(f"valid_size must be in (0, 1), got {self.valid_size!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        if self.lr_schedule not in SCHEDULES:
+            raise ValueError(f"lr_schedule must be one of {SCHEDULES}, got {self.lr_schedule!r}")
+        if isinstance(self.weight_decay, bool) or not isinstance(self.weight_decay, numbers.Real) or self.weight_decay < 0:
+            raise ValueError(f"weight_decay must be a number >= 0, got {self.weight_decay!r}")
+        if isinstance(self.warmup, bool) or not isinstance(self.warmup, numbers.Real) or not 0 <= self.warmup < 1:
+            raise ValueError(f"warmup (a fraction of the training steps) must be in [0, 1), got {self.warmup!r}")
+        if self.patience is not None and (isinstance(self.patience, bool) or not isinstance(self.patience, numbers.Integral)
+                                          or self.patience < 1):
+            raise ValueError(f"patience must be None or a positive integer, got {self.patience!r}")
+        if isinstance(self.n_estimators, bool) or not isinstance(self.n_estimators, numbers.Integral) or self.n_estimators < 1:
+            raise ValueError(f"n_estimators must be a positive integer, got {self.n_estimators!r}")
+        for name in ("augment", "tta"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+                raise ValueError(f"{name} (SMILES variants per molecule) must be an integer >= 0, got {value!r}")
+        if not isinstance(self.descriptors, (bool, np.bool_)):
+            raise ValueError(f"descriptors must be True or False, got {self.descriptors!r}")
 
     def _max_length(self) -> int | None:
         limit = self._model_max_length()
@@ -147,76 +171,123 @@ class SmilesNetBase(BaseEstimator):
         return np.asarray(train), np.asarray(valid)
 
     # ---- fit --------------------------------------------------------------------------------
+    # skorch's way: fit = prepare the data once, then per ensemble member build the module, the
+    # callbacks and the net, and train it. Each step is a method a subclass can override.
     def fit(self, X, y, X_valid=None, y_valid=None):
         """Train on SMILES ``X`` and targets ``y`` (NaN = missing label, masked out).
 
         The epoch with the best validation metric (RMSE for regression, mean ROC-AUC for
-        classification) is restored. The validation set is ``(X_valid, y_valid)`` when given,
-        else a ``valid_split`` of the training data (scaffold split by default), else none (the
-        last epoch is kept).
+        classification) is restored; with ``patience`` training stops once it has not improved
+        for that many epochs. The validation set is ``(X_valid, y_valid)`` when given, else a
+        ``valid_split`` of the training data (scaffold split by default), else none (the last
+        epoch is kept). With ``n_estimators > 1`` that many members are trained (seeds
+        ``random_state + i``) and their predictions averaged.
         """
         self._check_params()
+        seed = _seed(self.random_state)
+        train_set, valid_set, fingerprint_data = self._prepare_data(X, y, X_valid, y_valid, seed)
+        self.nets_, infos = [], []
+        for member in range(self.n_estimators):
+            net, info = self._fit_member(member, seed + member, train_set, valid_set, fingerprint_data)
+            self.nets_.append(net)
+            infos.append(info)
+        self.net_ = self.nets_[0]
+        self.n_train_ = int(train_set.n_molecules)
+        self.n_valid_ = 0 if valid_set is None else len(valid_set)
+        # How this fit came about: None without a TrainingSnapshot, else the snapshot file(s), the
+        # epoch each part started from (more than one: resumed) and the fit seconds of all parts.
+        self.resume_info_ = None if infos[0] is None else _merge_resume_info(infos)
+        return self
+
+    def _prepare_data(self, X, y, X_valid, y_valid, seed: int):
+        """Check and encode the data once (tokens, RDKit flags, descriptors, SMILES variants);
+        fit the vocabulary, target statistics and descriptor scaling on the training part."""
         X = check_smiles_input(X)
         y = self._check_y(y, len(X))
         if (X_valid is None) != (y_valid is None):
             raise ValueError("pass both X_valid and y_valid, or neither")
-        seed = _seed(self.random_state)
         self.max_length_ = self._max_length()
+        self.device_ = resolve_device(self.device)
+        fingerprint_data = [np.asarray(X, dtype=object), y, None if X_valid is None else np.asarray(X_valid, dtype=object),
+                            None if y_valid is None else np.asarray(y_valid)]
 
         # Every SMILES is checked and encoded once, before any split, so errors name positions in
-        # the user's X and nothing is dropped silently. The vocabulary (when fitted) comes from X.
-        self.tokenizer_ = SmilesTokenizer(self.vocab_file).fit(X, on_invalid="ignore")
-        encoded = self._encode(X)
-        enc_valid = None
+        # the user's X and nothing is dropped silently.
+        train_idx = np.arange(len(X))
+        valid_X = None
         if X_valid is not None:
-            X_valid = check_smiles_input(X_valid, "X_valid")
-            y_valid = self._check_y(y_valid, len(X_valid))
-            enc_valid = self._encode(X_valid)
+            valid_X = check_smiles_input(X_valid, "X_valid")
+            y_valid = self._check_y(y_valid, len(valid_X))
         elif self.valid_split is not None:
             train_idx, valid_idx = self._internal_split(X, seed)
             if len(valid_idx) == 0 or len(train_idx) == 0:
                 warnings.warn("the internal validation split is empty; training without best-epoch selection")
+                train_idx = np.arange(len(X))
             else:
-                enc_valid, y_valid = encoded.subset(valid_idx), y[valid_idx]
-                encoded, y = encoded.subset(train_idx), y[train_idx]
-        y = self._fit_y(y)  # target statistics / classes come from the training part only
-        self.device_ = resolve_device(self.device)
-        train_set = EncodedSmilesDataset(encoded, y, device=self.device_)
+                valid_X, y_valid = [X[i] for i in valid_idx], y[valid_idx]
+        train_X = [X[i] for i in train_idx]
+        variants = randomized_smiles(train_X, self.augment, seed) if self.augment else []
+        flat_variants = [v for vs in variants for v in vs]
+        # The vocabulary (when fitted) comes from the training SMILES and their variants.
+        self.tokenizer_ = SmilesTokenizer(self.vocab_file).fit(list(X) + flat_variants, on_invalid="ignore")
+        encoded = self._encode(X).subset(train_idx)
+        y_train = self._fit_y(y[train_idx])  # target statistics / classes come from the training part only
+        descriptors = None
+        if self.descriptors:
+            raw = compute_descriptors(train_X)
+            self.descriptor_scaler_ = RDKitDescriptors()._fit_raw(raw)
+            descriptors = self.descriptor_scaler_._transform_raw(raw)
+        groups = None
+        if variants:
+            encoded = EncodedBatch.concat([encoded, self._encode(flat_variants)])
+            groups = np.concatenate([np.arange(len(train_X)), np.repeat(np.arange(len(train_X)), self.augment)])
+            y_train = np.concatenate([y_train, np.repeat(y_train, self.augment, axis=0)])
+            if descriptors is not None:
+                descriptors = np.concatenate([descriptors, np.repeat(descriptors, self.augment, axis=0)])
+        train_set = EncodedSmilesDataset(encoded, y_train, device=self.device_, descriptors=descriptors, groups=groups)
+        train_set.n_molecules = len(train_X)
         valid_set = None
-        if enc_valid is not None:
+        if valid_X is not None:
+            enc_valid = self._encode(valid_X)
             order = np.argsort(enc_valid.lengths, kind="stable")  # less padding, same rows
-            valid_set = EncodedSmilesDataset(enc_valid, self._transform_y(y_valid), order=order, device=self.device_)
+            valid_set = EncodedSmilesDataset(enc_valid, self._transform_y(y_valid), order=order, device=self.device_,
+                                             descriptors=self._descriptor_rows(valid_X))
+        return train_set, valid_set, fingerprint_data
 
+    def _descriptor_rows(self, smiles) -> np.ndarray | None:
+        if not self.descriptors:
+            return None
+        return self.descriptor_scaler_._transform_raw(compute_descriptors(smiles, on_invalid="nan"))
+
+    def _initialize_module(self, seed: int) -> torch.nn.Module:
+        """The model with its initial weights (seeded); wrapped for descriptor fusion."""
         torch.manual_seed(seed)
         module = self._build_module(self.tokenizer_.vocab_size, self.n_outputs_, self.tokenizer_.pad_id)
-        callbacks = list(self.callbacks or [])
-        snapshots = [cb for cb in callbacks if isinstance(cb, TrainingSnapshot)]
-        if len(snapshots) > 1:
-            raise ValueError("pass at most one TrainingSnapshot in callbacks")
-        callbacks = [cb for cb in callbacks if not isinstance(cb, TrainingSnapshot)]
-        self._checkpoint_dir = None
+        if self.descriptors:
+            module = DescriptorFusion(module, self.descriptor_scaler_.n_features_out_, self.d_model)
+        return module
+
+    def _callbacks(self, valid_set, n_batches: int) -> list:
+        """Validation scoring and best-epoch restore, early stopping, the learning-rate
+        schedule and the progress bar; the user's callbacks come first."""
+        callbacks = [cb for cb in (self.callbacks or []) if not isinstance(cb, TrainingSnapshot)]
         if valid_set is not None:
             callbacks += self._selection_callbacks(valid_set)
+        if self.warmup > 0 or self.lr_schedule != "constant":
+            callbacks.append(WarmupDecay(self.lr, n_batches * self.max_epochs, self.warmup, self.lr_schedule))
         if self.verbose:
             callbacks.append(ProgressBar())
-        loader = BucketedLoader(seed=seed, bucket=self.bucket_by_length)
-        snapshot = snapshots[0] if snapshots else None
-        if snapshot is not None:  # last, so it sees this epoch's scores and best weights
-            params = {k: v for k, v in self.get_params(deep=False).items() if k not in ("callbacks", "verbose", "device")}
-            snapshot.bind(fingerprint=fit_fingerprint({"estimator": type(self).__name__, **params}, seed,
-                                                      [np.asarray(X, dtype=object), y,
-                                                       None if X_valid is None else np.asarray(X_valid, dtype=object),
-                                                       None if y_valid is None else np.asarray(y_valid)]),
-                          summary={"estimator": type(self).__name__, "seed": seed, "n_train": len(train_set),
-                                   **{k: v for k, v in params.items() if isinstance(v, (int, float, str, bool))}},
-                          max_epochs=self.max_epochs, loader=loader, checkpoint_dir=self._checkpoint_dir)
-            callbacks.append(snapshot)
-        self.net_ = NeuralNet(
+        return callbacks
+
+    def _build_net(self, module, callbacks, valid_set, loader) -> NeuralNet:
+        optimizer = torch.optim.AdamW if self.optimizer == "adamw" else torch.optim.Adam
+        options = {**adam_options(self.device_), "weight_decay": self.weight_decay}
+        return NeuralNet(
             module=module,
             criterion=self._criterion(),
-            optimizer=torch.optim.Adam,
+            optimizer=optimizer,
             lr=self.lr,
-            **{f"optimizer__{key}": value for key, value in adam_options(self.device_).items()},
+            **{f"optimizer__{key}": value for key, value in options.items()},
             batch_size=self.batch_size,
             max_epochs=self.max_epochs,
             train_split=predefined_split(valid_set) if valid_set is not None else None,
@@ -226,53 +297,94 @@ class SmilesNetBase(BaseEstimator):
             device=self.device_,
             verbose=int(self.verbose),
         )
-        state = snapshot.load() if snapshot is not None else None
+
+    def _fit_member(self, member: int, seed: int, train_set, valid_set, fingerprint_data):
+        """Train one ensemble member; returns its net and its snapshot's resume info (or None)."""
+        snapshots = [cb for cb in (self.callbacks or []) if isinstance(cb, TrainingSnapshot)]
+        if len(snapshots) > 1:
+            raise ValueError("pass at most one TrainingSnapshot in callbacks")
+        self._checkpoint_dir = None
+        loader = BucketedLoader(seed=seed, bucket=self.bucket_by_length)
+        n_batches = -(-int(train_set.n_molecules) // self.batch_size)  # one row per molecule an epoch
+        callbacks = self._callbacks(valid_set, n_batches)
+        snapshot = snapshots[0] if snapshots else None
+        if snapshot is not None:  # last, so it sees this epoch's scores and best weights
+            params = {k: v for k, v in self.get_params(deep=False).items() if k not in ("callbacks", "verbose", "device")}
+            snapshot.bind(fingerprint=fit_fingerprint({"estimator": type(self).__name__, **params,
+                                                       **({"member": member} if member else {})},
+                                                      seed - member, fingerprint_data),
+                          summary={"estimator": type(self).__name__, "seed": seed, "member": member,
+                                   "n_train": int(train_set.n_molecules),
+                                   **{k: v for k, v in params.items() if isinstance(v, (int, float, str, bool))}},
+                          max_epochs=self.max_epochs, loader=loader, checkpoint_dir=self._checkpoint_dir)
+            callbacks.append(snapshot)
+        net = self._build_net(self._initialize_module(seed), callbacks, valid_set, loader)
         try:
-            if state is None:
-                self.net_.fit(train_set, y=None)
-            else:  # go on from the snapshot's epoch: the rest of the same fit
-                self.net_.initialize()
-                snapshot.restore(self.net_, state)
-                self.net_.partial_fit(train_set, y=None, epochs=self.max_epochs - state["epochs_done"])
+            net.initialize()
+            # A snapshot of this fit puts the net back where it left off (in its on_train_begin);
+            # only the epochs left are trained.
+            epochs_done = snapshot.prepare() if snapshot is not None else 0
+            net.partial_fit(train_set, y=None, epochs=self.max_epochs - epochs_done)
         finally:
             if self._checkpoint_dir is not None:
                 shutil.rmtree(self._checkpoint_dir, ignore_errors=True)
             del self._checkpoint_dir
-        self.n_train_ = len(train_set)
-        self.n_valid_ = 0 if valid_set is None else len(valid_set)
-        # How this fit came about: None without a TrainingSnapshot, else the snapshot file, the
-        # epoch each part started from (more than one: resumed) and the fit seconds of all parts.
-        self.resume_info_ = None if snapshot is None else {
-            "snapshot": str(snapshot.path_), "parts": list(snapshot.parts_),
-            "resumed_from_epoch": state["epochs_done"] if state is not None else None,
-            "fit_seconds_before": snapshot.elapsed_before_}
-        return self
+        if snapshot is None:
+            return net, None
+        return net, {"snapshot": str(snapshot.path_), "parts": list(snapshot.parts_),
+                     "resumed_from_epoch": epochs_done or None, "fit_seconds_before": snapshot.elapsed_before_}
 
     def _selection_callbacks(self, valid_set):
         name, lower, scorer = self._validation_metric(valid_set.y.cpu().numpy())
         self._checkpoint_dir = tempfile.mkdtemp(prefix="gmnet_ckpt_")
         scoring = [] if scorer is None else [EpochScoring(scorer, name=name, lower_is_better=lower, on_train=False, use_caching=True)]
+        stopping = [] if self.patience is None else [
+            EarlyStopping(monitor=name, patience=self.patience, threshold=0.0, threshold_mode="abs",
+                          lower_is_better=lower, sink=print if self.verbose else _quiet)]
         return scoring + [
             Checkpoint(monitor=f"{name}_best", f_params="best.pt", f_optimizer=None, f_criterion=None,
                        f_history=None, dirname=self._checkpoint_dir, load_best=True),
-        ]
+        ] + stopping
 
     # ---- predict ----------------------------------------------------------------------------
-    def _raw_predict(self, X) -> tuple[np.ndarray, np.ndarray]:
-        """Module outputs (n, n_outputs) in input order; rows of invalid SMILES are NaN."""
+    def _member_outputs(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """Module outputs of every member, (n_members, n, n_outputs) in input order, each
+        averaged over ``tta`` SMILES variants besides the given SMILES (in the space
+        ``_average_space`` gives: probabilities for classifiers); NaN rows for invalid SMILES."""
         check_is_fitted(self, "net_")
         X = check_smiles_input(X)
-        enc = self._encode(X, self.on_invalid)
-        ds = EncodedSmilesDataset(enc, order=np.argsort(enc.lengths, kind="stable"), device=self.device_)
-        module = self.net_.module_
+        views = [X]
+        if self.tta:
+            variants = randomized_smiles(X, self.tta, _seed(self.random_state) if self.random_state is not None else 0)
+            views += [[vs[j] for vs in variants] for j in range(self.tta)]
+        total, valid = None, None
+        for view in views:
+            enc = self._encode(view, self.on_invalid)
+            ds = EncodedSmilesDataset(enc, order=np.argsort(enc.lengths, kind="stable"), device=self.device_,
+                                      descriptors=self._descriptor_rows(view))
+            outs = np.stack([self._average_space(self._module_outputs(net.module_, ds)) for net in self.nets_])
+            out = np.empty_like(outs)
+            out[:, ds.order.numpy()] = outs
+            total = out if total is None else total + out
+            valid = enc.valid if valid is None else valid
+        total /= len(views)
+        total[:, ~valid] = np.nan
+        return total, valid
+
+    def _module_outputs(self, module, ds) -> np.ndarray:
         module.eval()
         with torch.inference_mode():
             outs = [module(**Xb) for Xb, _ in sequential_loader(ds, batch_size=max(self.batch_size, 128))]
-            raw = torch.cat(outs).float().cpu().numpy().astype(np.float64)  # one copy back
-        out = np.empty_like(raw)
-        out[ds.order.numpy()] = raw
-        out[~enc.valid] = np.nan
-        return out, enc.valid
+            return torch.cat(outs).float().cpu().numpy().astype(np.float64)  # one copy back
+
+    def _average_space(self, raw: np.ndarray) -> np.ndarray:
+        """Where predictions are averaged over members and SMILES variants (raw outputs)."""
+        return raw
+
+    def _raw_predict(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """Mean over members of ``_member_outputs``, (n, n_outputs); NaN rows for invalid SMILES."""
+        outs, valid = self._member_outputs(X)
+        return outs.mean(0), valid
 
     @property
     def history_(self):
@@ -293,15 +405,24 @@ class SmilesNetBase(BaseEstimator):
 
     # ---- persistence (safe format) ----------------------------------------------------------
     def save(self, path) -> Path:
-        """Write a directory loadable without executing code: ``model.safetensors`` (weights),
-        ``config.json`` (estimator parameters and fitted metadata) and ``vocab.txt``."""
+        """Write a directory loadable without executing code: ``model.safetensors`` (weights;
+        ``model_<i>.safetensors`` for ensemble member i > 0), ``descriptors.safetensors`` (the
+        descriptor scaling, with ``descriptors=True``), ``config.json`` (estimator parameters and
+        fitted metadata) and ``vocab.txt``."""
         from safetensors.torch import save_file
 
         check_is_fitted(self, "net_")
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        state = {k: v.detach().cpu().contiguous() for k, v in self.net_.module_.state_dict().items()}
-        save_file(state, str(path / "model.safetensors"))
+        for i, net in enumerate(self.nets_):
+            state = {k: v.detach().cpu().contiguous() for k, v in net.module_.state_dict().items()}
+            save_file(state, str(path / _weights_file(i)))
+        if self.descriptors:
+            scaler = self.descriptor_scaler_
+            arrays = {"kept": scaler.kept_, "quantiles": scaler.quantiles_.quantiles_,
+                      "references": scaler.quantiles_.references_}
+            save_file({k: torch.as_tensor(np.ascontiguousarray(v)) for k, v in arrays.items()},
+                      str(path / "descriptors.safetensors"))
         vocab = sorted(self.tokenizer_.vocabulary_.items(), key=lambda kv: kv[1])
         (path / "vocab.txt").write_text("".join(tok + "\n" for tok, _ in vocab))
         params = {k: v for k, v in self.get_params(deep=False).items() if k != "callbacks"}
@@ -337,12 +458,20 @@ class SmilesNetBase(BaseEstimator):
         est.tokenizer_ = SmilesTokenizer(str(path / "vocab.txt")).fit([])
         est._restore_fitted_metadata(config["fitted"])
         est.device_ = resolve_device(est.device)
-        module = est._build_module(est.tokenizer_.vocab_size, est.n_outputs_, est.tokenizer_.pad_id)
-        module.load_state_dict(load_file(str(path / "model.safetensors")))
-        est.net_ = NeuralNet(module=module, criterion=est._criterion(), device=est.device_,
-                             iterator_valid=sequential_loader, train_split=None)
-        est.net_.initialize()
-        est.net_.module_.load_state_dict(module.state_dict())
+        if est.descriptors:
+            arrays = load_file(str(path / "descriptors.safetensors"))
+            est.descriptor_scaler_ = RDKitDescriptors()._restore(
+                arrays["kept"].numpy(), arrays["quantiles"].numpy(), arrays["references"].numpy())
+        est.nets_ = []
+        for i in range(est.n_estimators):
+            module = est._initialize_module(0)
+            module.load_state_dict(load_file(str(path / _weights_file(i))))
+            net = NeuralNet(module=module, criterion=est._criterion(), device=est.device_,
+                            iterator_valid=sequential_loader, train_split=None)
+            net.initialize()
+            net.module_.load_state_dict(module.state_dict())
+            est.nets_.append(net)
+        est.net_ = est.nets_[0]
         return est
 
     def _fitted_metadata(self) -> dict[str, Any]:
@@ -360,6 +489,24 @@ class SmilesNetBase(BaseEstimator):
         tags.target_tags.required = True
         tags.non_deterministic = self.random_state is None
         return tags
+
+
+def _quiet(*args, **kwargs):
+    """Sink for EarlyStopping's message when the estimator is not verbose."""
+
+
+def _merge_resume_info(infos: list) -> dict:
+    """One ``resume_info_`` for a fit of one or more members (snapshots of each member)."""
+    if len(infos) == 1:
+        return infos[0]
+    resumed = [i["resumed_from_epoch"] for i in infos if i["resumed_from_epoch"] is not None]
+    return {"snapshot": [i["snapshot"] for i in infos], "parts": [p for i in infos for p in i["parts"]],
+            "resumed_from_epoch": resumed[0] if resumed else None,
+            "fit_seconds_before": float(sum(i["fit_seconds_before"] for i in infos))}
+
+
+def _weights_file(member: int) -> str:
+    return "model.safetensors" if member == 0 else f"model_{member}.safetensors"
 
 
 def _json_default(obj):
@@ -412,11 +559,16 @@ class SmilesRegressorMixin(RegressorMixin):
     def _validation_metric(self, y_valid_z: np.ndarray):
         return "valid_rmse", True, ValidRMSE(self.y_scale_)
 
-    def predict(self, X) -> np.ndarray:
-        """Predictions in the original units of y; NaN rows for invalid SMILES with on_invalid='nan'."""
-        raw, _ = self._raw_predict(X)
-        pred = raw * self.y_scale_ + self.y_mean_
-        return pred[:, 0] if self._y_ndim == 1 else pred
+    def predict(self, X, return_std: bool = False):
+        """Predictions in the original units of y (the mean over ensemble members and SMILES
+        variants); NaN rows for invalid SMILES with on_invalid='nan'. ``return_std=True`` also
+        returns the standard deviation over the ensemble's members (0 for one member)."""
+        outs, _ = self._member_outputs(X)
+        pred = outs.mean(0) * self.y_scale_ + self.y_mean_
+        std = outs.std(0) * self.y_scale_
+        if self._y_ndim == 1:
+            pred, std = pred[:, 0], std[:, 0]
+        return (pred, std) if return_std else pred
 
     def score(self, X, y, sample_weight=None) -> float:
         """R^2 (mean over tasks), missing labels masked."""
@@ -501,19 +653,27 @@ class SmilesClassifierMixin(ClassifierMixin):
 
         return "valid_roc_auc", False, ValidROCAUC(self.n_tasks_)
 
+    def _average_space(self, raw: np.ndarray) -> np.ndarray:
+        return self._scores_from_raw(raw)  # members and SMILES variants average probabilities
+
     def predict_proba(self, X) -> np.ndarray:
         """Single task: (n, n_classes) class probabilities. Multi-label: (n, n_tasks) P(label = 1).
-        Rows of invalid SMILES are NaN with on_invalid='nan'."""
-        raw, valid = self._raw_predict(X)
-        probs = np.full(raw.shape, np.nan)
-        probs[valid] = self._scores_from_raw(raw[valid])
+        The mean over ensemble members and SMILES variants. Rows of invalid SMILES are NaN with
+        on_invalid='nan'."""
+        probs, _ = self._raw_predict(X)
         return probs
 
     def decision_function(self, X) -> np.ndarray:
-        raw, _ = self._raw_predict(X)
-        if self.n_tasks_ == 1 and raw.shape[1] == 2:
-            return raw[:, 1] - raw[:, 0]
-        return raw
+        """Log-odds of the (averaged) probabilities: binary (n,), multi-label (n, n_tasks);
+        log-probabilities (n, n_classes) for multiclass. For one member without ``tta`` these are
+        the logit differences the model outputs."""
+        probs = self.predict_proba(X)
+        with np.errstate(divide="ignore"):
+            if self.n_tasks_ == 1 and probs.shape[1] == 2:
+                return np.log(probs[:, 1]) - np.log(probs[:, 0])
+            if self.n_tasks_ > 1:
+                return np.log(probs) - np.log1p(-probs)
+            return np.log(probs)
 
     def predict(self, X) -> np.ndarray:
         """Class labels (single task) or 0/1 per task (multi-label). With on_invalid='nan', rows of

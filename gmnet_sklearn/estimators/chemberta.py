@@ -16,8 +16,9 @@ class _ChemBERTaParams(SmilesNetBase):
     _family = "ChemBERTa"
 
     def __init__(self, d_model=384, n_layers=3, n_heads=12, intermediate_size=464, dropout=0.144,
-                 attention_dropout=0.109, max_position_embeddings=515, lr=3e-5, batch_size=32, max_epochs=100,
-                 valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
+                 attention_dropout=0.109, max_position_embeddings=515, optimizer="adamw", lr=5e-4, weight_decay=0.01, warmup=0.1,
+                 lr_schedule="cosine", batch_size=32, max_epochs=30, patience=None, n_estimators=1, augment=0, tta=0,
+                 descriptors=False, valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
                  bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None):
         self.d_model = d_model
         self.n_layers = n_layers
@@ -26,9 +27,18 @@ class _ChemBERTaParams(SmilesNetBase):
         self.dropout = dropout
         self.attention_dropout = attention_dropout
         self.max_position_embeddings = max_position_embeddings
+        self.optimizer = optimizer
         self.lr = lr
+        self.weight_decay = weight_decay
+        self.warmup = warmup
+        self.lr_schedule = lr_schedule
         self.batch_size = batch_size
         self.max_epochs = max_epochs
+        self.patience = patience
+        self.n_estimators = n_estimators
+        self.augment = augment
+        self.tta = tta
+        self.descriptors = descriptors
         self.valid_split = valid_split
         self.valid_size = valid_size
         self.max_length = max_length

@@ -22,7 +22,8 @@ class EncodedSmilesDataset(Dataset):
     """
 
     def __init__(self, encoded: EncodedBatch, y: np.ndarray | None = None, order: np.ndarray | None = None,
-                 device: str | torch.device = "cpu"):
+                 device: str | torch.device = "cpu", descriptors: np.ndarray | None = None,
+                 groups: np.ndarray | None = None):
         ids, flags, _ = encoded.padded()
         # Token matrix, flags and targets live on the training device, so batches are gathered
         # there (no host-to-device copy per step); lengths stay on the host too, so choosing a
@@ -34,6 +35,12 @@ class EncodedSmilesDataset(Dataset):
         self._lengths_dev = self.lengths.to(self.device)
         self.y = None if y is None else torch.as_tensor(y, device=self.device)
         self.order = None if order is None else torch.as_tensor(order)
+        # Molecule-level features (e.g. scaled RDKit descriptors), one row per item.
+        self.descriptors = None if descriptors is None else torch.as_tensor(descriptors, dtype=torch.float32,
+                                                                            device=self.device)
+        # Rows that are variants of one molecule (SMILES enumeration) share a group id; the
+        # training sampler then draws one row per group each epoch.
+        self.groups = None if groups is None else torch.as_tensor(groups, dtype=torch.int64)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -47,6 +54,8 @@ class EncodedSmilesDataset(Dataset):
         dev_idx = idx.to(self.device, non_blocking=True)
         mask = torch.arange(width, device=self.device)[None, :] < self._lengths_dev[dev_idx][:, None]
         X = {"input_ids": self.ids[dev_idx, :width], "conj_flags": self.flags[dev_idx, :width], "attention_mask": mask}
+        if self.descriptors is not None:
+            X["descriptors"] = self.descriptors[dev_idx]
         y = self.y[dev_idx] if self.y is not None else torch.zeros(len(rows), device=self.device)
         return X, y
 
@@ -59,17 +68,24 @@ class BucketBatchSampler(Sampler):
     sees a fresh random order (seeded, so runs are reproducible).
     """
 
-    def __init__(self, lengths: torch.Tensor, batch_size: int, seed: int, pool_batches: int = 50):
+    def __init__(self, lengths: torch.Tensor, batch_size: int, seed: int, pool_batches: int = 50,
+                 groups: torch.Tensor | None = None):
         self.lengths = lengths
         self.batch_size = int(batch_size)
         self.pool = self.batch_size * pool_batches
         self.generator = torch.Generator().manual_seed(int(seed))
+        self.picker = GroupPicker(groups) if groups is not None else None
 
     def __len__(self) -> int:
-        return (len(self.lengths) + self.batch_size - 1) // self.batch_size
+        n = len(self.lengths) if self.picker is None else self.picker.n_groups
+        return (n + self.batch_size - 1) // self.batch_size
 
     def __iter__(self):
-        perm = torch.randperm(len(self.lengths), generator=self.generator)
+        if self.picker is None:
+            perm = torch.randperm(len(self.lengths), generator=self.generator)
+        else:
+            rows = self.picker.draw(self.generator)
+            perm = rows[torch.randperm(len(rows), generator=self.generator)]
         batches = []
         for start in range(0, len(perm), self.pool):
             pool = perm[start : start + self.pool]
@@ -77,6 +93,36 @@ class BucketBatchSampler(Sampler):
             batches.extend(pool[i : i + self.batch_size].tolist() for i in range(0, len(pool), self.batch_size))
         for b in torch.randperm(len(batches), generator=self.generator).tolist():
             yield batches[b]
+
+
+class GroupPicker:
+    """One row per group, drawn uniformly each epoch (the SMILES variants of one molecule)."""
+
+    def __init__(self, groups: torch.Tensor):
+        order = torch.argsort(groups, stable=True)
+        _, counts = torch.unique_consecutive(groups[order], return_counts=True)
+        self.order, self.counts = order, counts
+        self.starts = torch.cumsum(counts, 0) - counts
+        self.n_groups = len(counts)
+
+    def draw(self, generator: torch.Generator) -> torch.Tensor:
+        u = torch.rand(self.n_groups, generator=generator, dtype=torch.float64)
+        offset = (u * self.counts).long().clamp_max(self.counts - 1)
+        return self.order[self.starts + offset]
+
+
+class GroupShuffleSampler(Sampler):
+    """Plain shuffled rows, one per group each epoch (``bucket_by_length=False`` with variants)."""
+
+    def __init__(self, groups: torch.Tensor, generator: torch.Generator):
+        self.picker, self.generator = GroupPicker(groups), generator
+
+    def __len__(self) -> int:
+        return self.picker.n_groups
+
+    def __iter__(self):
+        rows = self.picker.draw(self.generator)
+        yield from rows[torch.randperm(len(rows), generator=self.generator)].tolist()
 
 
 class BucketedLoader:
@@ -102,9 +148,12 @@ class BucketedLoader:
 
     def __call__(self, dataset: EncodedSmilesDataset, batch_size: int = 32, **_ignored) -> DataLoader:
         if self.bucket:
-            sampler = BucketBatchSampler(dataset.lengths, batch_size, self.seed)
+            sampler = BucketBatchSampler(dataset.lengths, batch_size, self.seed, groups=dataset.groups)
             sampler.generator = self._generator()
             return DataLoader(dataset, batch_sampler=sampler, collate_fn=dataset.collate)
+        if dataset.groups is not None:
+            return DataLoader(dataset, batch_size=batch_size, sampler=GroupShuffleSampler(dataset.groups, self._generator()),
+                              collate_fn=dataset.collate)
         return DataLoader(dataset, batch_size=batch_size, shuffle=True, generator=self._generator(),
                           collate_fn=dataset.collate)
 

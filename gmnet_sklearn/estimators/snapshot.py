@@ -11,7 +11,7 @@ skorch's own ``Checkpoint`` + ``LoadInitState`` restores weights, optimizer and 
 trains ``max_epochs`` *more* epochs and restarts the random streams. Here a snapshot holds
 everything the rest of the fit depends on: weights, Adam state, history (losses, validation
 metric, best-epoch flags), the best weights so far (for ``Checkpoint(load_best=True)``), the
-scorers' best scores, torch's global random state (dropout) and the training loader's shuffling
+scorers' best scores and early stopping's count, torch's global random state (dropout) and the training loader's shuffling
 state. On CPU with the same thread count the resumed fit is bit-identical to the uninterrupted one
 (tests/test_training_snapshot.py).
 
@@ -40,6 +40,9 @@ import torch
 from skorch.callbacks import Callback
 
 SNAPSHOT_FORMAT = "gmnet_sklearn.training_snapshot.v1"
+# What the other callbacks carry from epoch to epoch: scorers' and Checkpoint's best score,
+# EarlyStopping's count of epochs without improvement and its threshold.
+_CALLBACK_STATE = ("best_score_", "misses_", "dynamic_threshold_", "best_epoch_")
 
 
 def fit_fingerprint(params: dict, seed: int, arrays: list) -> str:
@@ -106,6 +109,12 @@ class TrainingSnapshot(Callback):
             raise ValueError(f"{self.path_} is not a training snapshot of this fit; delete it to start afresh")
         return state
 
+    def prepare(self) -> int:
+        """Called by ``fit`` once the net is initialized: load this fit's snapshot, if any, to be
+        restored when training begins (``on_train_begin``). Returns the epochs it has done."""
+        self.pending_ = self.load()
+        return 0 if self.pending_ is None else int(self.pending_["epochs_done"])
+
     def discard(self) -> None:
         """Delete this fit's snapshot (once its result is stored)."""
         remove_snapshot(self.path_)
@@ -118,9 +127,11 @@ class TrainingSnapshot(Callback):
         net.module_.load_state_dict(state["module"])
         net.optimizer_.load_state_dict(state["optimizer"])
         net.history_ = History(state["history"])
+        # (snapshots written before early stopping kept the scorers' best scores only)
+        states = state.get("callback_states") or {n: {"best_score_": v} for n, v in state.get("best_scores", {}).items()}
         for name, cb in net.callbacks_:
-            if name in state["best_scores"]:
-                cb.best_score_ = state["best_scores"][name]
+            for attr, value in states.get(name, {}).items():
+                setattr(cb, attr, value)
         if state["best_params"] is not None and self.checkpoint_dir_ is not None:
             _atomic_write(Path(self.checkpoint_dir_) / "best.pt", state["best_params"])
         torch.set_rng_state(state["torch_rng"])
@@ -132,6 +143,10 @@ class TrainingSnapshot(Callback):
 
     # ---- skorch hooks -----------------------------------------------------------------------
     def on_train_begin(self, net, **kwargs):
+        # Last among the callbacks, so their own on_train_begin resets come before the restore.
+        if getattr(self, "pending_", None) is not None:
+            self.restore(net, self.pending_)
+            self.pending_ = None
         self.t0_ = time.perf_counter()
         self.parts_.append({"from_epoch": len(net.history), "meta": self.meta})
 
@@ -148,7 +163,8 @@ class TrainingSnapshot(Callback):
             "optimizer": net.optimizer_.state_dict(),
             "history": list(net.history),
             "best_params": best,
-            "best_scores": {name: cb.best_score_ for name, cb in net.callbacks_ if hasattr(cb, "best_score_")},
+            "callback_states": {name: {attr: getattr(cb, attr) for attr in _CALLBACK_STATE if hasattr(cb, attr)}
+                                for name, cb in net.callbacks_},
             "torch_rng": torch.get_rng_state(),
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
             "loader_rng": self.loader_.generator_.get_state(),

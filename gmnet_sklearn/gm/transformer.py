@@ -99,7 +99,10 @@ class GMNet(nn.Module):
 
     def forward(self, input_ids, conj_flags=None, attention_mask=None, impl: str = "auto",
                 pack: bool | None = None) -> torch.Tensor:
-        z = self.pool(input_ids, conj_flags, attention_mask, impl, pack)
+        return self.readout(self.pool(input_ids, conj_flags, attention_mask, impl, pack))
+
+    def readout(self, z: torch.Tensor) -> torch.Tensor:
+        """The head on pooled states (B, d): dropout, dense, tanh, dropout, out_proj."""
         z = torch.tanh(self.dense(self.head_dropout(z)))
         return self.out_proj(self.head_dropout(z))
 

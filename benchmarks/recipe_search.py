@@ -1,0 +1,191 @@
+"""Choose the library's default recipe on the validation splits only (never test).
+
+    python -m benchmarks.recipe_search --endpoints esol freesolv ... --seeds 0 [--candidates ...] [--threads 1]
+    python -m benchmarks.recipe_search --summary      # the table of every lever's effect
+
+For each endpoint, ``GridSearchCV(GMNet*, candidates, cv=PredefinedSplit(...), refit=False)``
+runs over the concatenation train + valid of the DeepChem scaffold split, with ``test_fold`` -1
+on the train rows and 0 on the valid rows: each candidate is fitted on the training split exactly
+as a user's ``est.fit(X, y)`` (its own internal scaffold split picks the best epoch) and scored
+once on the DeepChem valid split. The test split is never loaded into the search.
+
+A candidate is a named set of estimator parameters on top of ``BASE``; each (endpoint,
+candidate, seed) cell is written as soon as it is scored to
+``benchmarks/results/recipe_search/<endpoint>/<candidate>_seed<s>.json`` (so an interrupted
+search resumes with ``--resume``). ``--summary`` ranks candidates by the mean over endpoints of
+their validation error relative to ``base`` (RMSE ratio; (1 - ROC-AUC) ratio), lower is better,
+and prints each lever's effect as a Markdown table (benchmarks/README.md quotes it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Dict, Optional, Sequence
+
+import numpy as np
+
+from . import _common as C
+from .protocols import ENDPOINTS, by_size, resolve_endpoints
+
+SEARCH_DIR = C.DEFAULT_RESULTS_DIR / "recipe_search"
+SCHEMA = "gmnet-recipe-search/1"
+
+#: What every candidate starts from: a small Chem-GMNet, AdamW with warm-up and cosine decay.
+BASE: Dict[str, object] = dict(
+    k=8, L=3, d_model=128, n_layers=3, n_heads=4, dropout=0.1, optimizer="adamw", lr=5e-4, weight_decay=0.01,
+    warmup=0.1, lr_schedule="cosine", batch_size=32, max_epochs=30, patience=None, n_estimators=1, augment=0,
+    tta=0, descriptors=False,
+)
+
+#: One lever (or a combination) per candidate, on top of BASE.
+CANDIDATES: Dict[str, Dict[str, object]] = {
+    "base": {},
+    "desc": {"descriptors": True},
+    "desc_lr1e-3": {"descriptors": True, "lr": 1e-3},
+    "desc_lr2e-4": {"descriptors": True, "lr": 2e-4},
+    "desc_d256": {"descriptors": True, "d_model": 256, "n_heads": 8},
+    "desc_aug4_tta4": {"descriptors": True, "augment": 4, "tta": 4},
+    "desc_patience8": {"descriptors": True, "patience": 8},
+    "desc_bs64": {"descriptors": True, "batch_size": 64},
+    "desc_ens3": {"descriptors": True, "n_estimators": 3},
+    "desc_drop0.2": {"descriptors": True, "dropout": 0.2},
+}
+
+
+def cell_path(endpoint: str, candidate: str, seed: int, root=SEARCH_DIR) -> Path:
+    return Path(root) / endpoint / f"{candidate}_seed{seed}.json"
+
+
+def candidate_params(name: str) -> Dict[str, object]:
+    if name not in CANDIDATES:
+        raise ValueError(f"unknown candidate {name!r}; known: {', '.join(CANDIDATES)}")
+    return {**BASE, **CANDIDATES[name]}
+
+
+class ValidScorer:
+    """Scores the fitted estimator on the scored fold (the valid split) and writes the cell."""
+
+    def __init__(self, data, names, seed, root, command, t_fit):
+        self.data, self.names, self.seed, self.root, self.command = data, names, seed, root, command
+        self.t_fit = t_fit
+
+    def __call__(self, est, X, y) -> float:
+        if len(X) != len(self.data.X_valid) or list(X) != list(self.data.X_valid):
+            raise RuntimeError("the scored fold is not the valid split: check the PredefinedSplit")
+        value, per_task = C.score(self.data.endpoint, est, self.data.X_valid, self.data.y_valid, self.data)
+        name = next(n for n in self.names if candidate_params(n) == {k: est.get_params()[k] for k in candidate_params(n)})
+        params = est.get_params(deep=False)
+        record = {
+            "schema": SCHEMA, "endpoint": self.data.endpoint.name, "candidate": name, "seed": self.seed,
+            "params": {k: params[k] for k in BASE}, "metric": self.data.endpoint.metric,
+            "valid_metric": value, "valid_per_task": per_task, "best_epoch": int(est.best_epoch_),
+            "n_epochs": len(est.history_), "fit_seconds": time.perf_counter() - self.t_fit[0],
+            "sizes": {"train": len(self.data.X_train), "valid": len(self.data.X_valid),
+                      "split_sha256": self.data.split_sha256},
+            "hardware": C.hardware_info(getattr(est, "device_", "cpu")), "versions": C.versions(),
+            "git": C._GIT_AT_START if C._GIT_AT_START is not None else C.git_info(),
+            "command": self.command, "timestamp_utc": C.utc_now(),
+        }
+        C.write_json_atomic(cell_path(self.data.endpoint.name, name, self.seed, self.root), record)
+        print(f"{self.data.endpoint.name} {name} seed{self.seed}: valid {C.fmt_metric(value, record['metric'])} "
+              f"({record['fit_seconds']:.0f} s, best epoch {record['best_epoch']}/{record['n_epochs']})", flush=True)
+        self.t_fit[0] = time.perf_counter()
+        return value if self.data.endpoint.higher_is_better else -value
+
+
+def search_endpoint(data, names: Sequence[str], seed: int, vocab_file: str, root, command: str, device: str = "cpu"):
+    from sklearn.model_selection import GridSearchCV, PredefinedSplit
+
+    endpoint = data.endpoint
+    X = np.concatenate([data.X_train, data.X_valid])
+    y = np.concatenate([data.to_fit(data.y_train), data.to_fit(data.y_valid)])
+    test_fold = np.r_[np.full(len(data.X_train), -1), np.zeros(len(data.X_valid), dtype=int)]
+    base = C.estimator_class("gmnet", endpoint)(random_state=seed, vocab_file=vocab_file, device=device)
+    grid = [{k: [v] for k, v in candidate_params(n).items()} for n in names]
+    t_fit = [time.perf_counter()]
+    search = GridSearchCV(base, grid, scoring=ValidScorer(data, names, seed, root, command, t_fit),
+                          cv=PredefinedSplit(test_fold), refit=False, n_jobs=1, error_score=np.nan)
+    search.fit(X, y)
+    return search
+
+
+def summary(root=SEARCH_DIR) -> str:
+    """Markdown: validation metric per endpoint and candidate (mean over seeds), and the mean
+    relative error against ``base`` (lower is better)."""
+    cells: Dict[str, Dict[str, list]] = {}
+    seconds: Dict[str, list] = {}
+    for path in sorted(Path(root).glob("*/*.json")):
+        rec = json.loads(path.read_text())
+        if rec.get("schema") != SCHEMA:
+            continue
+        cells.setdefault(rec["candidate"], {}).setdefault(rec["endpoint"], []).append(rec["valid_metric"])
+        seconds.setdefault(rec["candidate"], []).append(rec["fit_seconds"])
+    endpoints = by_size({e for c in cells.values() for e in c})
+    base = {e: float(np.mean(v)) for e, v in cells.get("base", {}).items()}
+
+    def rel(cand: str) -> Optional[float]:
+        vals = []
+        for e in endpoints:
+            if e not in base or e not in cells[cand]:
+                return None
+            v = float(np.mean(cells[cand][e]))
+            vals.append((1 - v) / (1 - base[e]) if ENDPOINTS[e].higher_is_better else v / base[e])
+        return float(np.mean(vals)) if vals else None
+
+    order = sorted(cells, key=lambda c: (rel(c) is None, rel(c) if rel(c) is not None else 0.0))
+    header = ["candidate", "levers (on top of base)"] + [f"{ENDPOINTS[e].label} ({'AUC' if ENDPOINTS[e].higher_is_better else 'RMSE'})"
+                                                          for e in endpoints] + ["rel. error vs base ↓", "mean fit s"]
+    rows = []
+    for c in order:
+        r = rel(c)
+        rows.append([f"`{c}`", ", ".join(f"{k}={v}" for k, v in CANDIDATES.get(c, {}).items()) or "—"]
+                    + [f"{np.mean(cells[c][e]):.3f}" if e in cells[c] else "—" for e in endpoints]
+                    + ["—" if r is None else f"{r:.3f}", f"{np.mean(seconds[c]):.0f}"])
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(row) + " |" for row in rows]
+    base_text = ", ".join(f"{k}={v}" for k, v in BASE.items())
+    return (f"Validation only (DeepChem valid split; test never loaded), seed(s) as recorded; base: {base_text}.\n\n"
+            + "\n".join(lines))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.recipe_search", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--endpoints", nargs="+", default=["esol", "freesolv", "bace_classification", "bbbp", "clearance",
+                                                      "bace_regression", "lipophilicity"])
+    p.add_argument("--candidates", nargs="+", default=list(CANDIDATES))
+    p.add_argument("--seeds", nargs="+", type=int, default=[0])
+    p.add_argument("--results-dir", default=str(SEARCH_DIR))
+    p.add_argument("--resume", action="store_true", help="skip cells whose JSON exists")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--data-home", default=None)
+    p.add_argument("--vocab-file", default=None)
+    p.add_argument("--summary", action="store_true", help="print the summary table and exit")
+    args = p.parse_args(argv)
+    if args.summary:
+        print(summary(args.results_dir))
+        return 0
+    for name in args.candidates:
+        candidate_params(name)
+    C.set_threads(args.threads)
+    vocab_file = C.resolve_vocab_file(args.vocab_file)
+    data_home = C.resolve_data_home(args.data_home)
+    command = C.command_line("benchmarks.recipe_search", list(sys.argv[1:] if argv is None else argv))
+    with C.git_at_start():
+        for ep in resolve_endpoints(args.endpoints):
+            data = C.load_endpoint(ENDPOINTS[ep], data_home=data_home)
+            data.X_test = data.y_test = None  # choose on validation data only: the test split is not used here
+            for seed in args.seeds:
+                names = [n for n in args.candidates
+                         if not (args.resume and cell_path(ep, n, seed, args.results_dir).exists())]
+                if names:
+                    search_endpoint(data, names, seed, vocab_file, args.results_dir, command, args.device)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""SMILES enumeration: other valid SMILES of the same molecule (RDKit's randomised atom order).
+
+Used by the estimators' ``augment`` (extra training variants, one drawn per molecule each epoch)
+and ``tta`` (predictions averaged over variants). The variants come from RDKit's
+``MolToRandomSmilesVect``, seeded, so a fit stays repeatable.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def randomized_smiles(smiles, n: int, random_state: int = 0) -> list[list[str]]:
+    """``n`` randomised SMILES per input SMILES (a list per input).
+
+    Each variant parses to the same canonical molecule as its input. A molecule with fewer
+    distinct orderings than ``n`` repeats some; a SMILES RDKit cannot parse gets ``n`` copies of
+    itself (the tokenizer then decides what to do with it).
+    """
+    from rdkit import Chem, RDLogger
+
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    rng = np.random.RandomState(random_state)
+    out = []
+    RDLogger.DisableLog("rdApp.*")
+    try:
+        for s in smiles:
+            mol = Chem.MolFromSmiles(s) if isinstance(s, str) else None
+            if mol is None or n == 0:
+                out.append([s] * n)
+                continue
+            # RDKit's seeded enumerator (MolToSmiles(doRandom=True) draws from an unseeded stream)
+            variants = list(Chem.MolToRandomSmilesVect(mol, n, randomSeed=int(rng.randint(2**31 - 1))))
+            out.append(variants)
+    finally:
+        RDLogger.EnableLog("rdApp.*")
+    return out

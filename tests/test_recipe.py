@@ -1,0 +1,199 @@
+"""The training recipe's options: schedule, early stopping, SMILES enumeration and test-time
+augmentation, ensembles, RDKit descriptors fused into the head, and the paper-protocol preset."""
+
+import copy
+import pickle
+
+import joblib
+import numpy as np
+import pytest
+import torch
+from rdkit import Chem
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, PredefinedSplit
+
+from gmnet_sklearn import (CHEMBERTA_PAPER_PROTOCOL, PAPER_PROTOCOL, ChemBERTaRegressor, GMNetClassifier,
+                           GMNetRegressor)
+from gmnet_sklearn.augment import randomized_smiles
+from gmnet_sklearn.descriptors import RDKitDescriptors, compute_descriptors
+from gmnet_sklearn.estimators import load_model
+from gmnet_sklearn.estimators.metrics import masked_rmse
+from gmnet_sklearn.estimators.schedule import lr_factor
+from gmnet_sklearn.estimators.snapshot import TrainingSnapshot
+
+from ._smiles import SMILES, class_target, regression_target
+
+TINY = dict(d_model=16, n_layers=1, n_heads=2, k=3, L=1, batch_size=16, max_epochs=4, lr=1e-3, random_state=0,
+            device="cpu")
+X = list(SMILES)
+Y = regression_target(SMILES)
+
+
+def test_randomized_smiles_are_the_same_molecule_and_repeatable():
+    variants = randomized_smiles(X, 3, random_state=7)
+    assert variants == randomized_smiles(X, 3, random_state=7)
+    assert variants != randomized_smiles(X, 3, random_state=8)
+    n_differ = 0
+    for s, vs in zip(X, variants):
+        assert len(vs) == 3
+        for v in vs:
+            assert Chem.CanonSmiles(v) == Chem.CanonSmiles(s)
+            n_differ += v != s
+    assert n_differ > len(X)  # most variants are new strings, not the input again
+    assert randomized_smiles(["not a smiles"], 2) == [["not a smiles"] * 2]
+
+
+def test_lr_factor_warms_up_then_decays():
+    total, warm = 100, 10
+    f = [lr_factor(s, total, warm, "cosine") for s in range(total)]
+    assert f[0] == pytest.approx(0.1) and f[9] == pytest.approx(1.0)
+    assert all(a >= b for a, b in zip(f[9:], f[10:]))  # non-increasing after the warm-up
+    assert f[-1] < 0.01
+    assert lr_factor(50, 100, 0, "linear") == pytest.approx(0.5)
+    assert lr_factor(80, 100, 0, "constant") == 1.0
+
+
+def test_schedule_sets_the_optimizer_lr_every_batch():
+    est = GMNetRegressor(**{**TINY, "max_epochs": 6, "warmup": 0.2, "lr_schedule": "linear"}).fit(X, Y)
+    lrs = est.history_[:, "lr"]
+    assert lrs[0] < lrs[1] or lrs[0] == pytest.approx(1e-3)  # warm-up first
+    assert lrs[-1] < lrs[2] < 1e-3 + 1e-12
+
+
+def test_paper_protocol_is_the_old_recipe():
+    est = GMNetRegressor(**PAPER_PROTOCOL)
+    assert est.optimizer == "adam" and est.lr == 3e-5 and est.max_epochs == 100 and est.batch_size == 32
+    assert est.warmup == 0 and est.lr_schedule == "constant" and est.patience is None
+    assert est.n_estimators == 1 and est.augment == 0 and est.tta == 0 and est.descriptors is False
+    assert (est.k, est.L, est.d_model, est.n_layers, est.n_heads, est.dropout) == (8, 3, 384, 3, 12, 0.144)
+    cb = ChemBERTaRegressor(**CHEMBERTA_PAPER_PROTOCOL)
+    assert cb.intermediate_size == 464 and cb.attention_dropout == 0.109
+    # no schedule callback runs under the paper's protocol: the lr stays constant
+    fit = GMNetRegressor(**{**PAPER_PROTOCOL, **TINY, "max_epochs": 3}).fit(X, Y)
+    assert "lr" not in fit.history_[-1]
+
+
+def test_early_stopping_restores_the_best_epoch():
+    Xv, Yv = X[:12], Y[:12]
+    est = GMNetRegressor(**{**TINY, "max_epochs": 40, "patience": 2, "lr": 3e-3}).fit(X[12:], Y[12:], X_valid=Xv, y_valid=Yv)
+    curve = est.history_[:, "valid_rmse"]
+    best = est.best_epoch_
+    assert curve[best - 1] == min(curve)
+    assert len(curve) < 40 and len(curve) == best + 2  # stopped two epochs after the best one
+    assert masked_rmse(Yv, est.predict(Xv)) == pytest.approx(curve[best - 1], rel=1e-5)
+
+
+def test_early_stopped_fit_resumes_exactly(tmp_path):
+    from .test_training_snapshot import KillAtEpoch, Killed, _assert_same_fit
+
+    params = {**TINY, "max_epochs": 30, "patience": 2, "lr": 3e-3, "augment": 2, "descriptors": True}
+    full = GMNetRegressor(**params).fit(X, Y)
+    stop = len(full.history_)
+    assert stop < 30
+    with pytest.raises(Killed):
+        GMNetRegressor(**params, callbacks=[TrainingSnapshot(tmp_path), KillAtEpoch(stop - 1)]).fit(X, Y)
+    resumed = GMNetRegressor(**params, callbacks=[TrainingSnapshot(tmp_path)]).fit(X, Y)
+    assert resumed.resume_info_["resumed_from_epoch"] == stop - 2
+    _assert_same_fit(resumed, full, X[:20])
+
+
+def test_augment_trains_on_one_variant_per_molecule_an_epoch():
+    est = GMNetRegressor(**{**TINY, "augment": 3, "valid_split": None}).fit(X, Y)
+    rows = est.history_[-1, "batches"]
+    assert sum(b["train_batch_size"] for b in rows) == len(X)  # an epoch is still one pass over the molecules
+    assert est.n_train_ == len(X)
+
+
+def test_tta_averages_over_variants():
+    est = GMNetRegressor(**{**TINY, "tta": 2}).fit(X, Y)
+    plain = copy.copy(est).set_params(tta=0)  # the same fitted members, no averaging
+    variants = randomized_smiles(X, 2, random_state=0)
+    views = [X, [v[0] for v in variants], [v[1] for v in variants]]
+    expected = np.mean([plain.predict(view) for view in views], axis=0)
+    np.testing.assert_allclose(est.predict(X), expected, rtol=1e-6, atol=1e-9)
+    assert not np.allclose(plain.predict(views[1]), plain.predict(views[0]))  # the variants do differ
+
+
+def test_ensemble_mean_and_std_are_over_members():
+    ens = GMNetRegressor(**{**TINY, "n_estimators": 2}).fit(X, Y)
+    members = [GMNetRegressor(**{**TINY, "random_state": s}).fit(X, Y).predict(X) for s in (0, 1)]
+    pred, std = ens.predict(X, return_std=True)
+    np.testing.assert_allclose(pred, np.mean(members, axis=0), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(std, np.std(members, axis=0), rtol=1e-4, atol=1e-7)
+    assert len(ens.nets_) == 2 and ens.net_ is ens.nets_[0]
+    single, single_std = GMNetRegressor(**TINY).fit(X, Y).predict(X, return_std=True)
+    np.testing.assert_array_equal(single_std, 0.0)
+    np.testing.assert_allclose(single, members[0], rtol=1e-6)
+
+
+def test_classifier_ensemble_averages_probabilities():
+    y = class_target(SMILES)
+    ens = GMNetClassifier(**{**TINY, "n_estimators": 2}).fit(X, y)
+    members = [GMNetClassifier(**{**TINY, "random_state": s}).fit(X, y).predict_proba(X) for s in (0, 1)]
+    np.testing.assert_allclose(ens.predict_proba(X), np.mean(members, axis=0), rtol=1e-5, atol=1e-7)
+    p = ens.predict_proba(X)
+    np.testing.assert_allclose(ens.decision_function(X), np.log(p[:, 1] / p[:, 0]), rtol=1e-6)
+
+
+def test_descriptor_scaling_is_fitted_on_the_training_part_only():
+    Xt, Yt, Xv, Yv = X[:35], Y[:35], X[35:], Y[35:]
+    est = GMNetRegressor(**{**TINY, "descriptors": True}).fit(Xt, Yt, X_valid=Xv, y_valid=Yv)
+    ref = RDKitDescriptors().fit(Xt)
+    np.testing.assert_array_equal(est.descriptor_scaler_.kept_, ref.kept_)
+    np.testing.assert_allclose(est.descriptor_scaler_.quantiles_.quantiles_, ref.quantiles_.quantiles_)
+    other = RDKitDescriptors().fit(X)  # with the validation molecules the map would differ
+    assert other.quantiles_.quantiles_.shape != ref.quantiles_.quantiles_.shape or not np.allclose(
+        other.quantiles_.quantiles_, ref.quantiles_.quantiles_)
+    z = ref.transform(Xv)
+    assert z.shape == (len(Xv), ref.n_features_out_) and np.isfinite(z).all()
+    assert len(ref.get_feature_names_out()) == ref.n_features_out_
+
+
+def test_descriptors_change_the_model_and_reject_bad_smiles():
+    plain = GMNetRegressor(**TINY).fit(X, Y)
+    fused = GMNetRegressor(**{**TINY, "descriptors": True}).fit(X, Y)
+    extra = fused.net_.module_.n_parameters() - plain.net_.module_.n_parameters()
+    assert extra == (fused.descriptor_scaler_.n_features_out_ + 1) * TINY["d_model"]
+    assert not np.allclose(plain.predict(X), fused.predict(X))
+    with pytest.raises(ValueError, match="rows 1"):
+        compute_descriptors(["CCO", "C1CC"])
+    assert np.isnan(compute_descriptors(["CCO", "C1CC"], on_invalid="nan")[1]).all()
+
+
+@pytest.mark.parametrize("params", [
+    {"n_estimators": 2, "tta": 1, "descriptors": True, "augment": 1, "patience": 2},
+    {"optimizer": "adam", "lr_schedule": "linear", "warmup": 0.0, "weight_decay": 0.0},
+])
+def test_clone_gridsearch_joblib_and_save_keep_every_new_parameter(params, tmp_path):
+    est = GMNetRegressor(**{**TINY, **params})
+    assert clone(est).get_params() == est.get_params()
+    fitted = est.fit(X, Y)
+    pred = fitted.predict(X[:10])
+    joblib.dump(fitted, tmp_path / "m.joblib")
+    np.testing.assert_allclose(joblib.load(tmp_path / "m.joblib").predict(X[:10]), pred, rtol=1e-6)
+    np.testing.assert_allclose(pickle.loads(pickle.dumps(fitted)).predict(X[:10]), pred, rtol=1e-6)
+    loaded = load_model(fitted.save(tmp_path / "saved"))
+    assert {k: v for k, v in loaded.get_params().items() if k != "vocab_file"} == \
+        {k: v for k, v in fitted.get_params().items() if k not in ("vocab_file", "callbacks")} | {"callbacks": None}
+    np.testing.assert_allclose(loaded.predict(X[:10]), pred, rtol=1e-6)
+    fold = np.r_[np.full(40, -1), np.zeros(len(X) - 40, dtype=int)]
+    grid = GridSearchCV(GMNetRegressor(**{**TINY, **params, "max_epochs": 2}), {"n_estimators": [1, 2]},
+                        cv=PredefinedSplit(fold), refit=False).fit(X, Y)
+    assert np.isfinite(grid.cv_results_["mean_test_score"]).all()
+
+
+@pytest.mark.parametrize("name,value", [("optimizer", "sgd"), ("lr_schedule", "step"), ("warmup", 1.0),
+                                        ("weight_decay", -1), ("patience", 0), ("n_estimators", 0),
+                                        ("augment", -1), ("tta", 1.5), ("descriptors", "yes")])
+def test_bad_recipe_parameters_are_named(name, value):
+    with pytest.raises(ValueError, match=name):
+        GMNetRegressor(**{**TINY, name: value}).fit(X, Y)
+
+
+def test_chemberta_takes_the_same_recipe():
+    params = dict(d_model=16, n_layers=1, n_heads=2, intermediate_size=16, batch_size=16, max_epochs=3, lr=1e-3,
+                  random_state=0, device="cpu", n_estimators=2, descriptors=True, tta=1, augment=1)
+    est = ChemBERTaRegressor(**params).fit(X, Y)
+    pred, std = est.predict(X[:5], return_std=True)
+    assert pred.shape == std.shape == (5,) and (std > 0).all()
+    assert torch.isfinite(torch.as_tensor(pred)).all()
