@@ -18,13 +18,10 @@ the seeds. Results are written under ``benchmarks/results/<protocol>/``.
   to the letter).
 - ``smoke``: a tiny model and 2 epochs, for the tests only. Its numbers mean nothing.
 
-Adding a protocol (e.g. the library's own tuned defaults once they exist) is one dict entry::
+- ``tuned``: the library's defaults, read from the estimators' signatures (one recipe for all
+  endpoints and both arms, chosen on validation splits only by ``benchmarks/recipe_search.py``).
 
-    PROTOCOLS["tuned"] = Protocol(name="tuned", description="...", seeds=(0, 1, 2),
-                                  training={...}, gmnet={...}, chemberta={...})
-
-or :func:`register_protocol`. No such entry is made here: there are no tuned figures yet, and
-this file must not invent any.
+Adding a protocol is one dict entry or :func:`register_protocol`.
 
 Endpoints
 ---------
@@ -150,6 +147,36 @@ PROTOCOLS: Dict[str, Protocol] = {
                    "attention_dropout": 0.0, "max_position_embeddings": 515},
     ),
 }
+
+
+def _estimator_defaults(cls, keys) -> Dict[str, object]:
+    import inspect
+
+    sig = inspect.signature(cls.__init__).parameters
+    return {k: sig[k].default for k in keys}
+
+
+def _tuned_protocol() -> Protocol:
+    """The library's defaults as a protocol, read from the estimators' signatures so the two
+    cannot drift apart; chosen on validation splits only (benchmarks/recipe_search.py)."""
+    from gmnet_sklearn.estimators import ChemBERTaRegressor, GMNetRegressor
+
+    training = _estimator_defaults(GMNetRegressor, PAPER_TRAINING.keys())
+    if training != _estimator_defaults(ChemBERTaRegressor, PAPER_TRAINING.keys()):
+        raise AssertionError("the two families' default training recipes differ")
+    gmnet = _estimator_defaults(GMNetRegressor, ("d_model", "n_layers", "n_heads", "dropout", "k", "L", "attention"))
+    chemberta = _estimator_defaults(ChemBERTaRegressor, ("d_model", "n_layers", "n_heads", "dropout",
+                                                         "intermediate_size", "attention_dropout",
+                                                         "max_position_embeddings"))
+    return Protocol(
+        name="tuned",
+        description=("The library's defaults (GMNetRegressor() / ChemBERTaRegressor() with no arguments), chosen "
+                     "by benchmarks/recipe_search.py on the DeepChem valid splits only, one recipe for all "
+                     "endpoints; the valid split restores the best epoch, test scored once."),
+        seeds=(0, 1, 2), training=training, gmnet=gmnet, chemberta=chemberta)
+
+
+PROTOCOLS["tuned"] = _tuned_protocol()
 
 
 def register_protocol(protocol: Protocol, replace: bool = False) -> Protocol:

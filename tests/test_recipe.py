@@ -197,3 +197,31 @@ def test_chemberta_takes_the_same_recipe():
     pred, std = est.predict(X[:5], return_std=True)
     assert pred.shape == std.shape == (5,) and (std > 0).all()
     assert torch.isfinite(torch.as_tensor(pred)).all()
+
+
+def test_morgan_fingerprint_feeds_a_random_forest():
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.pipeline import make_pipeline
+
+    from gmnet_sklearn.fingerprints import MorganFingerprint
+
+    bits = MorganFingerprint().fit_transform(X)
+    assert bits.shape == (len(X), 2048) and set(np.unique(bits)) <= {0, 1}
+    assert (bits.sum(1) > 0).all()
+    model = make_pipeline(MorganFingerprint(n_bits=512), RandomForestRegressor(n_estimators=10, random_state=0))
+    assert np.isfinite(model.fit(X, Y).predict(X[:5])).all()
+    with pytest.raises(ValueError, match="rows 1"):
+        MorganFingerprint().fit_transform(["CCO", "C1CC"])
+    assert MorganFingerprint(on_invalid="zeros").fit_transform(["CCO", "C1CC"])[1].sum() == 0
+
+
+def test_benchmark_protocols_pin_their_recipes():
+    from benchmarks.protocols import get_protocol
+
+    paper = get_protocol("chemberta3").estimator_params("gmnet")
+    assert {k: paper[k] for k in PAPER_PROTOCOL} == dict(PAPER_PROTOCOL)
+    tuned = get_protocol("tuned").estimator_params("gmnet")
+    defaults = GMNetRegressor().get_params()
+    assert {k: defaults[k] for k in tuned} == tuned
+    cb = get_protocol("tuned").estimator_params("chemberta")
+    assert {k: ChemBERTaRegressor().get_params()[k] for k in cb} == cb

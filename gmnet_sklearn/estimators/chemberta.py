@@ -9,8 +9,10 @@ from ._base import SmilesClassifierMixin, SmilesNetBase, SmilesRegressorMixin
 class _ChemBERTaParams(SmilesNetBase):
     """Hyperparameters of the ChemBERTa-2 baseline estimators (RoBERTa, ChemBERTa-10M shape).
 
-    Same training parameters as the Chem-GMNet estimators; the architecture parameters are
-    d_model, n_layers, n_heads, intermediate_size, dropout (hidden) and attention_dropout.
+    Same training parameters (and defaults: the library's tuned recipe) as the Chem-GMNet
+    estimators; the architecture parameters are d_model, n_layers, n_heads, intermediate_size,
+    dropout (hidden) and attention_dropout. ``ChemBERTaRegressor(**CHEMBERTA_PAPER_PROTOCOL)`` is
+    the paper's baseline and protocol.
     """
 
     _family = "ChemBERTa"

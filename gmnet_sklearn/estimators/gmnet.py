@@ -7,16 +7,30 @@ from ._base import SmilesClassifierMixin, SmilesNetBase, SmilesRegressorMixin
 
 
 class _GMNetParams(SmilesNetBase):
-    """Hyperparameters of the Chem-GMNet estimators (defaults: the paper's model and protocol).
+    """Hyperparameters of the Chem-GMNet estimators.
+
+    The defaults are the library's tuned recipe, chosen on validation splits only
+    (``benchmarks/recipe_search.py``); ``GMNetRegressor(**PAPER_PROTOCOL)`` is the paper's model
+    and protocol (Adam 3e-5, 100 epochs, batch 32, the ChemBERTa-10M shape).
 
     Parameters
     ----------
     k, L : sphere dimension (>= 3) and harmonic degree (>= 0); D* = sum_l N(k, l).
     attention : "dual_ska" (default), "bidir_sfa", "gated_sfa" or "ska".
-    d_model, n_layers, n_heads, dropout : the ChemBERTa-10M shape (384, 3, 12, 0.144).
+    d_model, n_layers, n_heads, dropout : width, depth, heads and dropout of the encoder.
     activation, adaptive : SH-FFN zonal activation and whether its eigenvalues are trained.
     conj_shift : the conjugation flag's fixed shift of the decay-gate logits.
-    lr, batch_size, max_epochs : Adam learning rate, batch size, epochs (protocol: 3e-5, 32, 100).
+    optimizer, lr, weight_decay : "adamw" or "adam", peak learning rate, weight decay.
+    warmup, lr_schedule : linear warm-up over this fraction of the training steps, then "cosine",
+        "linear" (both to 0 at ``max_epochs``) or "constant"; stepped every batch.
+    batch_size, max_epochs : batch size and the most epochs trained.
+    patience : stop once the validation metric has not improved for this many epochs (None: never).
+    n_estimators : ensemble members (seeds ``random_state + i``); predictions are averaged and
+        ``predict(X, return_std=True)`` gives their spread.
+    augment : RDKit-randomised SMILES kept per training molecule; each epoch trains on one of the
+        molecule's variants (or its given SMILES), drawn at random.
+    tta : randomised SMILES per molecule averaged with the given one at predict time.
+    descriptors : fuse RDKit 2D descriptors (quantile-scaled on the training data) into the head.
     valid_split, valid_size : internal validation split for best-epoch selection when ``fit`` gets
         no ``X_valid``: "scaffold" (default), "random" or None (keep the last epoch).
     max_length : longest accepted token sequence incl. [CLS]/[SEP] (None: 514, the paper's).
