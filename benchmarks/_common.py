@@ -260,24 +260,37 @@ def score(endpoint: Endpoint, est, X, y_true, data: EndpointData):
     """(metric value, per-task values or None) of ``est`` on ``X`` against ``y_true`` in
     original units: RMSE (regression; clearance predictions mapped back by expm1) or ROC-AUC
     (mean over tasks, missing labels masked)."""
+    if endpoint.task_type == "regression":
+        return score_predictions(endpoint, est.predict(X), y_true, data)
+    proba = np.asarray(est.predict_proba(X), dtype=np.float64)
+    _check_finite(proba)
+    if np.asarray(y_true).ndim == 1:
+        positive = list(np.asarray(est.classes_).tolist()).index(1)
+        return score_predictions(endpoint, proba[:, positive], y_true, data)
+    return score_predictions(endpoint, proba, y_true, data)
+
+
+def score_predictions(endpoint: Endpoint, pred, y_true, data: EndpointData):
+    """``score`` on given predictions: regression values as the model was trained on them
+    (mapped back by ``data.from_fit``), or positive-class probabilities, ``(n,)`` for one task
+    and ``(n, tasks)`` for several. Also used by the peer arms (benchmarks/peers.py)."""
     from gmnet_sklearn.estimators.metrics import masked_rmse, mean_roc_auc
 
     y_true = np.asarray(y_true, dtype=np.float64)
+    pred = np.asarray(pred, dtype=np.float64)
     if endpoint.task_type == "regression":
-        pred = data.from_fit(np.asarray(est.predict(X), dtype=np.float64))
+        pred = data.from_fit(pred)
         _check_finite(pred)
         value = masked_rmse(y_true, pred)
         per_task = None
         if y_true.ndim == 2:
             per_task = {t: masked_rmse(y_true[:, j], pred[:, j]) for j, t in enumerate(data.target_names)}
         return value, per_task
-    proba = np.asarray(est.predict_proba(X), dtype=np.float64)
-    _check_finite(proba)
+    _check_finite(pred)
     if y_true.ndim == 1:
-        positive = list(np.asarray(est.classes_).tolist()).index(1)
-        return mean_roc_auc(y_true, proba[:, positive]), None
-    per_task = {t: mean_roc_auc(y_true[:, j], proba[:, j]) for j, t in enumerate(data.target_names)}
-    return mean_roc_auc(y_true, proba), per_task
+        return mean_roc_auc(y_true, pred), None
+    per_task = {t: mean_roc_auc(y_true[:, j], pred[:, j]) for j, t in enumerate(data.target_names)}
+    return mean_roc_auc(y_true, pred), per_task
 
 
 class NonFiniteError(RuntimeError):

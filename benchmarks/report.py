@@ -22,6 +22,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import _common as C
+from .peers import PEER_ARM_LABELS, PEER_ARMS, PEER_PROTOCOL
 from .protocols import (
     ARM_LABELS,
     ARMS,
@@ -37,6 +38,7 @@ from .protocols import (
 )
 
 DASH = "—"
+ALL_ARM_LABELS: Dict[str, str] = {**ARM_LABELS, **PEER_ARM_LABELS}
 DEFAULT_OUTPUT = C.REPO / "benchmarks" / "README.md"
 
 
@@ -318,11 +320,11 @@ def hardware_section(idx: Index, protocols: Sequence[str], out_dir: Path,
             hw = sorted({i for r in recs for i in hw_ids(r)})
             total = [r["wall_time_s"]["total"] for r in recs]
             per_epoch = [r["wall_time_s"].get("per_epoch_mean") for r in recs if r["wall_time_s"].get("per_epoch_mean")]
-            epochs = sorted({r["n_epochs"] for r in recs})
+            epochs = sorted({r["n_epochs"] for r in recs if r.get("n_epochs") is not None})
             loads = [r["hardware"]["load_average_1_5_15min"][1] for r in recs
                      if (r.get("hardware") or {}).get("load_average_1_5_15min")]
-            rows.append([protocol, ARM_LABELS.get(arm, arm) + (f" ({kl})" if kl else ""), endpoint, len(recs),
-                         ", ".join(hw), ", ".join(map(str, epochs)), f"{np.mean(per_epoch):.2f}" if per_epoch else DASH,
+            rows.append([protocol, ALL_ARM_LABELS.get(arm, arm) + (f" ({kl})" if kl else ""), endpoint, len(recs),
+                         ", ".join(hw), ", ".join(map(str, epochs)) or DASH, f"{np.mean(per_epoch):.2f}" if per_epoch else DASH,
                          duration(float(np.mean(total))), duration(float(np.sum(total))),
                          f"{max(loads):.1f}" if loads else DASH])
             summary.append({"protocol": protocol, "arm": arm, "endpoint": endpoint, "kl": kl, "n_runs": len(recs),
@@ -586,6 +588,100 @@ def _cell(v) -> str:
 
 
 # ------------------------------------------------------------------------------------------
+# Peers
+# ------------------------------------------------------------------------------------------
+#: Our protocols shown beside the peers: the library's tuned recipe (when its records exist) and
+#: the paper's protocol for reference. A protocol without records shows dashes.
+PEER_REFERENCE_PROTOCOLS: Tuple[str, ...] = ("tuned", "chemberta3")
+
+
+def arm_runs(idx: Index, protocol: str, arm: str, endpoint: str) -> Dict[int, dict]:
+    """The seeds of one arm; for Chem-GMNet the protocol's default (k, L), or the only (k, L)
+    present when the protocol is not (yet) defined in protocols.py."""
+    runs = idx.runs(protocol, arm, endpoint)
+    if not runs and arm == "gmnet":
+        cells = idx.kl_cells(protocol, endpoint)
+        if len(cells) == 1:
+            runs = next(iter(cells.values()))
+    return runs
+
+
+def peers_section(idx: Index, machine_ids: Dict[int, List[str]]) -> Tuple[str, dict]:
+    """Peers beside our arms, per endpoint: test metric (mean ± sd over seeds; best of the row in
+    bold) and mean fit time with the machines (ids of the hardware section)."""
+    columns = [(arm, PEER_ARM_LABELS[arm], PEER_PROTOCOL, arm) for arm in PEER_ARMS]
+    columns += [(f"{arm}@{p}", f"{ARM_LABELS[arm]} `{p}`", p, arm) for p in PEER_REFERENCE_PROTOCOLS for arm in ARMS]
+    runs = {(key, ep): arm_runs(idx, p, arm, ep) for key, _, p, arm in columns for ep in ENDPOINTS}
+    endpoints = list(TABLE1_ENDPOINTS) + [e for e in EXTRA_ENDPOINTS
+                                          if any(runs[key, e] for key, _, p, _ in columns if p != "chemberta3")]
+    rows, time_rows, summary, best_count, split_issues, n_checked = [], [], {}, defaultdict(int), [], 0
+    for name in endpoints:
+        ep = ENDPOINTS[name]
+        stats_ = {key: summarise_runs(runs[key, name]) for key, *_ in columns}
+        present = {k: v["mean"] for k, v in stats_.items() if v}
+        best = set()
+        if present:
+            target = (max if ep.higher_is_better else min)(present.values())
+            best = {k for k, v in present.items() if v == target}
+            for k in best:
+                best_count[k] += 1
+        row = [ep.label + ("" if ep.table1 else " *"), ep.metric_label]
+        trow = [ep.label + ("" if ep.table1 else " *")]
+        esum = {"metric": ep.metric, "higher_is_better": ep.higher_is_better, "best": sorted(best), "columns": {}}
+        for key, _, protocol, arm in columns:
+            st = stats_[key]
+            row.append(fmt(st["mean"], st["sd"], ep.decimals, st["n"], bold=key in best) if st else DASH)
+            recs = list(runs[key, name].values())
+            fits = [(r.get("wall_time_s") or {}).get("fit", (r.get("wall_time_s") or {}).get("total")) for r in recs]
+            fits = [f for f in fits if f is not None]
+            hw = sorted({i for r in recs for i in machine_ids.get(id(r), [])})
+            trow.append(f"{duration(float(np.mean(fits)))} ({', '.join(hw)})" if fits and hw
+                        else (duration(float(np.mean(fits))) if fits else DASH))
+            esum["columns"][key] = {"protocol": protocol, "arm": arm, "test": st,
+                                    "mean_fit_s": float(np.mean(fits)) if fits else None, "hardware": hw}
+        shas = {r["sizes"].get("split_sha256") for key, *_ in columns for r in runs[key, name].values()
+                if (r.get("sizes") or {}).get("split_sha256")}
+        if len(shas) > 1:
+            split_issues.append(ep.label)
+        n_checked += bool(shas)
+        esum["split_sha256"] = sorted(shas)
+        rows.append(row)
+        time_rows.append(trow)
+        summary[name] = esum
+    labels = [label for _, label, _, _ in columns]
+    text = md_table(["Endpoint", "Metric", *labels], rows, ["---", "---"] + ["---:"] * len(columns))
+    n_rows = sum(1 for name in endpoints if summary[name]["best"])
+    if n_rows:
+        text += "\n\n" + "Best of the row: " + ", ".join(
+            f"{label} {best_count[key]}" for key, label, _, _ in columns if best_count[key]) + f" (of {n_rows} rows)."
+    text += ("\n\nMean fit time per seed (the machines are those of the hardware section below; a "
+             "transformer arm's fit is its whole training, Chemprop's the whole `chemprop train` process, RF's the "
+             "forests' fit):\n\n"
+             + md_table(["Endpoint", *labels], time_rows, ["---"] + ["---:"] * len(columns)))
+    if split_issues:
+        text += ("\n\n**Warning:** the records of " + ", ".join(split_issues) + " do not all carry the same "
+                 "`split_sha256`: some ran on another split.")
+    elif n_checked:
+        text += ("\n\nEvery record above that carries a split fingerprint (`sizes.split_sha256`) has the same one "
+                 "per endpoint: the arms trained and were scored on the same rows.")
+    return text, {"columns": {key: {"label": label, "protocol": p, "arm": arm} for key, label, p, arm in columns},
+                  "endpoints": summary, "best_count": dict(best_count), "split_mismatch": split_issues}
+
+
+PEERS_INTRO = """\
+The arms a chemist would try first, on the same DeepChem scaffold splits (`benchmarks/peers.py`,
+written by `python -m benchmarks.run --arm rf_ecfp chemprop ...`), each with its own defaults and
+no tuning: **RF-ECFP4**, scikit-learn random forests (500 trees) on RDKit Morgan fingerprints
+(radius 2, 2048 bits), one forest per task on its labelled rows; **Chemprop**, Chemprop v2
+(2.3.1, in its own venv) through its command line with its defaults (50 epochs, the
+best-validation epoch by its `val_loss`). Clearance is trained on log(y + 1) and every metric is
+in original units, as for our arms. Beside them: our arms under protocol `tuned` (the library's
+tuned recipe; dashes until its records exist) and under `chemberta3` (Table 1) for reference.
+Population sd over the seeds present, `n` seeds; **bold**: the best of the row. `*`: beyond the
+paper's Table 1."""
+
+
+# ------------------------------------------------------------------------------------------
 # README
 # ------------------------------------------------------------------------------------------
 NOTES = """\
@@ -659,7 +755,9 @@ def render(idx: Index, results_dir: Path, out_path: Path, primary: str) -> Tuple
         "",
     ]
     machines = hardware_ids(idx, protocols)
-    for n, protocol in enumerate(protocols):
+    peer_only = {p for p in idx.protocols if p != primary
+                 and all(arm in PEER_ARMS for arm in idx.by[p])}
+    for n, protocol in enumerate([p for p in protocols if p not in peer_only]):
         psum: Dict[str, object] = {}
         level = "##" if n == 0 else "###"
         if n == 1:
@@ -678,6 +776,10 @@ def render(idx: Index, results_dir: Path, out_path: Path, primary: str) -> Tuple
                       f"Chem-GMNet at k={k0}, L={L0}. Paper: `tab:main` of `paper/chem-gmnet.tex`.", "",
                       text, "", wins_text(t1["wins"], vs_paper=n == 0), ""]
             psum["table1"] = t1
+        if n == 0:
+            peers_text, peers_summary = peers_section(idx, machines[1])
+            summary["peers"] = peers_summary
+            parts += ["## Peers: what a chemist would pick instead", "", PEERS_INTRO, "", peers_text, ""]
         grids = {}
         for ep in PAPER_KL:
             cells = idx.kl_cells(protocol, ep)

@@ -3,6 +3,7 @@
     python -m benchmarks.run --arm gmnet --endpoints esol freesolv --seeds 0 1 2 --protocol chemberta3
     python -m benchmarks.run --arm gmnet chemberta --endpoints table1 --resume
     python -m benchmarks.run --arm gmnet --endpoints freesolv --seeds 0 --max-epochs 2   # quick check
+    python -m benchmarks.run --arm rf_ecfp chemprop --endpoints table1 --seeds 0 1 2 --threads 1 --resume
 
 For each run: load the DeepChem 2.8.0 file, DeepChem-exact scaffold split (80/10/10, SMILES
 longer than 200 characters dropped after the split), drop missing labels of single-task
@@ -14,6 +15,10 @@ when run again; the record's ``resumed`` then says from which epoch, and where e
 
 ``--max-epochs`` and ``--limit`` change what a run means, so such runs go to a separate
 protocol folder (``chemberta3@max_epochs=2``), never among the full runs.
+
+The peer arms ``rf_ecfp`` and ``chemprop`` (benchmarks/peers.py) run on the same splits with
+their own defaults; ``--protocol`` and ``--max-epochs`` do not apply to them, and their records go
+to ``<results-dir>/peers/<arm>/<endpoint>/seed<s>.json``.
 """
 
 from __future__ import annotations
@@ -25,14 +30,17 @@ import traceback
 from typing import Optional, Sequence
 
 from . import _common as C
+from . import peers
+from .peers import PEER_ARMS
 from .protocols import ARMS, ENDPOINTS, PROTOCOLS, by_size, get_protocol, resolve_endpoints
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--arm", nargs="+", required=True, choices=[*ARMS, "both"],
-                   help="gmnet (Chem-GMNet), chemberta (same-shape baseline) or both")
+    p.add_argument("--arm", nargs="+", required=True, choices=[*ARMS, "both", *PEER_ARMS],
+                   help="gmnet (Chem-GMNet), chemberta (same-shape baseline) or both; peers: rf_ecfp "
+                        "(random forest on Morgan fingerprints), chemprop (Chemprop v2 CLI, its own venv)")
     p.add_argument("--endpoints", nargs="+", default=["table1"],
                    help=f"endpoint names ({', '.join(ENDPOINTS)}) or table1 / extras / all (default: table1)")
     p.add_argument("--seeds", nargs="+", type=int, default=None, help="default: the protocol's seeds")
@@ -51,7 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "from its last finished epoch (the same fit, bit for bit on the same machine)")
     p.add_argument("--order", choices=("size", "given"), default="size",
                    help="size: smallest data set first (default); given: as listed")
-    p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch.set_num_threads (default: torch's); the peers' RF n_jobs and Chemprop's OMP threads")
+    p.add_argument("--chemprop-bin", default=None,
+                   help="Chemprop executable for the chemprop arm (default: GMNET_CHEMPROP_BIN, "
+                        ".venv-chemprop/bin/chemprop, or chemprop on PATH)")
     p.add_argument("--data-home", default=None, help="MoleculeNet folder (default: GMNET_DATA or ../shared/data/moleculenet)")
     p.add_argument("--vocab-file", default=None, help="DeepChem vocabulary (default: GMNET_TOKENIZER_VOCAB or ../shared/...)")
     p.add_argument("--allow-download", action="store_true", help="let the loader download missing files")
@@ -100,7 +112,10 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     protocol = get_protocol(args.protocol)
-    arms = list(ARMS) if "both" in args.arm else list(dict.fromkeys(args.arm))
+    arms = list(dict.fromkeys(a for name in args.arm for a in (ARMS if name == "both" else (name,))))
+    peer_arms = [a for a in arms if a in PEER_ARMS]
+    if peer_arms and args.max_epochs is not None:
+        build_parser().error("--max-epochs applies to the transformer arms, not to " + ", ".join(peer_arms))
     try:
         endpoints = resolve_endpoints(args.endpoints)
     except ValueError as exc:
@@ -108,6 +123,8 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     if args.order == "size":
         endpoints = by_size(endpoints)
     seeds = list(args.seeds) if args.seeds is not None else list(protocol.seeds)
+    if args.seeds is None and not any(a in ARMS for a in arms):
+        seeds = list(peers.PEER_SEEDS)
     if (args.k is not None or args.L is not None) and arms != ["gmnet"]:
         build_parser().error("--k/--L apply to the gmnet arm only; run the chemberta arm separately")
     k = args.k if args.k is not None else protocol.gmnet.get("k")
@@ -115,21 +132,29 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     pname = C.protocol_id(protocol, args.max_epochs, args.limit)
     overrides = {"max_epochs": args.max_epochs, "limit": args.limit}
     command = C.command_line("benchmarks.run", argv)
-    vocab_file = C.resolve_vocab_file(args.vocab_file)
+    vocab_file = C.resolve_vocab_file(args.vocab_file) if any(a in ARMS for a in arms) else None  # peers need none
     data_home = C.resolve_data_home(args.data_home)
     C.set_threads(args.threads)
+    import torch
+
+    threads = int(args.threads or torch.get_num_threads())
+
+    def path_of(arm, ep, seed):
+        if arm in PEER_ARMS:
+            return peers.peer_result_path(args.results_dir, arm, ep, seed, args.limit)
+        return C.result_path(args.results_dir, pname, arm, ep, seed, k, L)
 
     plan = [(ep, seed, arm) for ep in endpoints for seed in seeds for arm in arms]
     if args.dry_run:
         for ep, seed, arm in plan:
-            path = C.result_path(args.results_dir, pname, arm, ep, seed, k, L)
+            path = path_of(arm, ep, seed)
             print(("exists " if path.exists() else "todo   ") + str(path))
         return 0
 
     failures, done, skipped = [], 0, 0
     cache = {}
     for ep, seed, arm in plan:
-        path = C.result_path(args.results_dir, pname, arm, ep, seed, k, L)
+        path = path_of(arm, ep, seed)
         if args.resume and path.exists():
             print(f"skip (exists): {path}", flush=True)
             skipped += 1
@@ -145,6 +170,23 @@ def _main(argv: Optional[Sequence[str]]) -> int:
         if isinstance(cache[ep], Exception):
             exc = cache[ep]
             failures.append((arm, ep, seed, f"data not loaded: {type(exc).__name__}: {exc}"))
+            continue
+        if arm in PEER_ARMS:
+            try:
+                rec = peers.run_peer(arm, cache[ep], seed, threads=threads, command=command, limit=args.limit,
+                                     chemprop_bin=args.chemprop_bin)
+                C.write_json_atomic(path, rec)
+                done += 1
+                print(peers.summary_line(rec) + f" -> {path}", flush=True)
+            except KeyboardInterrupt:
+                raise
+            except peers.ChempropNotFound as exc:
+                failures.append((arm, ep, seed, f"{type(exc).__name__}: {exc}"))
+                C.eprint(f"FAILED {arm} {ep} seed{seed}: {exc}")
+            except Exception as exc:
+                failures.append((arm, ep, seed, f"{type(exc).__name__}: {exc}"))
+                C.eprint(f"FAILED {arm} {ep} seed{seed}:")
+                traceback.print_exc()
             continue
         try:
             rec, est = run_one(protocol=protocol, protocol_name=pname, overrides=overrides, arm=arm, data=cache[ep],

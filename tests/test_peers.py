@@ -1,0 +1,247 @@
+"""Tests of the peer arms (benchmarks/peers.py): fingerprints, per-task forests with missing
+labels masked, the rf_ecfp arm end to end through ``benchmarks.run``, the chemprop arm without a
+Chemprop executable, and the report's peers section from hand-made records."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks import _common as C
+from benchmarks import peers, report, run
+from benchmarks.protocols import ENDPOINTS
+
+from .test_benchmarks import REQUIRED, _record, _write_records
+
+LIMIT = 120  # first rows of the data file: a 96/12/12 scaffold split
+
+
+# ------------------------------------------------------------------------------------------
+# Fingerprints and forests
+# ------------------------------------------------------------------------------------------
+def test_morgan_fingerprints_shape_bits_and_invalid_smiles():
+    from rdkit import Chem
+    from rdkit.Chem import rdFingerprintGenerator
+
+    smiles = ["CCO", "c1ccccc1O", "not a smiles", "CCO"]
+    fps, invalid = peers.morgan_fingerprints(smiles)
+    assert fps.shape == (4, 2048) and fps.dtype == np.uint8
+    assert set(np.unique(fps)) <= {0, 1}
+    assert invalid == 1 and not fps[2].any()  # unparsable: an all-zero row, counted
+    assert (fps[0] == fps[3]).all() and (fps[0] != fps[1]).any()
+    gen = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048)
+    for row, s in ((0, "CCO"), (1, "c1ccccc1O")):
+        on = list(gen.GetFingerprint(Chem.MolFromSmiles(s)).GetOnBits())
+        assert sorted(np.flatnonzero(fps[row]).tolist()) == on
+
+
+def _bits(n, d=64, seed=0):
+    return np.random.default_rng(seed).integers(0, 2, size=(n, d)).astype(np.uint8)
+
+
+def test_one_forest_per_task_on_its_labelled_rows(monkeypatch):
+    from sklearn.ensemble import RandomForestClassifier
+
+    X = _bits(60)
+    y = np.stack([X[:, 0], X[:, 1], np.zeros(60)], axis=1).astype(float)
+    y[::3, 0] = np.nan  # missing labels of task 0
+    y[1::4, 1] = np.nan
+    y[:, 2] = np.where(np.arange(60) % 2, 0.0, np.nan)  # task 2: one class only where labelled
+    seen = []
+    fit = RandomForestClassifier.fit
+
+    def spy(self, X_, y_, *a, **k):
+        seen.append(len(y_))
+        return fit(self, X_, y_, *a, **k)
+
+    monkeypatch.setattr(RandomForestClassifier, "fit", spy)
+    models = peers.fit_rf("classification", X, y, seed=0)
+    assert seen == [40, 45]  # each forest saw only its labelled rows (no NaN reaches sklearn)
+    assert models[2] == 0.0  # one class: a constant, not a forest
+    assert all(m.n_estimators == 500 and m.random_state == 0 for m in models[:2])
+    # the same forest as one fitted on the labelled rows alone
+    obs = ~np.isnan(y[:, 0])
+    alone = RandomForestClassifier(n_estimators=500, random_state=0).fit(X[obs], y[obs, 0].astype(int))
+    proba = peers.predict_rf("classification", models, X)
+    assert proba.shape == (60, 3) and (proba[:, 2] == 0.0).all()
+    np.testing.assert_array_equal(proba[:, 0], alone.predict_proba(X)[:, 1])
+    # scored with missing labels masked
+    from gmnet_sklearn.estimators.metrics import mean_roc_auc
+
+    assert 0.5 < mean_roc_auc(y, proba) <= 1.0
+
+
+def test_regression_forest_masks_missing_targets():
+    X = _bits(50, seed=1)
+    y = np.stack([X[:, :4].sum(1), X[:, 4:8].sum(1)], axis=1).astype(float)
+    y[::5, 1] = np.nan
+    models = peers.fit_rf("regression", X, y, seed=3)
+    pred = peers.predict_rf("regression", models, X)
+    assert pred.shape == (50, 2) and np.isfinite(pred).all()
+    assert models[1].random_state == 3
+
+
+# ------------------------------------------------------------------------------------------
+# End to end through benchmarks.run
+# ------------------------------------------------------------------------------------------
+def test_rf_ecfp_end_to_end_record_and_resume(tmp_path, moleculenet_path, capsys):
+    results = tmp_path / "results"
+    argv = ["--arm", "rf_ecfp", "--endpoints", "freesolv", "--seeds", "0", "--limit", str(LIMIT),
+            "--threads", "1", "--results-dir", str(results), "--data-home", str(moleculenet_path)]
+    assert run.main(argv) == 0
+    path = results / f"peers@limit={LIMIT}" / "rf_ecfp" / "freesolv" / "seed0.json"
+    assert path == peers.peer_result_path(results, "rf_ecfp", "freesolv", 0, LIMIT)
+    rec = json.loads(path.read_text())
+    assert REQUIRED <= set(rec)
+    assert rec["schema"] == C.RESULT_SCHEMA and rec["arm"] == "rf_ecfp" and rec["protocol_base"] == "peers"
+    assert rec["protocol"] == f"peers@limit={LIMIT}" and rec["seed"] == 0 and rec["metric"] == "rmse"
+    assert "own defaults" in rec["protocol_definition"]["description"]
+    assert rec["hyperparameters"]["n_estimators"] == 500 and rec["hyperparameters"]["random_state"] == 0
+    assert rec["hyperparameters"]["n_jobs"] == 1 and rec["hardware"]["torch_threads"] == 1
+    assert rec["peer"]["fingerprint"]["radius"] == 2 and rec["peer"]["fingerprint"]["fpSize"] == 2048
+    assert rec["peer"]["invalid_smiles"] == {"train": 0, "valid": 0, "test": 0}
+    assert rec["wall_time_s"]["fit"] > 0 and rec["wall_time_s"]["total"] >= rec["wall_time_s"]["fit"]
+    assert rec["versions"]["rdkit"] and rec["versions"]["scikit-learn"] and rec["git"]["commit"]
+    assert rec["command"].startswith("python -m benchmarks.run --arm rf_ecfp")
+    # the same split as the transformer arms, and the figure recomputed by hand
+    data = C.load_endpoint(ENDPOINTS["freesolv"], data_home=str(moleculenet_path), limit=LIMIT)
+    assert rec["sizes"]["split_sha256"] == data.split_sha256
+    assert sum(rec["sizes"][k] for k in ("train", "valid", "test")) == LIMIT
+    from sklearn.ensemble import RandomForestRegressor
+
+    Xtr, _ = peers.morgan_fingerprints(data.X_train)
+    Xte, _ = peers.morgan_fingerprints(data.X_test)
+    rf = RandomForestRegressor(n_estimators=500, random_state=0, n_jobs=1).fit(Xtr, data.y_train)
+    assert rec["test_metric"] == pytest.approx(float(np.sqrt(np.mean((rf.predict(Xte) - data.y_test) ** 2))), rel=1e-9)
+    assert "rf_ecfp freesolv seed0: test rmse" in capsys.readouterr().out
+
+    mtime = path.stat().st_mtime_ns
+    assert run.main(argv + ["--resume"]) == 0
+    assert "0 run(s) written, 1 skipped" in capsys.readouterr().out and path.stat().st_mtime_ns == mtime
+
+
+def test_rf_trains_clearance_on_log1p_and_scores_in_original_units(moleculenet_path, monkeypatch):
+    data = C.load_endpoint(ENDPOINTS["clearance"], data_home=str(moleculenet_path), limit=LIMIT)
+    seen = {}
+    fit = peers.fit_rf
+
+    def spy(task_type, X, y, seed, n_jobs=1):
+        seen["y"] = y
+        return fit(task_type, X, y, seed, n_jobs)
+
+    monkeypatch.setattr(peers, "fit_rf", spy)
+    rec = peers.run_peer("rf_ecfp", data, 0, threads=1, command="test", limit=LIMIT)
+    np.testing.assert_allclose(seen["y"], np.log1p(data.y_train))
+    # predictions mapped back by expm1: the RMSE is in the file's units (tens), not log units
+    assert rec["test_metric"] > 5 and rec["target_transform"] == "log1p"
+
+
+def test_chemprop_without_an_executable_fails_cleanly(tmp_path, moleculenet_path, monkeypatch, capsys):
+    monkeypatch.delenv("GMNET_CHEMPROP_BIN", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no chemprop on PATH
+    monkeypatch.setattr(C, "REPO", tmp_path)  # no .venv-chemprop in the checkout
+    with pytest.raises(peers.ChempropNotFound, match="--chemprop-bin"):
+        peers.resolve_chemprop_bin()
+    with pytest.raises(peers.ChempropNotFound, match="not an executable"):
+        peers.resolve_chemprop_bin(str(tmp_path / "nope" / "chemprop"))
+    monkeypatch.setenv("GMNET_CHEMPROP_BIN", str(tmp_path / "missing"))
+    with pytest.raises(peers.ChempropNotFound, match="GMNET_CHEMPROP_BIN"):
+        peers.resolve_chemprop_bin()
+    monkeypatch.delenv("GMNET_CHEMPROP_BIN")
+
+    results = tmp_path / "results"
+    argv = ["--arm", "chemprop", "rf_ecfp", "--endpoints", "freesolv", "--seeds", "0", "--limit", str(LIMIT),
+            "--threads", "1", "--results-dir", str(results), "--data-home", str(moleculenet_path)]
+    assert run.main(argv) == 1  # the chemprop run fails with the message, the RF run goes on
+    err = capsys.readouterr().err
+    assert "FAILED chemprop freesolv seed0" in err and "no Chemprop executable" in err
+    assert not (results / f"peers@limit={LIMIT}" / "chemprop").exists()
+    assert (results / f"peers@limit={LIMIT}" / "rf_ecfp" / "freesolv" / "seed0.json").is_file()
+
+
+def test_peer_arms_reject_max_epochs(capsys):
+    with pytest.raises(SystemExit):
+        run.main(["--arm", "rf_ecfp", "--endpoints", "esol", "--max-epochs", "2"])
+    assert "--max-epochs applies to the transformer arms" in capsys.readouterr().err
+
+
+def _chemprop_or_skip():
+    try:
+        return peers.resolve_chemprop_bin()
+    except peers.ChempropNotFound:
+        pytest.skip("no Chemprop executable (.venv-chemprop, GMNET_CHEMPROP_BIN or PATH)")
+
+
+@pytest.mark.slow
+def test_chemprop_end_to_end(tmp_path, moleculenet_path):
+    exe = _chemprop_or_skip()
+    data = C.load_endpoint(ENDPOINTS["freesolv"], data_home=str(moleculenet_path), limit=LIMIT)
+    rec = peers.run_peer("chemprop", data, 0, threads=1, command="test", limit=LIMIT, chemprop_bin=exe)
+    assert rec["arm"] == "chemprop" and rec["test_metric"] > 0 and rec["valid_metric"] > 0
+    assert rec["versions"]["chemprop"] == peers.CHEMPROP_VERSION and rec["versions"]["chemprop_env"]["rdkit"]
+    assert rec["n_epochs"] == 50 and 1 <= rec["best_epoch"] <= 50 and len(rec["valid_curve"]) == 50
+    assert any(" train " in c and "--pytorch-seed 0" in c for c in rec["peer"]["commands"])
+    assert sum(" predict " in c for c in rec["peer"]["commands"]) == 2
+    assert rec["hyperparameters"]["epochs"] == "50" and rec["wall_time_s"]["fit"] > 0
+
+
+# ------------------------------------------------------------------------------------------
+# Report
+# ------------------------------------------------------------------------------------------
+def _peer_record(arm, endpoint, seed, test, fit=2.0, sha="abc"):
+    r = _record("chemberta", endpoint, seed, test)
+    r.update(arm=arm, k=None, L=None, protocol="peers", protocol_base="peers",
+             protocol_definition=peers.peer_protocol_definition(), n_epochs=None, n_parameters=None,
+             wall_time_s={"total": fit + 1, "fit": fit, "per_epoch_mean": None},
+             hardware={"cpu_model": "Test CPU", "cpu_count": 2, "torch_threads": 1, "device": "cpu"},
+             sizes={"train": 8, "valid": 1, "test": 1, "split_sha256": sha},
+             timestamp_utc="2026-02-01T00:00:00Z")
+    return r
+
+
+def test_report_peers_section_from_hand_made_records(tmp_path):
+    results = tmp_path / "results"
+    recs = [_peer_record("rf_ecfp", "esol", s, v) for s, v in enumerate((1.1, 1.2, 1.3))]
+    recs += [_peer_record("chemprop", "esol", s, v, fit=100.0) for s, v in enumerate((0.9, 1.0))]
+    recs += [_peer_record("rf_ecfp", "bbbp", 0, 0.80), _peer_record("rf_ecfp", "tox21", 0, 0.70)]
+    recs += [_record("gmnet", "esol", s, v) for s, v in enumerate((1.0, 1.0, 1.0))]
+    recs += [_record("chemberta", "bbbp", 0, 0.85)]
+    tuned = _record("gmnet", "esol", 0, 0.85)  # protocol "tuned": not (yet) in protocols.py
+    tuned.update(protocol="tuned", protocol_base="tuned", k=10, L=2)
+    recs.append(tuned)
+    _write_records(results, recs)
+    readme = tmp_path / "README.md"
+    assert report.main(["--results-dir", str(results), "--output", str(readme)]) == 0
+    text = readme.read_text()
+    section = text.split("## Peers: what a chemist would pick instead")[1].split("\n## ")[0]
+    header = next(ln for ln in section.splitlines() if ln.startswith("| Endpoint | Metric"))
+    assert header.split("|")[3:9] == [" RF-ECFP4 ", " Chemprop ", " Chem-GMNet `tuned` ", " ChemBERTa `tuned` ",
+                                      " Chem-GMNet `chemberta3` ", " ChemBERTa `chemberta3` "]
+    esol = next(ln for ln in section.splitlines() if ln.startswith("| ESOL | RMSE"))
+    cells = [c.strip() for c in esol.split("|")[3:9]]
+    assert cells == ["1.200 ± 0.082 (n=3)", "0.950 ± 0.050 (n=2)", "**0.850** (n=1)", "—", "1.000 ± 0.000 (n=3)", "—"]
+    bbbp = next(ln for ln in section.splitlines() if ln.startswith("| BBBP | ROC-AUC"))
+    assert [c.strip() for c in bbbp.split("|")[3:9]] == ["0.800 (n=1)", "—", "—", "—", "—", "**0.850** (n=1)"]
+    assert "| Tox21 (12 tasks) * |" in section and "| HIV *" not in section  # extras only when a peer has them
+    times = next(ln for ln in section.splitlines() if ln.startswith("| ESOL |") and "RMSE" not in ln)
+    rf_time, cp_time = (c.strip() for c in times.split("|")[2:4])
+    assert rf_time.startswith("2.0 s (H") and cp_time.startswith("100.0 s (H")
+    assert "Best of the row:" in section and "same one per endpoint" in section
+    # the peers protocol gets no "Other protocols" table of its own, but its hardware and commands are listed
+    assert "### Protocol `peers`" not in text
+    hw = text.split("## Hardware and wall time")[1]
+    assert "| peers | RF-ECFP4 | esol | 3 |" in hw and "| peers | Chemprop | esol | 2 |" in hw
+    summary = json.loads((results / "summary.json").read_text())["peers"]
+    assert summary["endpoints"]["esol"]["best"] == ["gmnet@tuned"]
+    assert summary["endpoints"]["esol"]["columns"]["rf_ecfp"]["test"]["n"] == 3
+    assert summary["endpoints"]["esol"]["columns"]["chemprop"]["mean_fit_s"] == pytest.approx(100.0)
+
+    # a record on another split is flagged
+    odd = _peer_record("chemprop", "esol", 2, 1.0, sha="other")
+    _write_records(results, [odd])
+    assert report.main(["--results-dir", str(results), "--output", str(readme)]) == 0
+    assert "**Warning:** the records of ESOL do not all carry the same `split_sha256`" in readme.read_text()
