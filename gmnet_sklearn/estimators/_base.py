@@ -260,8 +260,12 @@ class SmilesNetBase(BaseEstimator):
         return self.descriptor_scaler_._transform_raw(compute_descriptors(smiles, on_invalid="nan"))
 
     def _initialize_module(self, seed: int) -> torch.nn.Module:
-        """The model with its initial weights (seeded); wrapped for descriptor fusion."""
+        """The model with its initial weights, drawn from ``seed``."""
         torch.manual_seed(seed)
+        return self._make_module()
+
+    def _make_module(self) -> torch.nn.Module:
+        """The model for the fitted vocabulary and outputs; wrapped for descriptor fusion."""
         module = self._build_module(self.tokenizer_.vocab_size, self.n_outputs_, self.tokenizer_.pad_id)
         if self.descriptors:
             module = DescriptorFusion(module, self.descriptor_scaler_.n_features_out_, self.d_model)
@@ -464,7 +468,7 @@ class SmilesNetBase(BaseEstimator):
                 arrays["kept"].numpy(), arrays["quantiles"].numpy(), arrays["references"].numpy())
         est.nets_ = []
         for i in range(est.n_estimators):
-            module = est._initialize_module(0)
+            module = est._make_module()
             module.load_state_dict(load_file(str(path / _weights_file(i))))
             net = NeuralNet(module=module, criterion=est._criterion(), device=est.device_,
                             iterator_valid=sequential_loader, train_split=None)
