@@ -245,3 +245,11 @@ def test_report_peers_section_from_hand_made_records(tmp_path):
     _write_records(results, [odd])
     assert report.main(["--results-dir", str(results), "--output", str(readme)]) == 0
     assert "**Warning:** the records of ESOL do not all carry the same `split_sha256`" in readme.read_text()
+
+
+def test_fingerprints_match_the_library_transformer():
+    """The peer arm's bits are those of gmnet_sklearn.fingerprints.MorganFingerprint (gmnet-train's RF)."""
+    fingerprints = pytest.importorskip("gmnet_sklearn.fingerprints")
+    smiles = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "C[C@H](N)C(=O)O"]
+    ours, _ = peers.morgan_fingerprints(smiles)
+    np.testing.assert_array_equal(ours, fingerprints.MorganFingerprint().fit_transform(smiles))
