@@ -150,7 +150,7 @@ def test_descriptor_scaling_is_fitted_on_the_training_part_only():
 
 
 def test_descriptors_change_the_model_and_reject_bad_smiles():
-    plain = GMNetRegressor(**TINY).fit(X, Y)
+    plain = GMNetRegressor(**{**TINY, "descriptors": False}).fit(X, Y)
     fused = GMNetRegressor(**{**TINY, "descriptors": True}).fit(X, Y)
     extra = fused.net_.module_.n_parameters() - plain.net_.module_.n_parameters()
     assert extra == (fused.descriptor_scaler_.n_features_out_ + 1) * TINY["d_model"]

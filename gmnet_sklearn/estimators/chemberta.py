@@ -9,18 +9,18 @@ from ._base import SmilesClassifierMixin, SmilesNetBase, SmilesRegressorMixin
 class _ChemBERTaParams(SmilesNetBase):
     """Hyperparameters of the ChemBERTa-2 baseline estimators (RoBERTa, ChemBERTa-10M shape).
 
-    Same training parameters (and defaults: the library's tuned recipe) as the Chem-GMNet
-    estimators; the architecture parameters are d_model, n_layers, n_heads, intermediate_size,
+    Same training parameters (and defaults: the library's tuned recipe, at the same width, with
+    the ChemBERTa-10M ratio of intermediate to hidden size, 464/384) as the Chem-GMNet estimators; the architecture parameters are d_model, n_layers, n_heads, intermediate_size,
     dropout (hidden) and attention_dropout. ``ChemBERTaRegressor(**CHEMBERTA_PAPER_PROTOCOL)`` is
     the paper's baseline and protocol.
     """
 
     _family = "ChemBERTa"
 
-    def __init__(self, d_model=384, n_layers=3, n_heads=12, intermediate_size=464, dropout=0.144,
-                 attention_dropout=0.109, max_position_embeddings=515, optimizer="adamw", lr=5e-4, weight_decay=0.01, warmup=0.1,
+    def __init__(self, d_model=256, n_layers=3, n_heads=8, intermediate_size=309, dropout=0.1,
+                 attention_dropout=0.1, max_position_embeddings=515, optimizer="adamw", lr=5e-4, weight_decay=0.01, warmup=0.1,
                  lr_schedule="cosine", batch_size=32, max_epochs=30, patience=None, n_estimators=1, augment=0, tta=0,
-                 descriptors=False, valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
+                 descriptors=True, valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
                  bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None):
         self.d_model = d_model
         self.n_layers = n_layers
