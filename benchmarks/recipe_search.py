@@ -131,27 +131,39 @@ def summary(root=SEARCH_DIR) -> str:
     base = {e: float(np.mean(v)) for e, v in cells.get("base", {}).items()}
 
     def rel(cand: str) -> Optional[float]:
+        """Mean relative error over the endpoints both this candidate and base have."""
         vals = []
         for e in endpoints:
             if e not in base or e not in cells[cand]:
-                return None
+                continue
             v = float(np.mean(cells[cand][e]))
             vals.append((1 - v) / (1 - base[e]) if ENDPOINTS[e].higher_is_better else v / base[e])
         return float(np.mean(vals)) if vals else None
 
     order = sorted(cells, key=lambda c: (rel(c) is None, rel(c) if rel(c) is not None else 0.0))
     header = ["candidate", "levers (on top of base)"] + [f"{ENDPOINTS[e].label} ({'AUC' if ENDPOINTS[e].higher_is_better else 'RMSE'})"
-                                                          for e in endpoints] + ["rel. error vs base ↓", "mean fit s"]
+                                                          for e in endpoints] + ["rel. error vs base ↓ (endpoints)", "mean fit s"]
     rows = []
     for c in order:
         r = rel(c)
         rows.append([f"`{c}`", ", ".join(f"{k}={v}" for k, v in CANDIDATES.get(c, {}).items()) or "—"]
                     + [f"{np.mean(cells[c][e]):.3f}" if e in cells[c] else "—" for e in endpoints]
-                    + ["—" if r is None else f"{r:.3f}", f"{np.mean(seconds[c]):.0f}"])
+                    + ["—" if r is None else f"{r:.3f} ({sum(e in base and e in cells[c] for e in endpoints)})",
+                       f"{np.mean(seconds[c]):.0f}"])
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(row) + " |" for row in rows]
+    # The two best by that measure, head to head on every endpoint both have (ties on the
+    # shared-with-base measure are decided here).
+    h2h = ""
+    if len(order) >= 2 and rel(order[0]) is not None and rel(order[1]) is not None:
+        a, b = order[0], order[1]
+        shared = [e for e in endpoints if e in cells[a] and e in cells[b]]
+        ratios = [((1 - np.mean(cells[a][e])) / (1 - np.mean(cells[b][e])) if ENDPOINTS[e].higher_is_better
+                   else np.mean(cells[a][e]) / np.mean(cells[b][e])) for e in shared]
+        h2h = (f"\n\nHead to head on the {len(shared)} endpoints both have: `{a}`'s validation error is "
+               f"{np.mean(ratios):.3f}x `{b}`'s (mean ratio; below 1: `{a}` is better).")
     base_text = ", ".join(f"{k}={v}" for k, v in BASE.items())
     return (f"Validation only (DeepChem valid split; test never loaded), seed(s) as recorded; base: {base_text}.\n\n"
-            + "\n".join(lines))
+            + "\n".join(lines) + h2h)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
