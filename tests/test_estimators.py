@@ -206,7 +206,8 @@ def test_safe_save_and_load(kind, fitted_regressor, fitted_classifier, tmp_path)
     est = fitted_regressor if kind == "regressor" else fitted_classifier
     est.save(tmp_path / "m")
     files = sorted(p.name for p in (tmp_path / "m").iterdir())
-    assert files == ["config.json", "model.safetensors", "vocab.txt"]
+    # descriptors=True (the default) adds the descriptor scaling, stored as arrays too
+    assert files == ["config.json", "descriptors.safetensors", "model.safetensors", "vocab.txt"]
     config = json.loads((tmp_path / "m" / "config.json").read_text())
     assert config["estimator"] == type(est).__name__ and config["params"]["k"] == 3
     loaded = load_model(tmp_path / "m")
@@ -223,7 +224,8 @@ def test_safe_save_and_load(kind, fitted_regressor, fitted_classifier, tmp_path)
 def test_deepchem_vocabulary(deepchem_vocab):
     est = GMNetRegressor(**{**TINY, "vocab_file": str(deepchem_vocab)}).fit(X, Y)
     assert est.tokenizer_.vocab_size == 591
-    assert est.net_.module_.encoder.embedding.P.shape == (591, 3)
+    model = est.net_.module_.model  # the Chem-GMNet inside the (default) descriptor fusion
+    assert model.encoder.embedding.P.shape == (591, 3)
 
 
 def test_tokenizes_each_distinct_smiles_once_per_fit(monkeypatch):
