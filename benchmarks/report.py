@@ -23,6 +23,8 @@ import numpy as np
 
 from . import _common as C
 from .peers import PEER_ARM_LABELS, PEER_ARMS, PEER_PROTOCOL
+from gmnet_sklearn.estimators.presets import PAPER_TRAINING
+
 from .protocols import (
     ARM_LABELS,
     ARMS,
@@ -723,7 +725,14 @@ def protocol_section(idx: Index, protocol: str) -> str:
     text = d["description"] + "\n\n" + md_table(["parameter", "value"], rows)
     recs = [r for r in idx.records if r["protocol"] == protocol]
     def essentials(defn):
-        return {k: v for k, v in (defn or {}).items() if k != "description"}
+        defn = {k: v for k, v in (defn or {}).items() if k != "description"}
+        if "training" in defn:
+            # Records written before the recipe parameters existed list only lr, batch size, epochs
+            # and bucketing: their estimators ran with what is now PAPER_TRAINING for the rest
+            # (Adam, no weight decay, no schedule, one member, no augmentation or descriptors).
+            defn["training"] = {**{k: v for k, v in PAPER_TRAINING.items() if k not in defn["training"]},
+                                **defn["training"]}
+        return defn
 
     differ = [r for r in recs if r.get("protocol_definition") and essentials(r["protocol_definition"]) != essentials(d)]
     if differ:
