@@ -1,0 +1,68 @@
+"""Checks on training targets that warn rather than fail.
+
+A single-task regression ``y`` (1-D) with NaN is trained on with those rows masked out of the
+loss and of the target statistics (``y_mean_``, ``y_scale_``), as missing labels are in a 2-D
+multi-task ``y``. In 2-D that is the documented way to mark missing labels; in 1-D it is more
+often a data problem (a failed merge, an empty cell), so :func:`warn_missing_targets` says so.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["MissingTargetWarning", "warn_missing_targets"]
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parents[1])  # .../gmnet_sklearn
+_SHOWN_ROWS = 5
+
+
+class MissingTargetWarning(UserWarning):
+    """A single-task ``y`` has missing values (NaN); those rows are masked in training."""
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` that attributes a warning raised by our caller to the first frame
+    outside the ``gmnet_sklearn`` package (the user's ``fit`` call, or the scikit-learn tool
+    that made it)."""
+    frame = sys._getframe(2)  # the function that called warn_missing_targets
+    level = 2
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def warn_missing_targets(y, name: str = "y") -> int:
+    """Warn, once, when a 1-D target ``y`` has missing values (NaN); return how many rows.
+
+    The warning (:class:`MissingTargetWarning`, a ``UserWarning``) names the number of rows
+    with NaN, of how many, and the first few row indices. A 2-D ``y`` is left alone: NaN there
+    marks missing labels of a multi-task target on purpose. ``y`` that is not numeric is left
+    to the target checks (returns 0).
+    """
+    y = np.asarray(y)
+    if y.ndim != 1 or len(y) == 0:
+        return 0
+    try:
+        missing = np.isnan(y.astype(np.float64))
+    except (TypeError, ValueError):
+        return 0
+    rows = np.flatnonzero(missing)
+    if rows.size == 0:
+        return 0
+    shown = ", ".join(str(int(r)) for r in rows[:_SHOWN_ROWS])
+    more = f", ... ({rows.size - _SHOWN_ROWS} more)" if rows.size > _SHOWN_ROWS else ""
+    rows_word = "row" if rows.size == 1 else "rows"
+    warnings.warn(
+        f"{name} has missing values (NaN) in {rows.size} of {len(y)} rows ({rows_word} {shown}{more}). "
+        "A single-task target is trained with such rows masked out of the loss and the target "
+        f"statistics; drop the {rows_word} to silence this warning, or pass a 2-D y (n, n_tasks), "
+        "where NaN marks missing labels.",
+        MissingTargetWarning,
+        stacklevel=_caller_stacklevel(),
+    )
+    return int(rows.size)
