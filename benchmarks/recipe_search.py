@@ -38,7 +38,7 @@ SCHEMA = "gmnet-recipe-search/1"
 BASE: Dict[str, object] = dict(
     k=8, L=3, d_model=128, n_layers=3, n_heads=4, dropout=0.1, optimizer="adamw", lr=5e-4, weight_decay=0.01,
     warmup=0.1, lr_schedule="cosine", batch_size=32, max_epochs=30, patience=None, n_estimators=1, augment=0,
-    tta=0, descriptors=False,
+    tta=0, descriptors=False, fingerprint=False,
 )
 
 #: One lever (or a combination) per candidate, on top of BASE.
@@ -56,6 +56,11 @@ CANDIDATES: Dict[str, Dict[str, object]] = {
     # second round: the two levers that won on their own, together
     "desc_lr1e-3_d256": {"descriptors": True, "lr": 1e-3, "d_model": 256, "n_heads": 8},
     "desc_lr1e-3_e50": {"descriptors": True, "lr": 1e-3, "max_epochs": 50},
+    # third round, on top of the frozen desc_d256: a Morgan count fingerprint fused beside the
+    # descriptors, and ensembles of 3, each alone and together (a lever has to help with the others on)
+    "desc_d256_fp": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True},
+    "desc_d256_ens3": {"descriptors": True, "d_model": 256, "n_heads": 8, "n_estimators": 3},
+    "desc_d256_fp_ens3": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True, "n_estimators": 3},
 }
 
 

@@ -28,6 +28,7 @@ from skorch.helper import predefined_split
 from .. import __version__
 from ..augment import randomized_smiles
 from ..descriptors import RDKitDescriptors, compute_descriptors
+from ..fingerprints import MorganFingerprint
 from ..tokenizer import EncodedBatch, SmilesTokenizer
 from .data import BucketedLoader, EncodedSmilesDataset, sequential_loader
 from .fusion import DescriptorFusion
@@ -39,6 +40,8 @@ from .snapshot import TrainingSnapshot, fit_fingerprint
 ON_INVALID = ("raise", "nan")
 VALID_SPLITS = ("scaffold", "random", None)
 OPTIMIZERS = ("adamw", "adam")
+#: The fingerprint ``fingerprint=True`` fuses into the head: ECFP4 as chemists use it, as counts.
+FUSED_FINGERPRINT = {"radius": 2, "n_bits": 2048}
 
 
 def resolve_device(device: str) -> str:
@@ -134,8 +137,9 @@ class SmilesNetBase(BaseEstimator):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
                 raise ValueError(f"{name} (SMILES variants per molecule) must be an integer >= 0, got {value!r}")
-        if not isinstance(self.descriptors, (bool, np.bool_)):
-            raise ValueError(f"descriptors must be True or False, got {self.descriptors!r}")
+        for name in ("descriptors", "fingerprint"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
 
     def _max_length(self) -> int | None:
         limit = self._model_max_length()
@@ -232,11 +236,7 @@ class SmilesNetBase(BaseEstimator):
         self.tokenizer_ = SmilesTokenizer(self.vocab_file).fit(list(X) + flat_variants, on_invalid="ignore")
         encoded = self._encode(X).subset(train_idx)
         y_train = self._fit_y(y[train_idx])  # target statistics / classes come from the training part only
-        descriptors = None
-        if self.descriptors:
-            raw = compute_descriptors(train_X)
-            self.descriptor_scaler_ = RDKitDescriptors()._fit_raw(raw)
-            descriptors = self.descriptor_scaler_._transform_raw(raw)
+        descriptors = self._molecule_features(train_X, fit=True)
         groups = None
         if variants:
             encoded = EncodedBatch.concat([encoded, self._encode(flat_variants)])
@@ -251,13 +251,28 @@ class SmilesNetBase(BaseEstimator):
             enc_valid = self._encode(valid_X)
             order = np.argsort(enc_valid.lengths, kind="stable")  # less padding, same rows
             valid_set = EncodedSmilesDataset(enc_valid, self._transform_y(y_valid), order=order, device=self.device_,
-                                             descriptors=self._descriptor_rows(valid_X))
+                                             descriptors=self._molecule_features(valid_X))
         return train_set, valid_set, fingerprint_data
 
-    def _descriptor_rows(self, smiles) -> np.ndarray | None:
-        if not self.descriptors:
-            return None
-        return self.descriptor_scaler_._transform_raw(compute_descriptors(smiles, on_invalid="nan"))
+    def _molecule_features(self, smiles, fit: bool = False) -> np.ndarray | None:
+        """Molecule-level features fused into the head, one row per SMILES (None without any):
+        the scaled RDKit descriptors (their scaling fitted here when ``fit``), then the Morgan
+        count fingerprint as log(1 + count). A SMILES RDKit rejects gets NaN descriptors (0
+        after scaling) and a zero fingerprint; rejecting it is the tokenizer's job."""
+        parts = []
+        if self.descriptors:
+            raw = compute_descriptors(smiles, on_invalid="raise" if fit else "nan")
+            if fit:
+                self.descriptor_scaler_ = RDKitDescriptors()._fit_raw(raw)
+            parts.append(self.descriptor_scaler_._transform_raw(raw))
+        if self.fingerprint:
+            counts = MorganFingerprint(**FUSED_FINGERPRINT, counts=True, on_invalid="zeros").transform(smiles)
+            parts.append(np.log1p(counts, dtype=np.float32))
+        return np.concatenate(parts, axis=1) if parts else None
+
+    def _n_molecule_features(self) -> int:
+        n = self.descriptor_scaler_.n_features_out_ if self.descriptors else 0
+        return n + (FUSED_FINGERPRINT["n_bits"] if self.fingerprint else 0)
 
     def _initialize_module(self, seed: int) -> torch.nn.Module:
         """The model with its initial weights, drawn from ``seed``."""
@@ -265,10 +280,11 @@ class SmilesNetBase(BaseEstimator):
         return self._make_module()
 
     def _make_module(self) -> torch.nn.Module:
-        """The model for the fitted vocabulary and outputs; wrapped for descriptor fusion."""
+        """The model for the fitted vocabulary and outputs; wrapped for descriptor and
+        fingerprint fusion."""
         module = self._build_module(self.tokenizer_.vocab_size, self.n_outputs_, self.tokenizer_.pad_id)
-        if self.descriptors:
-            module = DescriptorFusion(module, self.descriptor_scaler_.n_features_out_, self.d_model)
+        if self.descriptors or self.fingerprint:
+            module = DescriptorFusion(module, self._n_molecule_features(), self.d_model)
         return module
 
     def _callbacks(self, valid_set, n_batches: int) -> list:
@@ -365,7 +381,7 @@ class SmilesNetBase(BaseEstimator):
         for view in views:
             enc = self._encode(view, self.on_invalid)
             ds = EncodedSmilesDataset(enc, order=np.argsort(enc.lengths, kind="stable"), device=self.device_,
-                                      descriptors=self._descriptor_rows(view))
+                                      descriptors=self._molecule_features(view))
             outs = np.stack([self._average_space(self._module_outputs(net.module_, ds)) for net in self.nets_])
             out = np.empty_like(outs)
             out[:, ds.order.numpy()] = outs
