@@ -670,6 +670,46 @@ def peers_section(idx: Index, machine_ids: Dict[int, List[str]]) -> Tuple[str, d
                   "endpoints": summary, "best_count": dict(best_count), "split_mismatch": split_issues}
 
 
+def fit_time_section(results_dir: Path, out_dir: Path) -> Tuple[Optional[str], dict]:
+    """The default fit's wall time per endpoint (``benchmarks/fit_time.py``) against its target."""
+    recs = []
+    for path in sorted((Path(results_dir) / "fit_time").glob("*/*/*.json")):
+        rec = json.loads(path.read_text())
+        if rec.get("schema") == "gmnet-fit-time/1":
+            recs.append(rec)
+    if not recs:
+        return None, {}
+    groups: Dict[Tuple[str, str], List[dict]] = defaultdict(list)
+    for rec in recs:
+        groups[rec["arm"], rec["endpoint"]].append(rec)
+    rows, summary = [], {}
+    for (arm, name), group in sorted(groups.items(), key=lambda kv: (kv[0][0], ENDPOINT_ORDER.get(kv[0][1], 99))):
+        secs = [r["fit_seconds"] for r in group]
+        target = group[0].get("target_seconds")
+        worst = max(secs)
+        within = DASH if target is None else ("yes" if worst <= target else f"**no** (+{worst - target:.0f} s)")
+        load = max(r["load_average_before"][0] for r in group)
+        hw = group[0]["hardware"]
+        rows.append([ARM_LABELS.get(arm, arm), ENDPOINTS[name].label, str(group[0]["n_train"]),
+                     ", ".join(f"{s:.0f}" for s in secs), DASH if target is None else str(target), within,
+                     str(group[0]["n_estimators"]), str(group[0]["torch_threads"]), f"{load:.2f}",
+                     f"{hw.get('cpu_model') or hw.get('cpu') or '?'}"])
+        summary[f"{arm}:{name}"] = {"fit_seconds": secs, "target_seconds": target, "within": worst <= target if target else None}
+    text = md_table(["Arm", "Endpoint", "train molecules", "fit s (per seed)", "target s", "within target",
+                     "members", "threads", "load avg (1 min) before", "CPU"], rows)
+    return text, summary
+
+
+ENDPOINT_ORDER = {name: i for i, name in enumerate(ENDPOINTS)}
+
+FIT_TIME_INTRO = """\
+Wall time of `fit` for the estimators with their defaults, called as a user would
+(`GMNetRegressor(random_state=s).fit(X_train, y_train)`: the internal scaffold split picks the
+best epoch), on the training part of the DeepChem scaffold split, written by
+`python -m benchmarks.fit_time --threads 2` run alone on the machine (the load average before
+each fit shows whether anything else ran). The C++ kernels are built before the clock starts."""
+
+
 PEERS_INTRO = """\
 The arms a chemist would try first, on the same DeepChem scaffold splits (`benchmarks/peers.py`,
 written by `python -m benchmarks.run --arm rf_ecfp chemprop ...`), each with its own defaults and
@@ -789,6 +829,10 @@ def render(idx: Index, results_dir: Path, out_path: Path, primary: str) -> Tuple
             peers_text, peers_summary = peers_section(idx, machines[1])
             summary["peers"] = peers_summary
             parts += ["## Peers: what a chemist would pick instead", "", PEERS_INTRO, "", peers_text, ""]
+            ft_text, ft_summary = fit_time_section(results_dir, out_dir)
+            if ft_text:
+                summary["fit_time"] = ft_summary
+                parts += ["## How long a default fit takes", "", FIT_TIME_INTRO, "", ft_text, ""]
         grids = {}
         for ep in PAPER_KL:
             cells = idx.kl_cells(protocol, ep)

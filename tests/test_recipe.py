@@ -160,8 +160,30 @@ def test_descriptors_change_the_model_and_reject_bad_smiles():
     assert np.isnan(compute_descriptors(["CCO", "C1CC"], on_invalid="nan")[1]).all()
 
 
+def test_fingerprint_fuses_log_morgan_counts_after_the_descriptors(tmp_path):
+    from gmnet_sklearn.fingerprints import MorganFingerprint
+
+    Xt, Yt, Xv, Yv = X[:35], Y[:35], X[35:], Y[35:]
+    est = GMNetRegressor(**{**TINY, "descriptors": True, "fingerprint": True}).fit(Xt, Yt, X_valid=Xv, y_valid=Yv)
+    n_desc = est.descriptor_scaler_.n_features_out_
+    rows = est._molecule_features(Xv)
+    assert rows.shape == (len(Xv), n_desc + 2048)
+    np.testing.assert_allclose(rows[:, :n_desc], est.descriptor_scaler_.transform(Xv))
+    counts = MorganFingerprint(radius=2, n_bits=2048, counts=True).transform(Xv)
+    assert counts.max() > 1  # counts, not bits
+    np.testing.assert_allclose(rows[:, n_desc:], np.log1p(counts.astype(np.float64)), rtol=1e-6)
+    assert est.net_.module_.descriptor_proj.in_features == n_desc + 2048
+    only_fp = GMNetRegressor(**{**TINY, "descriptors": False, "fingerprint": True}).fit(Xt, Yt)
+    assert only_fp.net_.module_.descriptor_proj.in_features == 2048
+    plain = GMNetRegressor(**{**TINY, "descriptors": True}).fit(Xt, Yt, X_valid=Xv, y_valid=Yv)
+    assert not np.allclose(plain.predict(Xv), est.predict(Xv))
+    loaded = load_model(est.save(tmp_path / "fp"))
+    np.testing.assert_allclose(loaded.predict(Xv), est.predict(Xv), rtol=1e-6)
+
+
 @pytest.mark.parametrize("params", [
     {"n_estimators": 2, "tta": 1, "descriptors": True, "augment": 1, "patience": 2},
+    {"fingerprint": True, "descriptors": False, "tta": 1},
     {"optimizer": "adam", "lr_schedule": "linear", "warmup": 0.0, "weight_decay": 0.0},
 ])
 def test_clone_gridsearch_joblib_and_save_keep_every_new_parameter(params, tmp_path):
@@ -184,7 +206,8 @@ def test_clone_gridsearch_joblib_and_save_keep_every_new_parameter(params, tmp_p
 
 @pytest.mark.parametrize("name,value", [("optimizer", "sgd"), ("lr_schedule", "step"), ("warmup", 1.0),
                                         ("weight_decay", -1), ("patience", 0), ("n_estimators", 0),
-                                        ("augment", -1), ("tta", 1.5), ("descriptors", "yes")])
+                                        ("augment", -1), ("tta", 1.5), ("descriptors", "yes"),
+                                        ("fingerprint", 1)])
 def test_bad_recipe_parameters_are_named(name, value):
     with pytest.raises(ValueError, match=name):
         GMNetRegressor(**{**TINY, name: value}).fit(X, Y)

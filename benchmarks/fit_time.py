@@ -1,0 +1,103 @@
+"""How long a default fit takes: ``GMNetRegressor().fit(X, y)`` as a user calls it.
+
+    python -m benchmarks.fit_time --threads 2                     # Chem-GMNet, the target endpoints, seed 0
+    python -m benchmarks.fit_time --arm gmnet chemberta --endpoints esol --seeds 0 1
+
+For each (arm, endpoint, seed): the DeepChem scaffold split's training part is fitted by the
+estimator with no arguments but ``random_state`` and the vocabulary (the library's defaults, the
+protocol ``tuned``; the estimator's own internal scaffold split picks the best epoch, as for a
+user), and the wall time of ``fit`` is written to
+``benchmarks/results/fit_time/<arm>/<endpoint>/seed<s>.json`` with the machine, the thread count
+and the load average before and after, so a timing taken beside other jobs shows it. The C++
+kernels are built (and the data loaded) before the clock starts. Run it alone on the machine:
+these are the figures the defaults' time targets (``TARGET_SECONDS``) are checked against.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Optional, Sequence
+
+from . import _common as C
+from .protocols import ENDPOINTS, get_protocol, resolve_endpoints
+
+SCHEMA = "gmnet-fit-time/1"
+FIT_TIME_DIR = C.DEFAULT_RESULTS_DIR / "fit_time"
+
+#: The defaults issue's targets: seconds per default fit (ensemble included) on both cores of the
+#: project's 2-core CPU machine.
+TARGET_SECONDS = {"esol": 120, "freesolv": 120, "bace_classification": 120, "bace_regression": 120, "bbbp": 120,
+                  "clearance": 120, "lipophilicity": 360}
+
+
+def record_path(arm: str, endpoint: str, seed: int, root=FIT_TIME_DIR) -> Path:
+    return Path(root) / arm / endpoint / f"seed{seed}.json"
+
+
+def warm_up(arm: str, vocab_file: str) -> None:
+    """One tiny fit, untimed, so the first timed fit does not include building the C++ kernels."""
+    est = C.estimator_class(arm, ENDPOINTS["esol"])(max_epochs=1, vocab_file=vocab_file, random_state=0,
+                                                    descriptors=False, d_model=16, n_layers=1, n_heads=2)
+    est.fit(["CCO", "CCN", "c1ccccc1", "CC(=O)O", "CCCC", "CCOC", "c1ccncc1", "CC(C)O"] * 2, list(range(16)))
+
+
+def time_fit(arm: str, endpoint: str, seed: int, vocab_file: str, data_home=None, command: str = "") -> dict:
+    ep = ENDPOINTS[endpoint]
+    data = C.load_endpoint(ep, data_home=data_home)
+    protocol = get_protocol("tuned")
+    est = C.estimator_class(arm, ep)(**protocol.estimator_params(arm, endpoint, random_state=seed,
+                                                                 vocab_file=vocab_file, device="cpu"))
+    load_before = os.getloadavg()
+    t0 = time.perf_counter()
+    est.fit(data.X_train, data.to_fit(data.y_train))
+    fit_seconds = time.perf_counter() - t0
+    import torch
+
+    return {
+        "schema": SCHEMA, "arm": arm, "endpoint": endpoint, "seed": seed, "fit_seconds": fit_seconds,
+        "target_seconds": TARGET_SECONDS.get(endpoint), "n_train": len(data.X_train),
+        "n_epochs": len(est.history_), "n_estimators": est.n_estimators, "best_epoch": int(est.best_epoch_),
+        "hyperparameters": C.estimator_params_record(est), "torch_threads": torch.get_num_threads(),
+        "load_average_before": list(load_before), "load_average_after": list(os.getloadavg()),
+        "hardware": C.hardware_info("cpu"), "versions": C.versions(),
+        "git": C._GIT_AT_START if C._GIT_AT_START is not None else C.git_info(),
+        "command": command, "timestamp_utc": C.utc_now(),
+    }
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.fit_time", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--arm", nargs="+", default=["gmnet"], choices=["gmnet", "chemberta"])
+    p.add_argument("--endpoints", nargs="+", default=list(TARGET_SECONDS))
+    p.add_argument("--seeds", nargs="+", type=int, default=[0])
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--results-dir", default=str(FIT_TIME_DIR))
+    p.add_argument("--data-home", default=None)
+    p.add_argument("--vocab-file", default=None)
+    args = p.parse_args(argv)
+    C.set_threads(args.threads)
+    vocab_file = C.resolve_vocab_file(args.vocab_file)
+    data_home = C.resolve_data_home(args.data_home)
+    command = C.command_line("benchmarks.fit_time", list(sys.argv[1:] if argv is None else argv))
+    with C.git_at_start():
+        for arm in args.arm:
+            warm_up(arm, vocab_file)
+            for endpoint in resolve_endpoints(args.endpoints):
+                for seed in args.seeds:
+                    rec = time_fit(arm, endpoint, seed, vocab_file, data_home, command)
+                    C.write_json_atomic(record_path(arm, endpoint, seed, args.results_dir), rec)
+                    target = rec["target_seconds"]
+                    print(f"{arm} {endpoint} seed{seed}: fit {rec['fit_seconds']:.1f} s"
+                          + (f" (target {target} s)" if target else "")
+                          + f", load {rec['load_average_before'][0]:.2f} -> {rec['load_average_after'][0]:.2f}",
+                          flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
