@@ -104,6 +104,7 @@ class TrainingCurveDisplay:
     def plot(self, ax=None, *, name=None, loss_kwargs=None, metric_kwargs=None):
         """Draw on ``ax`` (a new figure if None); returns the display with its artists set."""
         plt = _require_matplotlib(f"{type(self).__name__}.plot")
+        from matplotlib.ticker import MaxNLocator
         if ax is None:
             _, ax = plt.subplots()
         loss_kwargs = loss_kwargs or {}
@@ -114,6 +115,7 @@ class TrainingCurveDisplay:
             (self.lines_["valid_loss"],) = ax.plot(epochs, self.valid_loss, label="validation loss", color="C1",
                                                    **loss_kwargs)
         ax.set_xlabel("epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel("loss")
         self.metric_ax_ = None
         if self.metric is not None:

@@ -92,3 +92,22 @@ def test_clear_error_without_matplotlib(regressor, monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(ImportError, match=r"gmnet_sklearn\[plot\]"):
         TrainingCurveDisplay.from_estimator(regressor)
+
+
+def test_kl_grid_example_draws_the_committed_grids(tmp_path, monkeypatch):
+    import json
+    import runpy
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    summary = repo / "benchmarks" / "results" / "summary.json"
+    grids = json.loads(summary.read_text())["protocols"]["chemberta3"]["kl_grids"]
+    monkeypatch.setattr(sys, "argv", ["plot_kl_grid.py", "--out", str(tmp_path), "--protocol", "chemberta3"])
+    runpy.run_path(str(repo / "examples" / "plot_kl_grid.py"), run_name="__main__")
+    assert (tmp_path / "kl_grid.png").stat().st_size > 10_000
+    fig = plt.gcf()
+    images = [ax for ax in fig.axes if ax.get_images()]
+    assert len(images) == 4  # ESOL and BBBP, ours and the paper's
+    esol_ours = images[0].get_images()[0].get_array()
+    cell = grids["esol"]["k8_L3"]["ours"]["mean"]
+    assert esol_ours[1, 1] == pytest.approx(cell)  # rows k = 6, 8, 10; columns L = 2, 3, 4
