@@ -157,3 +157,21 @@ def test_column_transformer_and_pandas_output(plain):
     assert list(out.columns[:2]) == ["gmnet__pooled0", "gmnet__pooled1"] and out.columns[-1] == "num__weight"
     np.testing.assert_allclose(out.iloc[:, :16].to_numpy(),
                                GMNetEmbedder(plain, prefit=True).fit(SMILES).transform(SMILES[:10]), rtol=1e-6)
+
+
+def test_chemberta_pooled_state_and_no_moments():
+    from gmnet_sklearn import ChemBERTaRegressor
+
+    est = ChemBERTaRegressor(d_model=16, n_layers=1, n_heads=2, intermediate_size=32, max_epochs=1, random_state=0,
+                             descriptors=False).fit(SMILES, Y)
+    seen = []
+    handle = est.net_.module_.head.register_forward_pre_hook(lambda mod, args: seen.append(args[0][:, 0].clone()))
+    try:
+        for s in SMILES[:5]:
+            est.predict([s])
+    finally:
+        handle.remove()
+    pooled = GMNetEmbedder(est, prefit=True).fit(SMILES).transform(SMILES[:5])
+    np.testing.assert_allclose(pooled, torch.cat(seen).numpy(), rtol=1e-5, atol=1e-5)  # the [CLS] state
+    with pytest.raises(ValueError, match="needs a Chem-GMNet model"):
+        GMNetEmbedder(est, features="moments", prefit=True).fit(SMILES)

@@ -11,6 +11,7 @@ from benchmarks import embedder_features, report
 LIMIT = 80
 
 
+@pytest.mark.filterwarnings("ignore:ROC-AUC is undefined")
 def test_embedder_features_run_resume_and_report(tmp_path, moleculenet_path, deepchem_vocab, capsys):
     results = tmp_path / "results"
     argv = ["--protocol", "smoke", "--limit", str(LIMIT), "--max-epochs", "1", "--endpoints", "freesolv",
