@@ -11,6 +11,8 @@ _LAZY = {
     "ChemBERTaClassifier": "gmnet_sklearn.estimators",
     "PAPER_PROTOCOL": "gmnet_sklearn.estimators",
     "CHEMBERTA_PAPER_PROTOCOL": "gmnet_sklearn.estimators",
+    "GMNetEmbedder": "gmnet_sklearn.embedder",
+    "TrainingCurveDisplay": "gmnet_sklearn.display",
     "SmilesTokenizer": "gmnet_sklearn.tokenizer",
     "fetch_moleculenet": "gmnet_sklearn.datasets",
     "scaffold_split": "gmnet_sklearn.model_selection",

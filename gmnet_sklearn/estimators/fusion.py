@@ -23,10 +23,14 @@ class DescriptorFusion(nn.Module):
         nn.init.zeros_(self.descriptor_proj.bias)
 
     def forward(self, input_ids, conj_flags=None, attention_mask=None, descriptors=None) -> torch.Tensor:
+        return self.model.readout(self.pool(input_ids, conj_flags, attention_mask, descriptors))
+
+    def pool(self, input_ids, conj_flags=None, attention_mask=None, descriptors=None) -> torch.Tensor:
+        """What the head gets: the pooled state plus the projected molecule features (B, d)."""
         z = self.model.pool(input_ids, conj_flags, attention_mask)
         if descriptors is None:
             raise ValueError("this model was fitted with descriptors=True: pass the descriptor rows")
-        return self.model.readout(z + self.descriptor_proj(descriptors.to(z.dtype)))
+        return z + self.descriptor_proj(descriptors.to(z.dtype))
 
     def n_parameters(self, trainable_only: bool = True) -> int:
         return sum(p.numel() for p in self.parameters() if p.requires_grad or not trainable_only)

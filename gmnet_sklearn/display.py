@@ -1,0 +1,138 @@
+"""TrainingCurveDisplay: loss and validation metric per epoch, in scikit-learn's ``*Display`` style.
+
+    TrainingCurveDisplay.from_estimator(est)          # est: a fitted GMNetRegressor / Classifier
+
+For parity and ROC plots use scikit-learn's own displays, which take the estimators as they are:
+``sklearn.metrics.PredictionErrorDisplay.from_estimator(est, smiles, y)`` and
+``RocCurveDisplay.from_estimator(clf, smiles, y)`` (``examples/plots.py``).
+matplotlib is an optional dependency (``pip install "gmnet_sklearn[plot]"``), imported on use.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _require_matplotlib(caller: str):
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise ImportError(f"{caller} needs matplotlib, an optional dependency: "
+                          'pip install "gmnet_sklearn[plot]" (or pip install matplotlib)') from exc
+    return plt
+
+
+def _metric_key(row: dict) -> str | None:
+    """The validation metric the fit selected on (``valid_rmse``, ``valid_roc_auc``), if any."""
+    # the scored metric has a "<name>_best" flag (as in SmilesNetBase.best_epoch_)
+    keys = [k[: -len("_best")] for k in row if k.startswith("valid_") and k.endswith("_best") and k != "valid_loss_best"]
+    return keys[0] if keys else None
+
+
+_METRIC_LABELS = {"valid_rmse": "validation RMSE", "valid_roc_auc": "validation ROC-AUC"}
+
+
+class TrainingCurveDisplay:
+    """Training curve: train and validation loss per epoch (left axis), the validation metric
+    (right axis) and the epoch whose weights the estimator kept.
+
+    Build it with :meth:`from_estimator`, or from arrays and call :meth:`plot`.
+
+    Parameters
+    ----------
+    epochs : 1-based epoch numbers.
+    train_loss, valid_loss : losses per epoch (``valid_loss`` None without validation).
+    metric, metric_name : the validation metric per epoch and its history key (e.g. "valid_rmse").
+    best_epoch : the epoch restored (None: not marked).
+    estimator_name : shown in the title.
+
+    Attributes (after ``plot``)
+    ---------------------------
+    ax_ : the loss axes. metric_ax_ : the metric's twin axes (None without a metric).
+    figure_ : the figure. lines_ : dict of the Line2D artists ("train_loss", "valid_loss", the
+    metric's key). best_epoch_line_ : the vertical line at ``best_epoch`` (None if unmarked).
+    """
+
+    def __init__(self, *, epochs, train_loss, valid_loss=None, metric=None, metric_name=None, best_epoch=None,
+                 estimator_name=None):
+        self.epochs = epochs
+        self.train_loss = train_loss
+        self.valid_loss = valid_loss
+        self.metric = metric
+        self.metric_name = metric_name
+        self.best_epoch = best_epoch
+        self.estimator_name = estimator_name
+
+    @classmethod
+    def from_estimator(cls, estimator, *, member: int = 0, ax=None, name=None):
+        """Read ``history`` of ``estimator``'s net (ensemble member ``member``) and plot it.
+
+        The best epoch is the one ``estimator.best_epoch_`` restored (member 0) or, for another
+        member, the last epoch its history flags best; it is marked only when the fit selected
+        on validation data.
+        """
+        _require_matplotlib(f"{cls.__name__}.from_estimator")
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(estimator, "nets_")
+        if not (isinstance(member, (int, np.integer)) and 0 <= member < len(estimator.nets_)):
+            raise ValueError(f"member must be an index of the estimator's {len(estimator.nets_)} member(s), got {member!r}")
+        history = estimator.nets_[member].history
+        if not len(history):
+            raise ValueError("the estimator's history is empty: no epoch was trained")
+        metric_name = _metric_key(history[-1])
+        has_valid = "valid_loss" in history[-1]
+        best = None
+        if has_valid:
+            if member == 0:
+                best = estimator.best_epoch_
+            else:
+                key = f"{metric_name or 'valid_loss'}_best"
+                flagged = [row["epoch"] for row in history if row.get(key)]
+                best = flagged[-1] if flagged else None
+        display = cls(
+            epochs=np.asarray(history[:, "epoch"]),
+            train_loss=np.asarray(history[:, "train_loss"], dtype=float),
+            valid_loss=np.asarray(history[:, "valid_loss"], dtype=float) if has_valid else None,
+            metric=np.asarray(history[:, metric_name], dtype=float) if metric_name else None,
+            metric_name=metric_name,
+            best_epoch=best,
+            estimator_name=name or type(estimator).__name__,
+        )
+        return display.plot(ax=ax)
+
+    def plot(self, ax=None, *, name=None, loss_kwargs=None, metric_kwargs=None):
+        """Draw on ``ax`` (a new figure if None); returns the display with its artists set."""
+        plt = _require_matplotlib(f"{type(self).__name__}.plot")
+        from matplotlib.ticker import MaxNLocator
+        if ax is None:
+            _, ax = plt.subplots()
+        loss_kwargs = loss_kwargs or {}
+        epochs = np.asarray(self.epochs)
+        self.lines_ = {}
+        (self.lines_["train_loss"],) = ax.plot(epochs, self.train_loss, label="train loss", color="C0", **loss_kwargs)
+        if self.valid_loss is not None:
+            (self.lines_["valid_loss"],) = ax.plot(epochs, self.valid_loss, label="validation loss", color="C1",
+                                                   **loss_kwargs)
+        ax.set_xlabel("epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylabel("loss")
+        self.metric_ax_ = None
+        if self.metric is not None:
+            self.metric_ax_ = ax.twinx()
+            label = _METRIC_LABELS.get(self.metric_name, self.metric_name)
+            (self.lines_[self.metric_name],) = self.metric_ax_.plot(
+                epochs, self.metric, label=label, color="C2", marker="o", markersize=3, **(metric_kwargs or {}))
+            self.metric_ax_.set_ylabel(label)
+        self.best_epoch_line_ = None
+        if self.best_epoch is not None:
+            self.best_epoch_line_ = ax.axvline(self.best_epoch, color="0.4", linestyle="--",
+                                               label=f"best epoch ({self.best_epoch})")
+        handles = list(self.lines_.values()) + ([self.best_epoch_line_] if self.best_epoch_line_ is not None else [])
+        ax.legend(handles=handles, labels=[h.get_label() for h in handles], loc="upper right")
+        title = name or self.estimator_name
+        if title:
+            ax.set_title(title)
+        self.ax_ = ax
+        self.figure_ = ax.figure
+        return self

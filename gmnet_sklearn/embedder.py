@@ -1,0 +1,215 @@
+"""Fingerprints from the model: a fitted Chem-GMNet's features as a scikit-learn transformer.
+
+    emb = GMNetEmbedder(GMNetRegressor().fit(X_train, y_train), prefit=True)
+    make_pipeline(emb, RandomForestRegressor()).fit(X_train, y_train)
+
+``features`` picks what each SMILES becomes:
+
+- ``"pooled"``: the masked mean of the encoder's final states, ``GMNet.pool`` (d_model values);
+- ``"head"``: what the head's first layer gets: the pooled state plus the projected RDKit
+  descriptors / fingerprint when the estimator fuses them (``descriptors=True``, the default),
+  the pooled state otherwise;
+- ``"moments"``: the terminal Gated-SFA moment matrices of every layer and head (Theorem 1 of the
+  paper, ``GMNet.multipole_moments``: the molecule's windowed multipole expansion), flattened to
+  n_layers x n_heads x D* x k values.
+
+The encoder comes from an estimator (``encoder_source``): today a fitted ``GMNetRegressor`` /
+``GMNetClassifier`` (or, for "pooled"/"head", the ChemBERTa baseline); a pretrained encoder
+needs only its own ``EncoderSource``.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, TransformerMixin, clone
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
+
+from .estimators._base import check_smiles_input
+from .estimators.data import EncodedSmilesDataset, sequential_loader
+from .gm import functional as F
+
+FEATURES = ("pooled", "head", "moments")
+MOMENT_KINDS = ("mean", "forward", "backward")
+
+
+@dataclass
+class EncoderSource:
+    """Everything the embedder needs from a model: how SMILES become inputs and the modules.
+
+    ``modules`` are the ensemble members' modules as they are called at predict time (a
+    ``DescriptorFusion`` or the bare model); ``encoders`` the bare models (with ``pool`` and, for
+    Chem-GMNet, ``multipole_moments``); ``molecule_features(smiles)`` the fused rows (or None);
+    ``width`` the pooled state's size.
+    """
+
+    encode: Callable[[list], object]
+    molecule_features: Callable[[list], np.ndarray | None]
+    modules: list
+    encoders: list
+    device: str
+    width: int
+
+
+def encoder_source(estimator) -> EncoderSource:
+    """The encoder of a fitted SMILES estimator (raises NotFittedError if it is not fitted)."""
+    check_is_fitted(estimator, "nets_")
+    modules = [net.module_ for net in estimator.nets_]
+    return EncoderSource(
+        encode=lambda smiles: estimator._encode(smiles, "raise"),
+        molecule_features=estimator._molecule_features,
+        modules=modules,
+        encoders=[getattr(m, "model", m) for m in modules],  # DescriptorFusion wraps the model
+        device=estimator.device_,
+        width=int(estimator.d_model),
+    )
+
+
+class GMNetEmbedder(TransformerMixin, BaseEstimator):
+    """SMILES -> fixed-length features from a Chem-GMNet estimator's encoder (float32 array).
+
+    Parameters
+    ----------
+    estimator : a ``GMNetRegressor`` / ``GMNetClassifier``. With ``prefit=False`` (default)
+        ``fit(X, y)`` trains a clone of it on ``X, y``; with ``prefit=True`` it must be fitted
+        already and ``fit`` only checks it (``sklearn.frozen.FrozenEstimator(est)`` also keeps a
+        fitted estimator through ``clone``, e.g. in ``cross_val_score``).
+    features : "pooled" (default), "head" or "moments" (module docstring).
+    moments : which terminal state for "moments": "mean" (the paper's M_mol = (forward +
+        backward) / 2), "forward" or "backward".
+    layers : encoder layers whose moments are kept (list of indices; None: all).
+    member : the ensemble member (``n_estimators > 1``) whose encoder is used, an index
+        (default 0, the first), or "all" for the members' features side by side.
+    batch_size : molecules per forward pass in ``transform``.
+    prefit : whether ``estimator`` is already fitted.
+
+    Attributes
+    ----------
+    estimator_ : the fitted estimator used. members_ : member indices used.
+    n_features_out_ : features per SMILES.
+    """
+
+    def __init__(self, estimator, features="pooled", moments="mean", layers=None, member=0, batch_size=128,
+                 prefit=False):
+        self.estimator = estimator
+        self.features = features
+        self.moments = moments
+        self.layers = layers
+        self.member = member
+        self.batch_size = batch_size
+        self.prefit = prefit
+
+    def _check_params(self):
+        if self.features not in FEATURES:
+            raise ValueError(f"features must be one of {FEATURES}, got {self.features!r}")
+        if self.moments not in MOMENT_KINDS:
+            raise ValueError(f"moments must be one of {MOMENT_KINDS}, got {self.moments!r}")
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, numbers.Integral) or self.batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
+
+    def fit(self, X, y=None):
+        """Fit a clone of ``estimator`` on ``X, y`` (``prefit=False``), or check that it is fitted."""
+        self._check_params()
+        if self.prefit:
+            check_smiles_input(X)
+            self.estimator_ = self.estimator
+        else:
+            estimator = clone(self.estimator)  # a FrozenEstimator clones to itself, fitted
+            if y is None and not _is_fitted(estimator):
+                raise ValueError("GMNetEmbedder(prefit=False) trains its estimator, so fit needs y; "
+                                 "pass a fitted estimator with prefit=True to use it as it is")
+            self.estimator_ = estimator.fit(X, y)
+        source = encoder_source(self.estimator_)
+        n_members = len(source.modules)
+        if self.member == "all":
+            self.members_ = list(range(n_members))
+        elif isinstance(self.member, numbers.Integral) and not isinstance(self.member, bool) and -n_members <= self.member < n_members:
+            self.members_ = [int(self.member) % n_members]
+        else:
+            raise ValueError(f"member must be 'all' or an index of the estimator's {n_members} member(s), got {self.member!r}")
+        self._feature_names = self._names(source)
+        self.n_features_out_ = len(self._feature_names) * len(self.members_)
+        return self
+
+    def _layer_indices(self, n_layers: int) -> list[int]:
+        if self.layers is None:
+            return list(range(n_layers))
+        layers = [self.layers] if isinstance(self.layers, numbers.Integral) else list(self.layers)
+        bad = [l for l in layers if isinstance(l, bool) or not isinstance(l, numbers.Integral) or not -n_layers <= l < n_layers]
+        if bad or not layers:
+            raise ValueError(f"layers must be indices of the model's {n_layers} layers (or None for all), got {self.layers!r}")
+        return [int(l) % n_layers for l in layers]
+
+    def _names(self, source: EncoderSource) -> list[str]:
+        if self.features != "moments":
+            return [f"{self.features}{i}" for i in range(source.width)]
+        encoder = source.encoders[0]
+        if not hasattr(encoder, "multipole_moments"):
+            raise ValueError(f"features='moments' needs a Chem-GMNet model; {type(encoder).__name__} has no "
+                             "Gated-SFA moment matrices")
+        attn = encoder.encoder.layers[0].attn
+        if not attn.uses_decay:
+            raise ValueError(f"features='moments' needs a Gated-SFA branch; attention={encoder.config['attention']!r} "
+                             "has none")
+        degree = F.degree_index(attn.k, attn.L)
+        return [f"moments_{self.moments}_layer{layer}_head{h}_deg{degree[m]}_{m}_ch{j}"
+                for layer in self._layer_indices(len(encoder.encoder.layers))
+                for h in range(attn.n_heads) for m in range(attn.dim) for j in range(attn.k)]
+
+    def transform(self, X) -> np.ndarray:
+        """(n, n_features_out_) float32 features; an invalid SMILES raises, naming its row."""
+        check_is_fitted(self, "estimator_")
+        X = check_smiles_input(X)
+        source = encoder_source(self.estimator_)
+        encoded = source.encode(X)  # raises, naming every invalid row
+        order = np.argsort(encoded.lengths, kind="stable")  # batches of similar length: less padding
+        fused = self.features == "head" and any(m is not e for m, e in zip(source.modules, source.encoders))
+        ds = EncodedSmilesDataset(encoded, order=order, device=source.device,
+                                  descriptors=source.molecule_features(X) if fused else None)
+        parts = [self._member_features(source, i, ds) for i in self.members_]
+        out = np.empty((len(X), self.n_features_out_), dtype=np.float32)
+        out[order] = np.concatenate(parts, axis=1)
+        return out
+
+    def _member_features(self, source: EncoderSource, member: int, ds) -> np.ndarray:
+        module, encoder = source.modules[member], source.encoders[member]
+        module.eval()
+        rows = []
+        with torch.inference_mode():
+            for batch, _ in sequential_loader(ds, batch_size=int(self.batch_size)):
+                if self.features == "head":
+                    z = module.pool(**batch)
+                elif self.features == "pooled":
+                    z = encoder.pool(batch["input_ids"], batch["conj_flags"], batch["attention_mask"])
+                else:
+                    moments = encoder.multipole_moments(batch["input_ids"], batch["conj_flags"], batch["attention_mask"])
+                    layers = self._layer_indices(moments[self.moments].shape[1])
+                    z = moments[self.moments][:, layers].reshape(len(batch["input_ids"]), -1)
+                rows.append(z.float().cpu().numpy())
+        return np.concatenate(rows)
+
+    def get_feature_names_out(self, input_features=None) -> np.ndarray:
+        check_is_fitted(self, "estimator_")
+        if len(self.members_) == 1:
+            return np.asarray(self._feature_names, dtype=object)
+        return np.asarray([f"member{m}_{name}" for m in self.members_ for name in self._feature_names], dtype=object)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.string = True
+        tags.transformer_tags.preserves_dtype = []
+        return tags
+
+
+def _is_fitted(estimator) -> bool:
+    try:
+        check_is_fitted(estimator)
+    except NotFittedError:
+        return False
+    return True

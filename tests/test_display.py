@@ -1,0 +1,113 @@
+"""TrainingCurveDisplay, and scikit-learn's parity / ROC displays on the SMILES estimators (Agg)."""
+
+import sys
+
+import numpy as np
+import pytest
+
+matplotlib = pytest.importorskip("matplotlib")
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from gmnet_sklearn import GMNetClassifier, GMNetRegressor  # noqa: E402
+from gmnet_sklearn.display import TrainingCurveDisplay  # noqa: E402
+
+from ._smiles import SMILES, class_target, regression_target  # noqa: E402
+
+TINY = dict(d_model=16, n_layers=1, n_heads=2, k=4, L=2, max_epochs=4, random_state=0, descriptors=False)
+
+
+@pytest.fixture(scope="module")
+def regressor():
+    return GMNetRegressor(**TINY).fit(SMILES, regression_target(SMILES))
+
+
+@pytest.fixture(scope="module")
+def classifier():
+    return GMNetClassifier(**TINY, n_estimators=2).fit(SMILES, class_target(SMILES))
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def test_training_curve_from_regressor(regressor):
+    history = regressor.history_
+    disp = TrainingCurveDisplay.from_estimator(regressor)
+    assert disp.figure_ is disp.ax_.figure and disp.metric_ax_ is not None
+    assert set(disp.lines_) == {"train_loss", "valid_loss", "valid_rmse"}
+    assert len(disp.ax_.get_lines()) == 3 and len(disp.metric_ax_.get_lines()) == 1  # two losses + best-epoch line
+    np.testing.assert_allclose(disp.lines_["train_loss"].get_ydata(), history[:, "train_loss"])
+    np.testing.assert_allclose(disp.lines_["valid_rmse"].get_ydata(), history[:, "valid_rmse"])
+    np.testing.assert_array_equal(disp.lines_["valid_loss"].get_xdata(), np.arange(1, TINY["max_epochs"] + 1))
+    best = regressor.best_epoch_
+    assert history[:, "valid_rmse"][best - 1] == min(history[:, "valid_rmse"])
+    assert list(disp.best_epoch_line_.get_xdata()) == [best, best]
+    labels = [t.get_text() for t in disp.ax_.get_legend().get_texts()]
+    assert labels == ["train loss", "validation loss", "validation RMSE", f"best epoch ({best})"]
+    assert disp.ax_.get_xlabel() == "epoch" and disp.metric_ax_.get_ylabel() == "validation RMSE"
+    assert disp.ax_.get_title() == "GMNetRegressor"
+
+
+def test_training_curve_on_given_axes_and_members(classifier):
+    fig, axes = plt.subplots(1, 2)
+    for member, ax in enumerate(axes):
+        disp = TrainingCurveDisplay.from_estimator(classifier, member=member, ax=ax, name=f"member {member}")
+        assert disp.ax_ is ax and disp.figure_ is fig and ax.get_title() == f"member {member}"
+        assert set(disp.lines_) == {"train_loss", "valid_loss", "valid_roc_auc"}
+        history = classifier.nets_[member].history
+        np.testing.assert_allclose(disp.lines_["train_loss"].get_ydata(), history[:, "train_loss"])
+        best_auc = max(history[:, "valid_roc_auc"])
+        assert history[:, "valid_roc_auc"][disp.best_epoch - 1] == best_auc
+    assert not np.allclose(axes[0].get_lines()[0].get_ydata(), axes[1].get_lines()[0].get_ydata())
+    with pytest.raises(ValueError, match="member must be"):
+        TrainingCurveDisplay.from_estimator(classifier, member=2)
+
+
+def test_training_curve_without_validation():
+    est = GMNetRegressor(**{**TINY, "max_epochs": 2}, valid_split=None).fit(SMILES[:20], regression_target(SMILES[:20]))
+    disp = TrainingCurveDisplay.from_estimator(est)
+    assert set(disp.lines_) == {"train_loss"} and disp.metric_ax_ is None and disp.best_epoch_line_ is None
+    # from arrays, as scikit-learn's displays can be built
+    disp = TrainingCurveDisplay(epochs=[1, 2, 3], train_loss=[3, 2, 1], valid_loss=[3, 2.5, 2.7],
+                                metric=[0.6, 0.7, 0.65], metric_name="valid_roc_auc", best_epoch=2).plot()
+    assert disp.metric_ax_.get_ylabel() == "validation ROC-AUC" and len(disp.ax_.get_lines()) == 3
+
+
+def test_sklearn_parity_and_roc_displays_take_smiles(regressor, classifier):
+    from sklearn.metrics import PredictionErrorDisplay, RocCurveDisplay, roc_auc_score
+
+    y = regression_target(SMILES)
+    parity = PredictionErrorDisplay.from_estimator(regressor, SMILES, y, kind="actual_vs_predicted")
+    np.testing.assert_allclose(parity.y_pred, regressor.predict(SMILES))
+    labels = class_target(SMILES)
+    roc = RocCurveDisplay.from_estimator(classifier, SMILES, labels)
+    assert roc.roc_auc == pytest.approx(roc_auc_score(labels, classifier.predict_proba(SMILES)[:, 1]))
+
+
+def test_clear_error_without_matplotlib(regressor, monkeypatch):
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(ImportError, match=r"gmnet_sklearn\[plot\]"):
+        TrainingCurveDisplay.from_estimator(regressor)
+
+
+def test_kl_grid_example_draws_the_committed_grids(tmp_path, monkeypatch):
+    import json
+    import runpy
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    summary = repo / "benchmarks" / "results" / "summary.json"
+    grids = json.loads(summary.read_text())["protocols"]["chemberta3"]["kl_grids"]
+    monkeypatch.setattr(sys, "argv", ["plot_kl_grid.py", "--out", str(tmp_path), "--protocol", "chemberta3"])
+    runpy.run_path(str(repo / "examples" / "plot_kl_grid.py"), run_name="__main__")
+    assert (tmp_path / "kl_grid.png").stat().st_size > 10_000
+    fig = plt.gcf()
+    images = [ax for ax in fig.axes if ax.get_images()]
+    assert len(images) == 4  # ESOL and BBBP, ours and the paper's
+    esol_ours = images[0].get_images()[0].get_array()
+    cell = grids["esol"]["k8_L3"]["ours"]["mean"]
+    assert esol_ours[1, 1] == pytest.approx(cell)  # rows k = 6, 8, 10; columns L = 2, 3, 4

@@ -1,0 +1,177 @@
+"""GMNetEmbedder: a fitted Chem-GMNet's pooled state and multipole moments as features."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.compose import ColumnTransformer
+from sklearn.ensemble import RandomForestRegressor
+from sklearn.linear_model import Ridge
+from sklearn.pipeline import make_pipeline
+
+from gmnet_sklearn import GMNetRegressor
+from gmnet_sklearn.embedder import GMNetEmbedder
+from gmnet_sklearn.gm import functional as F
+
+from ._smiles import SMILES, regression_target
+
+TINY = dict(d_model=16, n_layers=2, n_heads=2, k=4, L=2, max_epochs=2, random_state=0)
+Y = regression_target(SMILES)
+
+
+@pytest.fixture(scope="module")
+def fused():
+    """The default wiring: RDKit descriptors fused into the head; two ensemble members."""
+    return GMNetRegressor(**TINY, n_estimators=2).fit(SMILES, Y)
+
+
+@pytest.fixture(scope="module")
+def plain():
+    return GMNetRegressor(**TINY, descriptors=False).fit(SMILES, Y)
+
+
+def _head_inputs(est, smiles):
+    """What the head's first dense layer receives during est.predict, one SMILES at a time."""
+    seen = []
+    model = est.net_.module_
+    dense = getattr(model, "model", model).dense
+    handle = dense.register_forward_pre_hook(lambda mod, args: seen.append(args[0].detach().clone()))
+    try:
+        for s in smiles:
+            est.predict([s])
+    finally:
+        handle.remove()
+    return torch.cat(seen).numpy()
+
+
+def test_pipeline_with_random_forest(fused):
+    from sklearn.frozen import FrozenEstimator
+
+    train, test = SMILES[:40], SMILES[40:]
+    for embedder in (GMNetEmbedder(fused, prefit=True), GMNetEmbedder(FrozenEstimator(fused)),
+                     GMNetEmbedder(fused, features="moments", prefit=True)):
+        pipe = make_pipeline(embedder, RandomForestRegressor(n_estimators=20, random_state=0)).fit(train, Y[:40])
+        pred = pipe.predict(test)
+        assert pred.shape == (len(test),) and np.isfinite(pred).all()
+        assert pipe[-1].n_features_in_ == pipe[0].n_features_out_
+    # prefit=False: fit trains a clone of the (unfitted) estimator on the pipeline's data
+    pipe = make_pipeline(GMNetEmbedder(GMNetRegressor(**{**TINY, "max_epochs": 1}, descriptors=False)), Ridge())
+    pipe.fit(train, Y[:40])
+    assert np.isfinite(pipe.predict(test)).all()
+    assert pipe[0].estimator_.n_train_ > 0 and not hasattr(pipe[0].estimator, "nets_")
+
+
+def test_shapes_names_and_members(fused):
+    attn = fused.net_.module_.model.encoder.layers[0].attn
+    n_moments = TINY["n_layers"] * TINY["n_heads"] * F.harmonic_dim(TINY["k"], TINY["L"]) * TINY["k"]
+    for kwargs, width in [({}, 16), ({"features": "head"}, 16), ({"features": "moments"}, n_moments),
+                          ({"features": "moments", "layers": [-1]}, n_moments // 2),
+                          ({"member": "all"}, 32)]:
+        emb = GMNetEmbedder(fused, prefit=True, **kwargs).fit(SMILES)
+        Z = emb.transform(SMILES[:7])
+        names = emb.get_feature_names_out()
+        assert Z.shape == (7, width) and Z.dtype == np.float32 and np.isfinite(Z).all()
+        assert len(names) == width == emb.n_features_out_ and len(set(names)) == width
+    names = GMNetEmbedder(fused, features="moments", prefit=True).fit(SMILES).get_feature_names_out()
+    assert names[0] == "moments_mean_layer0_head0_deg0_0_ch0"
+    assert names[attn.k * attn.dim] == "moments_mean_layer0_head1_deg0_0_ch0"
+    both = GMNetEmbedder(fused, member="all", prefit=True).fit(SMILES).transform(SMILES)
+    second = GMNetEmbedder(fused, member=1, prefit=True).fit(SMILES).transform(SMILES)
+    np.testing.assert_array_equal(both[:, 16:], second)
+    assert not np.allclose(both[:, :16], second)  # the members are different models
+
+
+def test_pooled_features_are_what_the_head_sees(plain, fused):
+    smiles = SMILES[:9]
+    pooled = GMNetEmbedder(plain, prefit=True, batch_size=4).fit(SMILES).transform(smiles)
+    np.testing.assert_allclose(pooled, _head_inputs(plain, smiles), rtol=1e-5, atol=1e-5)
+    # fused: "head" adds the projected descriptors to the encoder's pooled state
+    head = GMNetEmbedder(fused, features="head", prefit=True).fit(SMILES).transform(smiles)
+    np.testing.assert_allclose(head, _head_inputs(fused, smiles), rtol=1e-5, atol=1e-5)
+    pooled = GMNetEmbedder(fused, prefit=True).fit(SMILES).transform(smiles)
+    desc = torch.as_tensor(fused._molecule_features(smiles), dtype=torch.float32)
+    with torch.inference_mode():
+        shift = fused.net_.module_.descriptor_proj(desc).numpy()
+    np.testing.assert_allclose(pooled + shift, head, rtol=1e-5, atol=1e-5)
+    assert not np.allclose(pooled, head)
+
+
+def test_moments_equal_multipole_moments(fused):
+    smiles = SMILES[:9]
+    emb = GMNetEmbedder(fused, features="moments", moments="backward", prefit=True, batch_size=4).fit(SMILES)
+    Z = emb.transform(smiles)  # padded batches of mixed lengths, in length order
+    for i, s in enumerate(smiles):
+        np.testing.assert_allclose(Z[i], _moments(fused, s)["backward"].reshape(-1).numpy(), rtol=1e-5, atol=1e-6)
+    last = GMNetEmbedder(fused, features="moments", layers=1, prefit=True).fit(SMILES).transform(smiles[:1])
+    np.testing.assert_allclose(last[0], _moments(fused, smiles[0])["mean"][:, 1].reshape(-1).numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
+def _moments(est, s):
+    ids, flags, _ = est._encode([s]).padded()
+    ids = torch.as_tensor(ids)
+    return est.net_.module_.model.multipole_moments(ids, torch.as_tensor(flags.astype(np.int64)),
+                                                     ids != est.tokenizer_.pad_id)
+
+
+def test_invalid_smiles_name_their_rows(plain):
+    emb = GMNetEmbedder(plain, prefit=True).fit(SMILES)
+    with pytest.raises(ValueError, match=r"2 of 4 SMILES are invalid:\n  \[1\] 'C1CC'.*\n  \[3\] 'xyz'"):
+        emb.transform(["CCO", "C1CC", "CCN", "xyz"])
+
+
+def test_params_clone_tags_and_errors(plain):
+    from sklearn.exceptions import NotFittedError
+    from sklearn.frozen import FrozenEstimator
+
+    emb = GMNetEmbedder(plain, features="moments", layers=[0], member=0, prefit=True)
+    copy = clone(emb)
+    assert copy.get_params()["features"] == "moments" and not hasattr(copy, "estimator_")
+    with pytest.raises(NotFittedError):  # clone un-fits the estimator parameter, as with SelectFromModel
+        copy.fit(SMILES)
+    frozen = clone(GMNetEmbedder(FrozenEstimator(plain)))
+    np.testing.assert_array_equal(frozen.fit(SMILES).transform(SMILES[:3]),
+                                  GMNetEmbedder(plain, prefit=True).fit(SMILES).transform(SMILES[:3]))
+    tags = emb.__sklearn_tags__()
+    assert tags.input_tags.string and not tags.input_tags.two_d_array
+    with pytest.raises(ValueError, match="fit needs y"):
+        GMNetEmbedder(GMNetRegressor()).fit(SMILES)
+    for bad, match in [({"features": "atoms"}, "features must be"), ({"member": 3}, "member must be"),
+                       ({"layers": [5]}, "layers must be"), ({"moments": "sum"}, "moments must be")]:
+        with pytest.raises(ValueError, match=match):
+            GMNetEmbedder(plain, prefit=True, **{"features": "moments", **bad}).fit(SMILES)
+    with pytest.raises(ValueError, match="Gated-SFA"):
+        ska = GMNetRegressor(**{**TINY, "max_epochs": 1}, attention="ska", descriptors=False).fit(SMILES[:20], Y[:20])
+        GMNetEmbedder(ska, features="moments", prefit=True).fit(SMILES)
+
+
+def test_column_transformer_and_pandas_output(plain):
+    from sklearn.frozen import FrozenEstimator
+
+    frame = pd.DataFrame({"smiles": SMILES[:10], "weight": np.arange(10.0)})
+    ct = ColumnTransformer([("gmnet", GMNetEmbedder(FrozenEstimator(plain)), ["smiles"]),
+                            ("num", "passthrough", ["weight"])]).set_output(transform="pandas")
+    out = ct.fit_transform(frame)
+    assert out.shape == (10, 17)
+    assert list(out.columns[:2]) == ["gmnet__pooled0", "gmnet__pooled1"] and out.columns[-1] == "num__weight"
+    np.testing.assert_allclose(out.iloc[:, :16].to_numpy(),
+                               GMNetEmbedder(plain, prefit=True).fit(SMILES).transform(SMILES[:10]), rtol=1e-6)
+
+
+def test_chemberta_pooled_state_and_no_moments():
+    from gmnet_sklearn import ChemBERTaRegressor
+
+    est = ChemBERTaRegressor(d_model=16, n_layers=1, n_heads=2, intermediate_size=32, max_epochs=1, random_state=0,
+                             descriptors=False).fit(SMILES, Y)
+    seen = []
+    handle = est.net_.module_.head.register_forward_pre_hook(lambda mod, args: seen.append(args[0][:, 0].clone()))
+    try:
+        for s in SMILES[:5]:
+            est.predict([s])
+    finally:
+        handle.remove()
+    pooled = GMNetEmbedder(est, prefit=True).fit(SMILES).transform(SMILES[:5])
+    np.testing.assert_allclose(pooled, torch.cat(seen).numpy(), rtol=1e-5, atol=1e-5)  # the [CLS] state
+    with pytest.raises(ValueError, match="needs a Chem-GMNet model"):
+        GMNetEmbedder(est, features="moments", prefit=True).fit(SMILES)
