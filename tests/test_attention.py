@@ -6,9 +6,8 @@ import torch
 from gmnet_sklearn.gm import functional as F
 from gmnet_sklearn.gm.cpu import cpu_kernels_available
 from gmnet_sklearn.gm.attention import ATTENTION_VARIANTS, make_attention
-from gmnet_sklearn.gm.attention.bidir_sfa import bidir_sfa_parallel, bidir_sfa_scan
-from gmnet_sklearn.gm.attention.gated_sfa import decay_weights, sfa_parallel, sfa_scan
-from gmnet_sklearn.gm.attention.ska import ska_features, ska_zonal
+from gmnet_sklearn.gm.ops.dual_ska import (bidir_sfa_parallel, bidir_sfa_scan, decay_weights, sfa_parallel, sfa_scan,
+                                           ska_features, ska_zonal)
 
 torch.set_default_dtype(torch.float32)
 
@@ -200,7 +199,7 @@ def test_long_sequences_strong_decay_finite_and_exact(T, bias):
 
 def test_dual_ska_fast_path_shares_zonal_terms(monkeypatch):
     # DualSKA's parallel path computes the pair cosines' zonal terms once for both branches.
-    import gmnet_sklearn.gm.attention.dual_ska as dual
+    import gmnet_sklearn.gm.ops.dual_ska as dual
 
     calls = []
     original = dual.zonal_terms

@@ -11,8 +11,7 @@ import torch
 from gmnet_sklearn.gm import cpu as cpu_kernels
 from gmnet_sklearn.gm import functional as F
 from gmnet_sklearn.gm.attention import make_attention
-from gmnet_sklearn.gm.attention.bidir_sfa import bidir_sfa_parallel, bidir_sfa_scan
-from gmnet_sklearn.gm.attention.ska import ska_features, ska_zonal
+from gmnet_sklearn.gm.ops.dual_ska import bidir_sfa_parallel, bidir_sfa_scan, dual_ska_cpu, ska_features, ska_zonal
 
 needs_kernel = pytest.mark.skipif(not cpu_kernels.cpu_kernels_available(), reason="fused CPU kernel could not be built")
 
@@ -42,7 +41,7 @@ def reference(q, k, p, lg, mask, L):
 
 
 def fused(q, k, p, lg, mask, L):
-    return cpu_kernels.dual_ska_cpu(q, k, p, lg, mask, L)  # normalises q and k itself
+    return dual_ska_cpu(q, k, p, lg, mask, L)  # normalises q and k itself
 
 
 def compare(leaves, mask, L, atol, rtol, gatol, grtol):
@@ -110,7 +109,7 @@ def test_fused_kernel_long_sequences_strong_decay(T, bias):
 def test_fused_kernel_matches_eager_zonal_forms_float32():
     leaves, mask = make_inputs(30, 8, 3, B=4, H=4, dtype=torch.float32)
     q, k = F.normalise(leaves[0]), F.normalise(leaves[1])
-    y, cv = cpu_kernels.dual_ska_cpu(q, k, leaves[2], leaves[3], mask, 3)
+    y, cv = dual_ska_cpu(q, k, leaves[2], leaves[3], mask, 3)
     valid = mask[:, None, :, None]
     torch.testing.assert_close(y * valid, bidir_sfa_parallel(q, k, leaves[2], leaves[3], 3) * valid, atol=1e-5, rtol=1e-4)
     torch.testing.assert_close(cv * valid, ska_zonal(q, k, leaves[2], mask, 3) * valid, atol=1e-5, rtol=1e-4)
@@ -132,7 +131,7 @@ def test_disabled_kernel_falls_back_to_eager(monkeypatch):
     monkeypatch.setattr(cpu_kernels, "_module", None)
     assert not cpu_kernels.cpu_kernels_available()
     with pytest.raises(RuntimeError, match="GMNET_CPU_KERNELS=0"):
-        cpu_kernels.dual_ska_cpu(*[torch.zeros(1, 1, 2, 3)] * 3, torch.zeros(1, 1, 2, 2), torch.ones(1, 2), 1)
+        dual_ska_cpu(*[torch.zeros(1, 1, 2, 3)] * 3, torch.zeros(1, 1, 2, 2), torch.ones(1, 2), 1)
     torch.manual_seed(0)
     layer = make_attention("dual_ska", d_model=24, n_heads=3, k=5, L=3).double()
     x, conj, mask = torch.randn(2, 7, 24, dtype=torch.float64), torch.zeros(2, 7, dtype=torch.long), torch.ones(2, 7, dtype=torch.bool)

@@ -11,7 +11,8 @@ import torch
 from torch import nn
 
 from gmnet_sklearn.gm import cpu as cpu_kernels
-from gmnet_sklearn.gm.dropout import Dropout, keep_mask_reference
+from gmnet_sklearn.gm.dropout import Dropout
+from gmnet_sklearn.gm.ops.dropout import dropout_cpu, dropout_threshold, keep_mask_reference
 
 needs_kernel = pytest.mark.skipif(not cpu_kernels.cpu_kernels_available(), reason="fused CPU kernel could not be built")
 
@@ -23,7 +24,7 @@ needs_kernel = pytest.mark.skipif(not cpu_kernels.cpu_kernels_available(), reaso
 def test_kernel_mask_equals_reference_forward_and_backward(dtype, shape, p):
     seed = 2**62 + 12345  # high bits in use
     x = torch.randn(shape, dtype=dtype, requires_grad=True)
-    y = cpu_kernels.dropout_cpu(x, p, seed=seed)
+    y = dropout_cpu(x, p, seed=seed)
     keep = torch.from_numpy(keep_mask_reference(x.numel(), p, seed)).view(shape)
     scale = 1.0 / (1.0 - p)
     assert torch.equal(y.detach(), torch.where(keep, x.detach() * scale, torch.zeros((), dtype=dtype)))
@@ -36,7 +37,7 @@ def test_kernel_mask_equals_reference_forward_and_backward(dtype, shape, p):
 def test_kernel_takes_non_contiguous_input_row_major():
     x = torch.randn(40, 30).t()
     keep = torch.from_numpy(keep_mask_reference(x.numel(), 0.3, 7)).view(30, 40)
-    assert torch.equal(cpu_kernels.dropout_cpu(x, 0.3, seed=7) != 0, keep & (x != 0))
+    assert torch.equal(dropout_cpu(x, 0.3, seed=7) != 0, keep & (x != 0))
 
 
 def test_reference_keep_rate_and_neighbour_independence():
@@ -54,9 +55,9 @@ def test_reference_keep_rate_and_neighbour_independence():
 
 
 def test_threshold_resolution():
-    assert cpu_kernels.dropout_threshold(0.0) == 0
-    assert cpu_kernels.dropout_threshold(0.5) == 2**31
-    assert cpu_kernels.dropout_threshold(1.0 - 1e-12) == 2**32 - 1  # stays in the kernel's range
+    assert dropout_threshold(0.0) == 0
+    assert dropout_threshold(0.5) == 2**31
+    assert dropout_threshold(1.0 - 1e-12) == 2**32 - 1  # stays in the kernel's range
 
 
 @needs_kernel
@@ -89,15 +90,15 @@ def test_module_is_nn_dropout_in_eval_and_without_kernels():
 @needs_kernel
 def test_kernel_rejects_bad_input():
     with pytest.raises(ValueError, match=r"\[0, 1\)"):
-        cpu_kernels.dropout_cpu(torch.ones(3), 1.0)
+        dropout_cpu(torch.ones(3), 1.0)
     with pytest.raises(ValueError, match="float32/float64"):
-        cpu_kernels.dropout_cpu(torch.ones(3, dtype=torch.float16), 0.1)
+        dropout_cpu(torch.ones(3, dtype=torch.float16), 0.1)
 
 
 @needs_kernel
 def test_backward_uses_the_forward_kernels_even_when_disabled_in_between():
     x = torch.randn(64, requires_grad=True)
-    y = cpu_kernels.dropout_cpu(x, 0.4, seed=9)
+    y = dropout_cpu(x, 0.4, seed=9)
     with cpu_kernels.kernels_disabled():
         y.sum().backward()
     assert torch.equal(x.grad != 0, y.detach() != 0)

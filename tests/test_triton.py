@@ -19,10 +19,9 @@ pytest.importorskip("triton")
 
 from gmnet_sklearn.gm import functional as F  # noqa: E402
 from gmnet_sklearn.gm.attention import make_attention  # noqa: E402
-from gmnet_sklearn.gm.attention._base import IMPLS  # noqa: E402
-from gmnet_sklearn.gm.attention.bidir_sfa import bidir_sfa_parallel, bidir_sfa_scan  # noqa: E402
-from gmnet_sklearn.gm.attention.ska import ska_features, ska_zonal  # noqa: E402
-from gmnet_sklearn.gm.triton import dual_ska as kernels  # noqa: E402
+from gmnet_sklearn.gm.ops import IMPLS  # noqa: E402
+from gmnet_sklearn.gm.ops.dual_ska import bidir_sfa_parallel, bidir_sfa_scan, ska_features, ska_zonal  # noqa: E402
+from gmnet_sklearn.gm.ops.dual_ska import triton as kernels  # noqa: E402
 from gmnet_sklearn.gm.triton import triton_available  # noqa: E402
 
 dual_ska_triton = kernels.dual_ska_triton

@@ -1,14 +1,25 @@
 """The geometric library: sphere-native building blocks of Chem-GMNet (DESIGN.md)."""
 
 from . import functional
-from .attention import ATTENTION_VARIANTS, SKA, BidirSFA, DualSKA, GatedSFA, make_attention
-from .embedding import SHEmbedding
-from .encoder_layer import GMEncoderLayer
-from .harmonic_linear import SHFFN
-from .lm_head import GMNetForMaskedLM, SphereLMHead
-from .transformer import GMNet, GMNetEncoder
+
+# The modules load on first use, so importing a lower layer (`gm.functional`, `gm.ops`) does not
+# import the layers above it (the `gm.ops` docstring lists the layers).
+_LAZY = {
+    "GMNet": "transformer", "GMNetEncoder": "transformer", "GMEncoderLayer": "encoder_layer",
+    "SHEmbedding": "embedding", "SHFFN": "harmonic_linear", "GMNetForMaskedLM": "lm_head", "SphereLMHead": "lm_head",
+    "DualSKA": "attention", "BidirSFA": "attention", "GatedSFA": "attention", "SKA": "attention",
+    "ATTENTION_VARIANTS": "attention", "make_attention": "attention",
+}
 
 __all__ = [
     "functional", "GMNet", "GMNetEncoder", "GMEncoderLayer", "SHEmbedding", "SHFFN", "GMNetForMaskedLM",
     "SphereLMHead", "DualSKA", "BidirSFA", "GatedSFA", "SKA", "ATTENTION_VARIANTS", "make_attention",
 ]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

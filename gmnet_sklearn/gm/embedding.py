@@ -12,6 +12,8 @@ from torch.nn import functional as torch_F
 
 from . import functional as F
 from .dropout import Dropout
+from .harmonic_map import HarmonicMap
+from .ops.impl import Impl, impl_for
 
 
 class SHEmbedding(nn.Module):
@@ -29,18 +31,21 @@ class SHEmbedding(nn.Module):
             self.tok_res.weight[pad_id].zero_()
         self.res_proj = nn.Linear(r, d_model, bias=False) if r < d_model else nn.Identity()
         self.W_up = nn.Linear(self.dim, d_model, bias=False)
-        self.sh = F.HarmonicMap(k, L)
+        self.sh = HarmonicMap(k, L)
         self.dropout = Dropout(dropout)
 
-    def rows(self, ids: torch.Tensor | None = None) -> torch.Tensor:
-        """The (n, d) embeddings of token ids (n,), or (V, d) of the whole vocabulary."""
+    def rows(self, ids: torch.Tensor | None = None, impl: str = "auto") -> torch.Tensor:
+        """The (n, d) embeddings of token ids (n,), or (V, d) of the whole vocabulary
+        (``impl``: the read-out's form, `ops.sphere_readout`)."""
         if ids is None:
             ids = torch.arange(self.vocab_size, device=self.P.device)
         # tok_res through nn.Embedding, so its padding row gets no gradient (as in `reference`).
-        sphere = self.sh.readout(torch_F.embedding(ids, self.P), self.W_up.weight)  # normalises P's rows
+        sphere = self.sh.readout(torch_F.embedding(ids, self.P), self.W_up.weight, impl=impl)  # normalises P's rows
         return sphere + self.res_proj(self.tok_res(ids))
 
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+    def forward(self, input_ids: torch.Tensor, impl: Impl = "auto") -> torch.Tensor:
+        """``impl``: a name (the read-out and dropout stay on "auto") or {op: name} (`ops.impl`)."""
+        readout_impl, dropout_impl = impl_for(impl, "sphere_readout"), impl_for(impl, "dropout")
         # An embedding depends on the token id alone, so each is computed once per call, not per
         # position: for the batch's distinct ids on CPU (a few dozen in a batch of SMILES), for
         # the whole vocabulary on GPUs (where finding the distinct ids would sync the device).
@@ -49,8 +54,8 @@ class SHEmbedding(nn.Module):
         # seeded multi-threaded fits unrepeatable.
         if input_ids.device.type == "cpu":
             ids, inverse = torch.unique(input_ids, return_inverse=True)
-            return self.dropout(torch_F.embedding(inverse, self.rows(ids)))
-        return self.dropout(torch_F.embedding(input_ids, self.rows()))
+            return self.dropout(torch_F.embedding(inverse, self.rows(ids, readout_impl)), dropout_impl)
+        return self.dropout(torch_F.embedding(input_ids, self.rows(None, readout_impl)), dropout_impl)
 
     def reference(self, input_ids: torch.Tensor) -> torch.Tensor:
         """Per-token form, exactly as written in the paper (tests compare it with `forward`)."""

@@ -8,6 +8,7 @@ from torch import nn
 from .attention import make_attention
 from .dropout import Dropout
 from .harmonic_linear import SHFFN
+from .ops.impl import Impl, impl_for
 from .packing import TokenPacking
 
 
@@ -21,8 +22,10 @@ class GMEncoderLayer(nn.Module):
         self.ffn = SHFFN(d_model, k, L, activation=activation, adaptive=adaptive)
         self.dropout = Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, conj: torch.Tensor, mask: torch.Tensor, impl: str = "auto",
+    def forward(self, x: torch.Tensor, conj: torch.Tensor, mask: torch.Tensor, impl: Impl = "auto",
                 packing: TokenPacking | None = None) -> torch.Tensor:
-        """x (B, T, d), or the real tokens alone (N, d) with ``packing`` (conj, mask stay (B, T))."""
-        x = x + self.dropout(self.attn(self.ln_attn(x), conj, mask, impl, packing))
-        return x + self.dropout(self.ffn(self.ln_ffn(x)))
+        """x (B, T, d), or the real tokens alone (N, d) with ``packing`` (conj, mask stay (B, T)).
+        ``impl``: a name for the attention, or {op: name} (`ops.impl`)."""
+        dropout_impl = impl_for(impl, "dropout")
+        x = x + self.dropout(self.attn(self.ln_attn(x), conj, mask, impl, packing), dropout_impl)
+        return x + self.dropout(self.ffn(self.ln_ffn(x), impl_for(impl, "sphere_readout")), dropout_impl)

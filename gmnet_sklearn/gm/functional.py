@@ -25,12 +25,12 @@ __all__ = [
     "sphere_area",
     "gegenbauer",
     "gegenbauer_normalised",
+    "gegenbauer_recurrence",
     "zonal_coefficients",
     "HarmonicBasis",
     "harmonic_basis",
     "monomials",
     "phi",
-    "HarmonicMap",
     "sh_coefficients",
     "normalise",
     "funk_hecke",
@@ -87,20 +87,41 @@ def gegenbauer(l: int, lam: float, t):
     return cur
 
 
+def _gegenbauer_terms(k: int, n: int) -> tuple[float, int, float]:
+    """(2(n+lam), n, n+2lam), lam = (k-2)/2: P_{n+1} = (2(n+lam) t P_n - n P_{n-1}) / (n + 2 lam).
+
+    The one source of the recurrence's coefficients: `gegenbauer_normalised` divides last (its
+    arithmetic, and so every stored eigenvalue, stays as it was), `gegenbauer_recurrence` first.
+    """
+    lam = (k - 2) / 2.0
+    return 2.0 * (n + lam), n, n + 2.0 * lam
+
+
 def gegenbauer_normalised(L: int, k: int, t):
     """P_0..P_L with P_l = C_l^lam / C_l^lam(1), lam = (k-2)/2, stacked on a new last axis.
 
     The normalised three-term recurrence P_{n+1} = (2(n+lam) t P_n - n P_{n-1}) / (n + 2 lam)
     keeps every value in [-1, 1] on [-1, 1], so it is stable in float32.
     """
-    lam = (k - 2) / 2.0
     is_torch = isinstance(t, torch.Tensor)
     polys = [t * 0 + 1.0]
     if L >= 1:
         polys.append(t)  # C_1(t)/C_1(1) = t
     for n in range(1, L):
-        polys.append((2.0 * (n + lam) * t * polys[n] - n * polys[n - 1]) / (n + 2.0 * lam))
+        two_n_lam, n_, n_2lam = _gegenbauer_terms(k, n)
+        polys.append((two_n_lam * t * polys[n] - n_ * polys[n - 1]) / n_2lam)
     return torch.stack(polys, dim=-1) if is_torch else np.stack(polys, axis=-1)
+
+
+@lru_cache(maxsize=64)
+def gegenbauer_recurrence(k: int, L: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(alpha, beta), each indexed n = 0..L: P_{n+1}(t) = alpha_n t P_n(t) - beta_n P_{n-1}(t).
+
+    The form the zonal kernels evaluate (eager, C++ and Triton alike), with
+    alpha_n = 2(n+lam)/(n+2lam) and beta_n = n/(n+2lam) (alpha_0 = 1, beta_0 = 0: P_1 = t).
+    """
+    terms = [_gegenbauer_terms(k, n) for n in range(L + 1)]
+    return tuple(a / c for a, _, c in terms), tuple(b / c for _, b, c in terms)
 
 
 # --------------------------------------------------------------------------------------------
@@ -268,224 +289,6 @@ def phi(x: torch.Tensor, L: int) -> torch.Tensor:
     return monomials(x, L) @ sh_coefficients(k, L, x.device, x.dtype).T
 
 
-@lru_cache(maxsize=64)
-def _suffix_starts(k: int, L: int) -> tuple[tuple[int, ...], ...]:
-    """For each degree l >= 1 and variable v: where, among the degree-(l-1) monomials, those in
-    variables >= v begin. In HarmonicBasis order they form a suffix, and the degree-l monomials
-    are exactly concat_v(x_v * suffix_v) (v = the monomial's first variable)."""
-    out = []
-    for l in range(1, L + 1):
-        prev = _exponents(k, l - 1)
-        out.append(tuple(next((i for i, e in enumerate(prev) if not any(e[:v])), len(prev)) for v in range(k)))
-    return tuple(out)
-
-
-@lru_cache(maxsize=64)
-def _derivative_plan(k: int, L: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """d m_j / d x_v = e_{j,v} m_{j - e_v}: for each variable v and each monomial i of degree < L,
-    the index of j = i + e_v and its exponent of v, flattened (k * n_{<L},) in (v, i) order."""
-    basis = harmonic_basis(k, L)
-    position = {e: i for i, e in enumerate(basis.exponents)}
-    lower = [e for e in basis.exponents if sum(e) < L]
-    index = np.zeros((k, len(lower)), dtype=np.int64)
-    mult = np.zeros((k, len(lower)))
-    for v in range(k):
-        for i, e in enumerate(lower):
-            j = e[:v] + (e[v] + 1,) + e[v + 1 :]
-            index[v, i], mult[v, i] = position[j], j[v]
-    return torch.as_tensor(index.reshape(-1)), torch.as_tensor(mult.reshape(-1))
-
-
-def _cpu_extension(*tensors: torch.Tensor):
-    """The compiled CPU kernels when every tensor is a CPU float tensor, else None."""
-    if not all(t.device.type == "cpu" and t.dtype in (torch.float32, torch.float64) for t in tensors):
-        return None
-    from .cpu import load_extension  # lazy: gm.cpu imports this module
-
-    return load_extension()
-
-
-def _fill_monomials(x: torch.Tensor, starts, n_monomials: int) -> torch.Tensor:
-    """x (G, k, N) -> every monomial of degree <= L, (G, n_monomials, N), HarmonicBasis order.
-
-    Each degree-l block is concat_v x_v * (suffix of the degree-(l-1) block), written in place
-    into one buffer: contiguous slices, no gathers and no concatenation copies.
-    """
-    G, k, N = x.shape
-    m = x.new_empty(G, n_monomials, N)
-    m[:, 0] = 1
-    if len(starts):
-        m[:, 1 : 1 + k] = x
-    prev, size, cur = 1, k, 1 + k
-    for st in starts[1:]:
-        pos = cur
-        for v, s in enumerate(st):
-            n = size - s
-            torch.mul(x[:, v : v + 1], m[:, prev + s : prev + size], out=m[:, pos : pos + n])
-            pos += n
-        prev, size, cur = cur, pos - cur, pos
-    return m
-
-
-def _monomial_backward(grad: torch.Tensor, x: torch.Tensor, m: torch.Tensor, starts) -> torch.Tensor:
-    """Reverse of `_fill_monomials`: d(loss)/dx (G, k, N) from d(loss)/d(monomials) (G, n_mono, N).
-
-    Walks the degrees downwards; each (degree, variable) block costs one dot over rows (into
-    dx_v) and one fused multiply-add (into the parent degree's gradient), on contiguous slices.
-    """
-    G, k, N = x.shape
-    if len(starts) == 0:
-        return torch.zeros_like(x)
-    sizes = [math.comb(k + l - 1, l) for l in range(len(starts) + 1)]
-    offsets = np.cumsum([0, *sizes]).tolist()
-    lower = grad[:, : offsets[-2]].clone()  # degree < L rows accumulate from the degree above
-    gx = torch.zeros_like(x)
-    for l in range(len(starts), 1, -1):
-        top = grad if l == len(starts) else lower
-        prev0, prev_size, pos = offsets[l - 1], sizes[l - 1], offsets[l]
-        for v, st in enumerate(starts[l - 1]):
-            n = prev_size - st
-            gv = top[:, pos : pos + n]
-            pos += n
-            gx[:, v] += torch.linalg.vecdot(gv, m[:, prev0 + st : prev0 + prev_size], dim=1)
-            lower[:, prev0 + st : prev0 + prev_size].addcmul_(x[:, v : v + 1], gv)
-    return gx.add_(lower[:, 1 : 1 + k] if len(starts) > 1 else grad[:, 1 : 1 + k])
-
-
-@lru_cache(maxsize=64)
-def _starts_lists(starts: tuple) -> list:
-    return [list(st) for st in starts]
-
-
-def _normalise_fm(z: torch.Tensor, eps: float):
-    # sqrt of a sum of squares: linalg.vector_norm over a strided middle axis is ~50x slower.
-    r = z.square().sum(1, keepdim=True).sqrt_().clamp_min_(eps)
-    return (z / r).contiguous(), r
-
-
-def _normalise_fm_backward(g_x: torch.Tensor, x: torch.Tensor, r: torch.Tensor, eps: float) -> torch.Tensor:
-    # Through x = z / max(|z|, eps): tangential part / |z|, or plain 1/eps where clamped.
-    radial = (g_x * x).sum(1, keepdim=True)
-    return torch.where(r > eps, (g_x - x * radial) / r, g_x / eps)
-
-
-class _SphereReadout(torch.autograd.Function):
-    """sum_b s_b W @ monomials(normalise(z_b)) with a hand-written backward (see `sphere_readout`).
-
-    Two implementations of the same function: the CPU extension (`gm/cpu/sphere_readout.cpp`,
-    monomials built per chunk in cache, only the branch-fused monomials stored) and torch (all
-    monomials stored, batched matmuls, the monomial tree walked back with fused slice ops).
-    """
-
-    @staticmethod
-    def forward(ctx, starts, eps, use_ext, weight, *inputs):
-        n = len(inputs) // 2
-        zs, scales = inputs[:n], inputs[n:]
-        xs, rs = zip(*(_normalise_fm(z, eps) for z in zs))
-        ctx.starts, ctx.eps, ctx.n, ctx.use_ext = starts, eps, n, use_ext
-        ctx.has_scale = [s is not None for s in scales]
-        if use_ext:
-            from .cpu import load_extension
-
-            scale_t = (torch.stack([weight.new_ones(weight.shape[0]) if s is None else s for s in scales])
-                       if any(ctx.has_scale) else weight.new_zeros(0))
-            # The fused monomials are only needed for the weight gradient.
-            ctx.ext = load_extension()  # the backward uses the same module
-            out, fused = ctx.ext.sphere_readout_forward(weight.contiguous(), list(xs), scale_t,
-                                                                  _starts_lists(starts), ctx.needs_input_grad[3])
-            ctx.save_for_backward(weight, scale_t, fused, *xs, *rs)
-            return out
-        out, ms = None, []
-        for x, s in zip(xs, scales):
-            m = _fill_monomials(x, starts, weight.shape[-1])
-            w = weight if s is None else weight * s[:, None, None]
-            out = torch.bmm(w, m) if out is None else out.baddbmm_(w, m)
-            ms.append(m)
-        ctx.save_for_backward(weight, *xs, *rs, *ms, *[s for s in scales if s is not None])
-        return out
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, grad):
-        n = ctx.n
-        grad = grad.contiguous()
-        if ctx.use_ext:
-            weight, scale_t, fused, *rest = ctx.saved_tensors
-            xs, rs = rest[:n], rest[n:]
-            # The fused monomials carry the scales; stored only when the weight needs a gradient.
-            N = grad.shape[-1]  # the stored monomials are padded to whole chunks
-            g_weight = torch.bmm(grad, fused[..., :N].transpose(1, 2)) if ctx.needs_input_grad[3] else None
-            G, k, _ = xs[0].shape
-            index, mult = _derivative_plan(k, len(ctx.starts))
-            res = ctx.ext.sphere_readout_backward(weight.transpose(1, 2).contiguous(), list(xs), scale_t,
-                                                            _starts_lists(ctx.starts), grad, index, mult)
-            g_xs, g_scale_t = res[:n], res[n]
-            g_zs = [_normalise_fm_backward(g, x, r, ctx.eps) for g, x, r in zip(g_xs, xs, rs)]
-            g_scales = [g_scale_t[b] if has else None for b, has in enumerate(ctx.has_scale)]
-            return (None, None, None, g_weight, *g_zs, *g_scales)
-        saved = ctx.saved_tensors
-        weight, xs, rs, ms = saved[0], saved[1 : 1 + n], saved[1 + n : 1 + 2 * n], saved[1 + 2 * n : 1 + 3 * n]
-        it = iter(saved[1 + 3 * n :])
-        scales = [next(it) if has else None for has in ctx.has_scale]
-        # d(loss)/d(monomials) before the branch scales: one matmul shared by every branch.
-        g_mono = torch.bmm(weight.transpose(1, 2), grad)  # (G, n_mono, N)
-        g_weight, g_zs, g_scales = None, [], []
-        for x, r, m, s in zip(xs, rs, ms, scales):
-            g_w = torch.bmm(grad, m.transpose(1, 2))  # (G, c, n_mono)
-            g_x = _monomial_backward(g_mono, x, m, ctx.starts)
-            if s is None:
-                g_weight = g_w if g_weight is None else g_weight + g_w
-                g_scales.append(None)
-            else:
-                g_weight = g_w * s[:, None, None] if g_weight is None else g_weight.addcmul_(g_w, s[:, None, None])
-                g_scales.append((g_w * weight).sum((1, 2)))
-                g_x = g_x * s[:, None, None]
-            g_zs.append(_normalise_fm_backward(g_x, x, r, ctx.eps))
-        return (None, None, None, g_weight, *g_zs, *g_scales)
-
-
-def sphere_readout(weight: torch.Tensor, zs, scales=None, eps: float = 1e-6, impl: str = "auto") -> torch.Tensor:
-    """sum_b scales_b * weight @ monomials(normalise(z_b)), per group: (G, c, N).
-
-    weight (G, c, n_monomials) is a read-out already composed with the harmonic coefficients
-    (W A), zs are raw vectors (G, k, N) and scales optional per-group factors (G,) (DualSKA's
-    fusion weights). ``impl``: "auto" (CUDA tensors: gather; CPU float tensors: the CPU
-    extension when it is available, else torch), "cpu", "torch" or "gather" (see
-    `_readout_gather`). `monomials` + autograd is the reference (tests compare every
-    implementation with it, forward and backward).
-    """
-    G, c, n_mono = weight.shape
-    k = zs[0].shape[1]
-    L = _degree_of(k, n_mono)
-    scales = list(scales) if scales is not None else [None] * len(zs)
-    if len(scales) != len(zs):
-        raise ValueError(f"got {len(zs)} inputs but {len(scales)} scales")
-    if impl not in ("auto", "cpu", "torch", "gather"):
-        raise ValueError(f"impl must be 'auto', 'cpu', 'torch' or 'gather', got {impl!r}")
-    # (L = 0 reads no direction: the constant needs no gather, and the torch form gives its zero gradients.)
-    if L > 0 and (impl == "gather" or (impl == "auto" and weight.is_cuda)):
-        return _readout_gather(weight, zs, scales, eps, L)
-    use_ext = impl == "cpu" or (impl == "auto" and _cpu_extension(weight, *zs) is not None)
-    if use_ext and _cpu_extension(weight) is None:
-        raise RuntimeError("the CPU extension is not available for these tensors (CPU float tensors and a built extension needed)")
-    return _SphereReadout.apply(_suffix_starts(k, L), eps, use_ext, weight, *zs, *scales)
-
-
-def _readout_gather(weight, zs, scales, eps: float, L: int) -> torch.Tensor:
-    """`sphere_readout` as a few whole-tensor ops and autograd: per branch, the monomials of each
-    degree gathered from the degree below (`monomials`: two index_selects and a multiply), the
-    branches fused in monomial space (Phi is linear in them), one batched matmul. On a GPU, at
-    these sizes every op is a kernel launch and launches, not arithmetic, set the time: the
-    slice-wise "torch" form runs several times more of them."""
-    fused = None
-    for z, s in zip(zs, scales):
-        m = monomials(normalise(z.transpose(1, 2), eps), L)  # (G, N, n_mono)
-        if s is not None:
-            m = m * s[:, None, None]
-        fused = m if fused is None else fused + m
-    return torch.bmm(weight, fused.transpose(1, 2))
-
-
 def _degree_of(k: int, n_monomials: int) -> int:
     L, total = 0, 1
     while total < n_monomials:
@@ -494,36 +297,6 @@ def _degree_of(k: int, n_monomials: int) -> int:
     if total != n_monomials:
         raise ValueError(f"{n_monomials} is not the number of monomials of degree <= L in {k} variables")
     return L
-
-
-class HarmonicMap(torch.nn.Module):
-    """Phi on S^{k-1} with its fixed coefficient table held as a (non-persistent) buffer.
-
-    Read-outs weight @ Phi(z) run through `sphere_readout` with the coefficient table A folded
-    into the weight (Phi is linear in the monomials). The buffer follows ``.to()``/``.double()``;
-    no global cache is touched in forward.
-    """
-
-    def __init__(self, k: int, L: int):
-        super().__init__()
-        _check_kL(k, L)
-        self.k, self.L = k, L
-        basis = harmonic_basis(k, L)
-        self.dim, self.n_monomials = basis.dim, basis.n_monomials
-        # float64 master (cast on use) so a .double() model keeps Phi exact.
-        self.register_buffer("coeffs", torch.as_tensor(basis.coeffs, dtype=torch.float64), persistent=False)
-
-    def forward(self, z: torch.Tensor) -> torch.Tensor:
-        """Phi(normalise(z)) (..., D*)."""
-        return self.readout(z, torch.eye(self.dim, dtype=z.dtype, device=z.device))
-
-    def readout(self, z: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-        """weight @ Phi(normalise(z)) + bias for z (..., k) and weight (out, D*): (..., out)."""
-        lead = z.shape[:-1]
-        folded = (weight @ self.coeffs.to(weight.dtype))[None]  # (1, out, n_mono)
-        out = sphere_readout(folded, [z.reshape(-1, self.k).T[None]])[0].T
-        out = out.reshape(*lead, weight.shape[0])
-        return out if bias is None else out + bias
 
 
 def normalise(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
@@ -571,3 +344,17 @@ def funk_hecke(sigma: Activation, k: int, L: int, n_quad: int = 512) -> np.ndarr
     P = gegenbauer_normalised(L, k, nodes)  # (n_quad, L+1)
     values = np.asarray(f(nodes), dtype=np.float64)
     return sphere_area(k - 1) * (weights * values) @ P
+
+
+# The read-out op and its module moved out of this math module (gm/ops/sphere_readout,
+# gm/harmonic_map.py); their old names here resolve on first use, so importing this module loads
+# no kernels and imports nothing above it.
+_MOVED = {"sphere_readout": "gmnet_sklearn.gm.ops.sphere_readout", "HarmonicMap": "gmnet_sklearn.gm.harmonic_map"}
+
+
+def __getattr__(name: str):
+    if name in _MOVED:
+        import importlib
+
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from . import functional as F
+from .harmonic_map import HarmonicMap
 
 
 class SHFFN(nn.Module):
@@ -31,11 +32,12 @@ class SHFFN(nn.Module):
         else:
             self.register_buffer("lam", eig)
         self.register_buffer("degrees", torch.as_tensor(F.degree_index(k, L)), persistent=False)
-        self.sh = F.HarmonicMap(k, L)
+        self.sh = HarmonicMap(k, L)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, impl: str = "auto") -> torch.Tensor:
+        """``impl``: the read-out's form (`ops.sphere_readout`)."""
         weight = self.M.weight * self.lam[self.degrees]  # lambda folded into the read-out
-        return self.sh.readout(self.W_sphere(x), weight, self.M.bias)  # normalises on the way
+        return self.sh.readout(self.W_sphere(x), weight, self.M.bias, impl)  # normalises on the way
 
     def reference(self, x: torch.Tensor) -> torch.Tensor:
         z = F.normalise(self.W_sphere(x))

@@ -9,6 +9,7 @@ from . import functional as F
 from .dropout import Dropout
 from .embedding import SHEmbedding
 from .encoder_layer import GMEncoderLayer
+from .ops.impl import Impl, impl_for
 from .packing import TokenPacking
 
 
@@ -37,19 +38,19 @@ class GMNetEncoder(nn.Module):
             conj_flags = torch.zeros_like(input_ids)
         return conj_flags * attention_mask, attention_mask
 
-    def forward(self, input_ids, conj_flags=None, attention_mask=None, impl: str = "auto") -> torch.Tensor:
+    def forward(self, input_ids, conj_flags=None, attention_mask=None, impl: Impl = "auto") -> torch.Tensor:
         conj, mask = self._inputs(input_ids, conj_flags, attention_mask)
-        x = self.embedding(input_ids)
+        x = self.embedding(input_ids, impl)
         for layer in self.layers:
             x = layer(x, conj, mask, impl)
         return self.ln_f(x)
 
-    def forward_packed(self, input_ids, conj_flags=None, attention_mask=None, impl: str = "auto"):
+    def forward_packed(self, input_ids, conj_flags=None, attention_mask=None, impl: Impl = "auto"):
         """The real tokens' states only: (h (N, d), packing). Same values as `forward` at those
         positions, without the position-wise work on padding (gm/packing.py)."""
         conj, mask = self._inputs(input_ids, conj_flags, attention_mask)
         packing = TokenPacking.from_mask(mask)
-        x = self.embedding(packing.pack(input_ids))
+        x = self.embedding(packing.pack(input_ids), impl)
         for layer in self.layers:
             x = layer(x, conj, mask, impl, packing)
         return self.ln_f(x), packing
@@ -61,8 +62,9 @@ class GMNet(nn.Module):
     ``forward(input_ids, conj_flags, attention_mask)`` takes token ids (B, T), RDKit conjugation
     flags (B, T) in {0, 1} and a padding mask (B, T; True for real tokens) and returns one row of
     outputs per molecule, (B, n_outputs). ``impl`` picks the attention's implementation (all
-    compute the same function; "auto": the fastest for the device) and ``pack`` whether the
-    position-wise work skips padding (`pool`).
+    compute the same function; "auto": the fastest for the device), or with a mapping
+    {op: name} each op's (`ops.impl`: "dual_ska", "sphere_readout", "dropout"), and ``pack``
+    whether the position-wise work skips padding (`pool`).
     """
 
     def __init__(self, vocab_size: int, n_outputs: int, k: int = 8, L: int = 3, d_model: int = 384,
@@ -79,7 +81,7 @@ class GMNet(nn.Module):
         self.dense = nn.Linear(d_model, d_model)
         self.out_proj = nn.Linear(d_model, n_outputs)
 
-    def pool(self, input_ids, conj_flags=None, attention_mask=None, impl: str = "auto",
+    def pool(self, input_ids, conj_flags=None, attention_mask=None, impl: Impl = "auto",
              pack: bool | None = None) -> torch.Tensor:
         """Masked mean of the final states: one d-vector per molecule (zeros for all-padding rows).
 
@@ -89,7 +91,7 @@ class GMNet(nn.Module):
         """
         _, mask = self.encoder._inputs(input_ids, conj_flags, attention_mask)
         if pack is None:
-            pack = mask.device.type == "cpu" and impl != "reference" and not bool(mask.all())
+            pack = mask.device.type == "cpu" and impl_for(impl, "dual_ska") != "reference" and not bool(mask.all())
         if pack and bool(mask.any()):  # (a batch of empty rows has nothing to pack)
             h, packing = self.encoder.forward_packed(input_ids, conj_flags, mask, impl)
             return packing.mean_pool(h)
@@ -97,14 +99,15 @@ class GMNet(nn.Module):
         w = mask.to(h.dtype).unsqueeze(-1)
         return (h * w).sum(1) / w.sum(1).clamp_min(1.0)
 
-    def forward(self, input_ids, conj_flags=None, attention_mask=None, impl: str = "auto",
+    def forward(self, input_ids, conj_flags=None, attention_mask=None, impl: Impl = "auto",
                 pack: bool | None = None) -> torch.Tensor:
-        return self.readout(self.pool(input_ids, conj_flags, attention_mask, impl, pack))
+        return self.readout(self.pool(input_ids, conj_flags, attention_mask, impl, pack), impl)
 
-    def readout(self, z: torch.Tensor) -> torch.Tensor:
+    def readout(self, z: torch.Tensor, impl: Impl = "auto") -> torch.Tensor:
         """The head on pooled states (B, d): dropout, dense, tanh, dropout, out_proj."""
-        z = torch.tanh(self.dense(self.head_dropout(z)))
-        return self.out_proj(self.head_dropout(z))
+        dropout_impl = impl_for(impl, "dropout")
+        z = torch.tanh(self.dense(self.head_dropout(z, dropout_impl)))
+        return self.out_proj(self.head_dropout(z, dropout_impl))
 
     @torch.no_grad()
     def multipole_moments(self, input_ids, conj_flags=None, attention_mask=None) -> dict[str, torch.Tensor]:

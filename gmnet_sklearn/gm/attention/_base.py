@@ -16,11 +16,11 @@ from torch import nn
 from torch.nn import functional as torch_F
 
 from .. import functional as F
+from ..harmonic_map import HarmonicMap
+from ..ops import dual_ska as attention_op
+from ..ops.impl import Impl, impl_for
+from ..ops.sphere_readout import sphere_readout
 from ..packing import TokenPacking
-
-# "triton": the fused kernel (gm/triton), used by "auto" on CUDA when Triton is installed (DualSKA).
-# "cpu": the fused C++ kernel (gm/cpu), used by "auto" on CPU when it builds (DualSKA).
-IMPLS = ("auto", "parallel", "reference", "triton", "cpu")
 
 
 def _spread_gamma_logits(n_heads: int, L: int) -> torch.Tensor:
@@ -39,11 +39,13 @@ class SphereAttention(nn.Module):
     """Base class: shared projections, decay gate, Phi lift and read-out.
 
     Subclasses set ``uses_decay`` (owns ``gamma_logit``/``conj_shift``) and implement
-    ``branch_outputs``. Two branches add the per-head fusion logit ``beta_fusion``.
+    ``branch_outputs``. Two branches add the per-head fusion logit ``beta_fusion``. A variant
+    with ``has_fused_kernels`` (DualSKA) implements ``fused_cpu_forward`` for the C++ kernel.
     """
 
     n_branches: int = 1
     uses_decay: bool = True
+    has_fused_kernels: bool = False
 
     def __init__(self, d_model: int, n_heads: int, k: int, L: int, conj_shift: float = 1.0):
         super().__init__()
@@ -66,7 +68,7 @@ class SphereAttention(nn.Module):
         bound = 1.0 / math.sqrt(self.dim)
         self.W_out_h = nn.Parameter(torch.empty(n_heads, self.dim, self.d_head).uniform_(-bound, bound))
         self.out_proj = nn.Linear(d_model, d_model, bias=False)
-        self.sh = F.HarmonicMap(k, L)
+        self.sh = HarmonicMap(k, L)
 
     # -- projections --------------------------------------------------------------------------
     def project_raw(self, x: torch.Tensor, packing: TokenPacking | None = None) -> torch.Tensor:
@@ -103,12 +105,12 @@ class SphereAttention(nn.Module):
 
     # -- read-out -----------------------------------------------------------------------------
     def readout(self, branches: list[torch.Tensor], impl: str = "auto",
-                packing: TokenPacking | None = None) -> torch.Tensor:
+                packing: TokenPacking | None = None, readout_impl: str = "auto") -> torch.Tensor:
         """Fuse branch k-vectors (B, H, T, k) through Phi and W_out_h, then out_proj: (B, T, d),
         or (N, d) for the real tokens alone with ``packing``.
 
         ``impl="reference"`` forms the fused D*-wide features explicitly, as the paper writes it;
-        otherwise the branches go feature-major to `readout_fm`.
+        otherwise the branches go feature-major to `readout_fm` (``readout_impl``: its form).
         """
         B, H, T, k = branches[0].shape
         if impl == "reference":
@@ -119,15 +121,17 @@ class SphereAttention(nn.Module):
             heads = torch.einsum("bhtm,hmc->bthc", feats[0], self.W_out_h).reshape(B, T, self.d_model)
             out = self.out_proj(heads)
             return out if packing is None else packing.pack(out)
-        return self.readout_fm([z.permute(1, 3, 0, 2).reshape(H, k, B * T) for z in branches], B, T, packing)
+        return self.readout_fm([z.permute(1, 3, 0, 2).reshape(H, k, B * T) for z in branches], B, T, packing,
+                               readout_impl)
 
-    def readout_fm(self, zs: list[torch.Tensor], B: int, T: int, packing: TokenPacking | None = None) -> torch.Tensor:
+    def readout_fm(self, zs: list[torch.Tensor], B: int, T: int, packing: TokenPacking | None = None,
+                   impl: str = "auto") -> torch.Tensor:
         """The read-out from feature-major branch outputs (H, k, B*T): (B, T, d); with
         ``packing``, of the real tokens' columns only: (N, d).
 
         Phi is linear in the monomials, so the convex fusion a Phi(z1) + (1-a) Phi(z2) is one
-        read-out with A folded into W_out_h and a, 1-a as per-head scales (`F.sphere_readout`,
-        normalisation included).
+        read-out with A folded into W_out_h and a, 1-a as per-head scales (`sphere_readout`,
+        normalisation included; ``impl``: its form).
         """
         if packing is not None:
             zs = [packing.pack_columns(z) for z in zs]
@@ -137,23 +141,30 @@ class SphereAttention(nn.Module):
         if len(zs) == 2:
             a = torch.sigmoid(self.beta_fusion)
             scales = [a, 1 - a]
-        heads = F.sphere_readout(W, zs, scales)  # (H, d_head, N)
+        heads = sphere_readout(W, zs, scales, impl=impl)  # (H, d_head, N)
         out = self.out_proj(heads.reshape(self.d_model, -1).t())  # a transposed view: BLAS reads it as is
         return out if packing is not None else out.view(B, T, self.d_model)
 
-    def branch_outputs(self, q, k, p, log_gamma, mask, impl: str) -> list[torch.Tensor]:
+    def branch_outputs(self, q, k, p, log_gamma, mask, form: str) -> list[torch.Tensor]:
+        """The branch outputs (B, H, T, k) in a form `ops.dual_ska.select` chose."""
         raise NotImplementedError
 
-    def forward(self, x: torch.Tensor, conj: torch.Tensor, mask: torch.Tensor, impl: str = "auto",
+    def fused_cpu_forward(self, x, conj, mask, packing, readout_impl: str) -> torch.Tensor:
+        raise NotImplementedError
+
+    def forward(self, x: torch.Tensor, conj: torch.Tensor, mask: torch.Tensor, impl: Impl = "auto",
                 packing: TokenPacking | None = None) -> torch.Tensor:
         """x (B, T, d) -> (B, T, d); or, with ``packing``, the real tokens x (N, d) -> (N, d)
-        (conj and mask stay (B, T))."""
-        if impl not in IMPLS:
-            raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
+        (conj and mask stay (B, T)). ``impl``: a name for the attention, or {op: name} (`ops.impl`)."""
+        readout_impl = impl_for(impl, "sphere_readout")
         mask = mask.bool()
+        form = attention_op.select(impl_for(impl, "dual_ska"), x.device, mask.shape[1], self.k, self.L,
+                                   fused=self.has_fused_kernels)
+        if form == "cpu":
+            return self.fused_cpu_forward(x, conj, mask, packing, readout_impl)
         q, k, p = self.project(x, mask, packing)
         log_gamma = self.log_gates(conj, mask) if self.uses_decay else None
-        return self.readout(self.branch_outputs(q, k, p, log_gamma, mask, impl), impl, packing)
+        return self.readout(self.branch_outputs(q, k, p, log_gamma, mask, form), form, packing, readout_impl)
 
     # -- multipole read-out (Theorem 1) --------------------------------------------------------
     def terminal_moments(self, x: torch.Tensor, conj: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -165,13 +176,11 @@ class SphereAttention(nn.Module):
         """
         if not self.uses_decay:
             raise ValueError(f"{type(self).__name__} has no Gated-SFA branch, so no moment matrices")
-        from .gated_sfa import sfa_scan
-
         mask = mask.bool()
         q, k, p = self.project(x, mask)
         log_gamma = self.log_gates(conj, mask)
-        _, fwd = sfa_scan(q, k, p, log_gamma, self.L, reverse=False, return_state=True)
-        _, bwd = sfa_scan(q, k, p, log_gamma, self.L, reverse=True, return_state=True)
+        _, fwd = attention_op.sfa_scan(q, k, p, log_gamma, self.L, reverse=False, return_state=True)
+        _, bwd = attention_op.sfa_scan(q, k, p, log_gamma, self.L, reverse=True, return_state=True)
         return {"forward": fwd, "backward": bwd, "mean": 0.5 * (fwd + bwd)}
 
     def extra_repr(self) -> str:

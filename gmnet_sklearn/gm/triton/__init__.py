@@ -2,8 +2,8 @@
 
 Triton is imported lazily: this package imports, and `triton_available()` answers, without it.
 Kernels run on CUDA tensors, or on CPU tensors under the Triton interpreter (``TRITON_INTERPRET=1``,
-which must be set before `gmnet_sklearn.gm.triton.dual_ska` is first imported: ``triton.jit``
-reads it when the kernels are defined).
+which must be set before `gmnet_sklearn.gm.ops.dual_ska.triton` is first imported: ``triton.jit``
+reads it when the kernels are defined). The kernels live beside their op (`gm/ops/dual_ska/triton.py`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
-__all__ = ["triton_available", "interpret_mode", "dual_ska_triton"]
+__all__ = ["triton_available", "interpret_mode"]
 
 
 @lru_cache(maxsize=None)
@@ -37,9 +37,3 @@ def triton_available() -> bool:
 
     return torch.cuda.is_available() or interpret_mode()
 
-
-def dual_ska_triton(q, k, p, log_gamma, mask, L: int, **kwargs):
-    """Both DualSKA branch outputs (y_sfa, cv) from one fused kernel; see `.dual_ska`."""
-    from .dual_ska import dual_ska_triton as impl
-
-    return impl(q, k, p, log_gamma, mask, L, **kwargs)

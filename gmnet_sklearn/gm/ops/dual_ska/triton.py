@@ -39,11 +39,11 @@ import triton
 import triton.language as tl
 from torch.autograd.function import once_differentiable
 
-from .. import functional as F
+from ... import functional as F
 
 __all__ = ["dual_ska_triton", "DualSKATriton", "INTERPRETED"]
 
-# The masked-key score fill of ska._masked_softmax_attend (finite, so all-padding rows stay finite).
+# The masked-key score fill of naive.masked_softmax_attend (finite, so all-padding rows stay finite).
 FLOAT32_MIN = tl.constexpr(float(torch.finfo(torch.float32).min))
 
 
@@ -331,12 +331,12 @@ def _bwd_key_kernel(
 
 @lru_cache(maxsize=64)
 def _constants_host(k: int, L: int) -> tuple[float, ...]:
-    """[a_0..a_L] then, for each degree n = 0..L, the recurrence pair (2(n+lam)/(n+2lam), n/(n+2lam))."""
-    lam = (k - 2) / 2.0
+    """[a_0..a_L] then, for each degree n = 0..L, the recurrence pair (alpha_n, beta_n)
+    (`functional.gegenbauer_recurrence`)."""
     a = [float(x) for x in F.zonal_coefficients(k, L)]
     rec = []
-    for n in range(L + 1):
-        rec += [2.0 * (n + lam) / (n + 2.0 * lam), n / (n + 2.0 * lam)]
+    for alpha, beta in zip(*F.gegenbauer_recurrence(k, L)):
+        rec += [alpha, beta]
     return tuple(a + rec)
 
 
@@ -370,7 +370,7 @@ def _check_device(x: torch.Tensor) -> None:
     if not (x.is_cuda or INTERPRETED):
         raise RuntimeError(
             "dual_ska_triton needs CUDA tensors, or TRITON_INTERPRET=1 (set before importing "
-            "gmnet_sklearn.gm.triton.dual_ska) to run the Triton interpreter on CPU tensors"
+            "gmnet_sklearn.gm.ops.dual_ska.triton) to run the Triton interpreter on CPU tensors"
         )
 
 

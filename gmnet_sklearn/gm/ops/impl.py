@@ -1,0 +1,41 @@
+"""The one ``impl`` vocabulary of the ops, and how a model's ``impl`` reaches each op.
+
+Every op (``OPS``) takes the same names: "auto" (the fastest form this device and build have),
+"reference" (the plain form the fast ones are tested against), "parallel" (eager PyTorch: the
+zonal forms of the attention, the slice-wise read-out, torch's own dropout), "cpu" (the C++
+extension, `gm/cpu`) and "triton" (the fused Triton kernel; DualSKA only). Each op's
+``__init__`` holds its one dispatch from these names to its forms.
+
+A model's (and a composite module's) ``impl`` is either one name, which picks the attention's
+form as it always has while the read-outs and dropout stay on "auto" (so "reference" and a fast
+path draw the same dropout masks), or a mapping from op to name, e.g.
+``{"dual_ska": "parallel", "sphere_readout": "reference"}``, ops left out running "auto".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Union
+
+IMPLS = ("auto", "parallel", "reference", "triton", "cpu")
+# "dual_ska" also names the branches of the ablation variants (Gated SFA, Bidir SFA, SKA).
+OPS = ("dual_ska", "sphere_readout", "dropout")
+
+Impl = Union[str, Mapping]
+
+
+def check_impl(impl: str) -> str:
+    if impl not in IMPLS:
+        raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
+    return impl
+
+
+def impl_for(impl: Impl, op: str) -> str:
+    """The name ``op`` runs under a model-level ``impl`` (a name or a mapping {op: name})."""
+    if isinstance(impl, Mapping):
+        unknown = set(impl) - set(OPS)
+        if unknown:
+            raise ValueError(f"impl names unknown ops {sorted(unknown)}; the ops are {OPS}")
+        return check_impl(impl.get(op, "auto"))
+    check_impl(impl)
+    return impl if op == "dual_ska" else "auto"

@@ -1,0 +1,63 @@
+"""The Phi read-out op: sum_b s_b W @ monomials(normalise(z_b)), and its one dispatch.
+
+Forms: `naive` (the reference: explicit monomials and autograd; also what "auto" runs on CUDA),
+`eager` (torch, hand-written backward: "parallel") and `cpu` (the C++ kernel,
+`gm/cpu/sphere_readout.cpp`). Tests compare every form with the reference, forward and backward.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ... import functional as F
+from ..impl import check_impl
+from .cpu import SphereReadoutCPU, extension_for
+from .eager import SphereReadoutEager, suffix_starts
+from .naive import sphere_readout_reference
+
+__all__ = ["sphere_readout", "sphere_readout_reference", "select"]
+
+# The read-out's names from before the one vocabulary, still taken.
+FORMER_NAMES = {"gather": "reference", "torch": "parallel"}
+
+
+def select(impl: str, weight: torch.Tensor, zs, L: int) -> str:
+    """The form that runs: "reference", "parallel" or "cpu".
+
+    "auto": on CUDA the reference (fewest kernel launches); on CPU float tensors the C++ kernel
+    when it builds, else the eager form.
+    """
+    impl = check_impl(FORMER_NAMES.get(impl, impl))
+    if impl == "triton":
+        raise ValueError("sphere_readout has no Triton form (impl: 'auto', 'reference', 'parallel' or 'cpu')")
+    if impl == "auto":
+        impl = "reference" if weight.is_cuda else ("cpu" if extension_for(weight, *zs) is not None else "parallel")
+    if impl == "reference" and L == 0:
+        # L = 0 reads no direction: the constant needs no monomials, and the eager form gives its zero gradients.
+        impl = "parallel"
+    return impl
+
+
+def sphere_readout(weight: torch.Tensor, zs, scales=None, eps: float = 1e-6, impl: str = "auto") -> torch.Tensor:
+    """sum_b scales_b * weight @ monomials(normalise(z_b)), per group: (G, c, N).
+
+    weight (G, c, n_monomials) is a read-out already composed with the harmonic coefficients
+    (W A), zs are raw vectors (G, k, N) and scales optional per-group factors (G,) (DualSKA's
+    fusion weights). ``impl``: "auto", "reference", "parallel" or "cpu" (`select`; "gather" and
+    "torch", the names of the reference and eager forms before, are taken too).
+    """
+    G, c, n_mono = weight.shape
+    k = zs[0].shape[1]
+    L = F._degree_of(k, n_mono)
+    scales = list(scales) if scales is not None else [None] * len(zs)
+    if len(scales) != len(zs):
+        raise ValueError(f"got {len(zs)} inputs but {len(scales)} scales")
+    form = select(impl, weight, zs, L)
+    if form == "reference":
+        return sphere_readout_reference(weight, zs, scales, eps, L)
+    if form == "cpu":
+        if extension_for(weight) is None:
+            raise RuntimeError("the CPU extension is not available for these tensors "
+                               "(CPU float tensors and a built extension needed)")
+        return SphereReadoutCPU.apply(suffix_starts(k, L), eps, weight, *zs, *scales)
+    return SphereReadoutEager.apply(suffix_starts(k, L), eps, weight, *zs, *scales)
