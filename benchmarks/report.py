@@ -688,7 +688,7 @@ paper's Table 1."""
 # ------------------------------------------------------------------------------------------
 NOTES = """\
 - The paper's text says it used "per-task batch sizes from the chemberta3 paper Table 10";
-  DESIGN.md section 4, which the `chemberta3` protocol follows, fixes one batch size for every
+  docs/protocol.md, which the `chemberta3` protocol follows, fixes one batch size for every
   endpoint (see the protocol table above).
 - Data: DeepChem 2.8.0 files and DeepChem-exact scaffold split (80/10/10; SMILES longer than
   200 characters dropped *after* the split). FreeSolv is DeepChem's `freesolv.csv` `y`

@@ -36,7 +36,7 @@ LIMIT = 120  # first rows of freesolv.csv: a 96/12/12 scaffold split
 # ------------------------------------------------------------------------------------------
 # Protocols and the paper's figures
 # ------------------------------------------------------------------------------------------
-def test_chemberta3_protocol_is_design_section_4():
+def test_chemberta3_protocol_is_the_papers():
     p = get_protocol("chemberta3")
     assert p.seeds == (0, 1, 2)
     assert p.training["lr"] == 3e-5 and p.training["batch_size"] == 32 and p.training["max_epochs"] == 100

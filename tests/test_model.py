@@ -1,4 +1,4 @@
-"""The full Chem-GMNet: parameter counts (DESIGN.md section 3), read-outs, training smoke test."""
+"""The full Chem-GMNet: parameter counts (docs/architecture.md), read-outs, training smoke test."""
 
 import copy
 

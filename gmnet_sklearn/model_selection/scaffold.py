@@ -1,6 +1,6 @@
 """Bemis-Murcko scaffold splits that reproduce DeepChem 2.8.0's ``ScaffoldSplitter``.
 
-The protocol (DESIGN.md section 4, "chemberta3-faithful"):
+The protocol (docs/protocol.md, "chemberta3-faithful"):
 
 1. drop the SMILES RDKit cannot parse (DeepChem's ``CSVLoader`` drops the rows whose
    featurization failed before the split; ``dataset.ids`` are the SMILES strings);
