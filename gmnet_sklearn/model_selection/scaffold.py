@@ -26,12 +26,8 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 from sklearn.model_selection import BaseCrossValidator
-
-try:  # scikit-learn >= 1.3: request `groups` when metadata routing is enabled
-    from sklearn.model_selection._split import GroupsConsumerMixin as _GroupsConsumer
-except ImportError:  # pragma: no cover
-    class _GroupsConsumer:  # type: ignore[no-redef]
-        pass
+# Requests `groups` when metadata routing is enabled.
+from sklearn.model_selection._split import GroupsConsumerMixin as _GroupsConsumer
 
 __all__ = [
     "murcko_scaffold",
@@ -138,11 +134,9 @@ def _scaffolds(smiles: np.ndarray, include_chirality: bool = False) -> list:
 def _as_smiles_array(X, smiles_column: str = "smiles") -> np.ndarray:
     """1-D object array of SMILES from a list / array / Series / one-column 2-D input or a
     DataFrame with a ``smiles`` column (or a single column)."""
-    try:
-        import pandas as pd
-    except ImportError:  # pragma: no cover
-        pd = None
-    if pd is not None and isinstance(X, pd.DataFrame):
+    import pandas as pd
+
+    if isinstance(X, pd.DataFrame):
         cols = {str(c).lower(): c for c in X.columns}
         if smiles_column in X.columns:
             X = X[smiles_column]
@@ -155,7 +149,7 @@ def _as_smiles_array(X, smiles_column: str = "smiles") -> np.ndarray:
                 f"DataFrame input needs a {smiles_column!r} column (or exactly one column); "
                 f"got columns {list(X.columns)[:10]}"
             )
-    if pd is not None and isinstance(X, pd.Series):
+    if isinstance(X, pd.Series):
         return X.to_numpy(dtype=object)
     if isinstance(X, str):
         raise TypeError("expected a sequence of SMILES strings, got a single string")
