@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import numbers
+import os
 import shutil
 import tempfile
 import warnings
@@ -20,6 +21,8 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import check_consistent_length, check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from skorch.callbacks import Checkpoint, EarlyStopping, EpochScoring, ProgressBar
@@ -30,6 +33,7 @@ from ..augment import randomized_smiles
 from ..descriptors import RDKitDescriptors, compute_descriptors
 from ..fingerprints import MorganFingerprint
 from ..tokenizer import EncodedBatch, SmilesTokenizer
+from ..utils.validation import check_smiles_input  # the package's one SMILES coercion (also re-exported here)
 from .data import BucketedLoader, EncodedSmilesDataset, sequential_loader
 from .fusion import DescriptorFusion
 from .losses import CrossEntropyLoss, MaskedBCEWithLogitsLoss, MaskedMSELoss
@@ -40,6 +44,36 @@ from .snapshot import TrainingSnapshot, fit_fingerprint
 ON_INVALID = ("raise", "nan")
 VALID_SPLITS = ("scaffold", "random", None)
 OPTIMIZERS = ("adamw", "adam")
+
+#: scikit-learn parameter constraints of everything but the architecture, shared by both model
+#: families (``sklearn.utils._param_validation``; a new parameter is one entry here).
+TRAINING_PARAMETER_CONSTRAINTS = {
+    "optimizer": [StrOptions(set(OPTIMIZERS))],
+    "lr": [Interval(numbers.Real, 0, None, closed="neither")],
+    "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
+    "warmup": [Interval(numbers.Real, 0, 1, closed="left")],  # a fraction of the training steps
+    "lr_schedule": [StrOptions(set(SCHEDULES))],
+    "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+    "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
+    "patience": [Interval(numbers.Integral, 1, None, closed="left"), None],
+    "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
+    "augment": [Interval(numbers.Integral, 0, None, closed="left")],  # SMILES variants per molecule
+    "tta": [Interval(numbers.Integral, 0, None, closed="left")],
+    "descriptors": ["boolean"],
+    "fingerprint": ["boolean"],
+    "dropout": [Interval(numbers.Real, 0, 1, closed="left")],
+    "valid_split": [StrOptions({s for s in VALID_SPLITS if s is not None}), None],
+    "valid_size": [Interval(numbers.Real, 0, 1, closed="neither")],
+    # tokens incl. [CLS]/[SEP]; the model's own limit is checked in fit (_max_length)
+    "max_length": [Interval(numbers.Integral, 3, None, closed="left"), None],
+    "vocab_file": [str, os.PathLike, None],
+    "on_invalid": [StrOptions(set(ON_INVALID))],
+    "bucket_by_length": ["boolean"],
+    "random_state": ["random_state"],
+    "device": [str, torch.device],
+    "verbose": ["verbose"],
+    "callbacks": [list, tuple, None],
+}
 #: The fingerprint ``fingerprint=True`` fuses into the head: ECFP4 as chemists use it, as counts.
 FUSED_FINGERPRINT = {"radius": 2, "n_bits": 2048}
 
@@ -59,35 +93,12 @@ def adam_options(device: str) -> dict:
     return {"fused": True} if kind == "cuda" or (kind == "cpu" and version >= (2, 4)) else {}
 
 
-def check_smiles_input(X, name: str = "X") -> list:
-    """A list of items from a list, tuple, 1-D array, pandas Series or one-column 2-D input."""
-    if isinstance(X, (str, bytes)):
-        raise TypeError(f"{name} must be a sequence of SMILES strings, got a single string; wrap it in a list")
-    if hasattr(X, "to_numpy"):  # pandas Series / DataFrame
-        X = X.to_numpy()
-    if isinstance(X, np.ndarray):
-        if X.ndim == 2 and X.shape[1] == 1:
-            X = X[:, 0]
-        elif X.ndim != 1:
-            raise ValueError(f"{name} must be 1-D (one SMILES per row), got an array of shape {X.shape}")
-        X = X.tolist()
-    try:
-        X = list(X)
-    except TypeError:
-        raise TypeError(f"{name} must be a sequence of SMILES strings, got {type(X).__name__}") from None
-    if not X:
-        raise ValueError(f"{name} is empty: need at least one SMILES")
-    return X
-
-
 def _seed(random_state) -> int:
-    if random_state is None:
-        return int(np.random.SeedSequence().generate_state(1)[0] % (2**31))
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(2**31 - 1))
+    """The fit's base seed: an int is the seed itself (seeded fits stay as they were), else one
+    draw from ``check_random_state`` (a RandomState, or numpy's global one for None)."""
     if isinstance(random_state, numbers.Integral):
         return int(random_state)
-    raise ValueError(f"random_state must be None, an int or a RandomState, got {random_state!r}")
+    return int(check_random_state(random_state).randint(2**31 - 1))
 
 
 class SmilesNetBase(BaseEstimator):
@@ -104,49 +115,15 @@ class SmilesNetBase(BaseEstimator):
         """Longest token sequence (incl. [CLS]/[SEP]) the model can take, None if unbounded."""
         return None
 
-    # ---- validation -------------------------------------------------------------------------
-    def _check_params(self):
-        if isinstance(self.lr, bool) or not isinstance(self.lr, numbers.Real) or self.lr <= 0:
-            raise ValueError(f"lr must be a positive number, got {self.lr!r}")
-        for name in ("batch_size", "max_epochs"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if not (isinstance(self.dropout, numbers.Real) and 0 <= self.dropout < 1):
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
-        if self.on_invalid not in ON_INVALID:
-            raise ValueError(f"on_invalid must be one of {ON_INVALID}, got {self.on_invalid!r}")
-        if self.valid_split not in VALID_SPLITS:
-            raise ValueError(f"valid_split must be one of {VALID_SPLITS}, got {self.valid_split!r}")
-        if not (isinstance(self.valid_size, numbers.Real) and 0 < self.valid_size < 1):
-            raise ValueError(f"valid_size must be in (0, 1), got {self.valid_size!r}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
-        if self.lr_schedule not in SCHEDULES:
-            raise ValueError(f"lr_schedule must be one of {SCHEDULES}, got {self.lr_schedule!r}")
-        if isinstance(self.weight_decay, bool) or not isinstance(self.weight_decay, numbers.Real) or self.weight_decay < 0:
-            raise ValueError(f"weight_decay must be a number >= 0, got {self.weight_decay!r}")
-        if isinstance(self.warmup, bool) or not isinstance(self.warmup, numbers.Real) or not 0 <= self.warmup < 1:
-            raise ValueError(f"warmup (a fraction of the training steps) must be in [0, 1), got {self.warmup!r}")
-        if self.patience is not None and (isinstance(self.patience, bool) or not isinstance(self.patience, numbers.Integral)
-                                          or self.patience < 1):
-            raise ValueError(f"patience must be None or a positive integer, got {self.patience!r}")
-        if isinstance(self.n_estimators, bool) or not isinstance(self.n_estimators, numbers.Integral) or self.n_estimators < 1:
-            raise ValueError(f"n_estimators must be a positive integer, got {self.n_estimators!r}")
-        for name in ("augment", "tta"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-                raise ValueError(f"{name} (SMILES variants per molecule) must be an integer >= 0, got {value!r}")
-        for name in ("descriptors", "fingerprint"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+    # ---- validation ----------------------------------------------------------------------
+    # scikit-learn checks the parameters (``_validate_params`` in ``fit``) against this table;
+    # the model families add their architecture's entries to it.
+    _parameter_constraints: dict = {**TRAINING_PARAMETER_CONSTRAINTS}
 
     def _max_length(self) -> int | None:
         limit = self._model_max_length()
         if self.max_length is None:
             return limit
-        if isinstance(self.max_length, bool) or not isinstance(self.max_length, numbers.Integral) or self.max_length < 3:
-            raise ValueError(f"max_length must be an integer >= 3 (tokens incl. [CLS]/[SEP]), got {self.max_length!r}")
         if limit is not None and self.max_length > limit:
             raise ValueError(f"max_length={self.max_length} exceeds what the {self._family} model can take ({limit})")
         return int(self.max_length)
@@ -187,7 +164,7 @@ class SmilesNetBase(BaseEstimator):
         epoch is kept). With ``n_estimators > 1`` that many members are trained (seeds
         ``random_state + i``) and their predictions averaged.
         """
-        self._check_params()
+        self._validate_params()
         seed = _seed(self.random_state)
         train_set, valid_set, fingerprint_data = self._prepare_data(X, y, X_valid, y_valid, seed)
         self.nets_, infos = [], []
@@ -207,6 +184,7 @@ class SmilesNetBase(BaseEstimator):
         """Check and encode the data once (tokens, RDKit flags, descriptors, SMILES variants);
         fit the vocabulary, target statistics and descriptor scaling on the training part."""
         X = check_smiles_input(X)
+        check_consistent_length(X, y)
         y = self._check_y(y, len(X))
         if (X_valid is None) != (y_valid is None):
             raise ValueError("pass both X_valid and y_valid, or neither")
@@ -221,6 +199,7 @@ class SmilesNetBase(BaseEstimator):
         valid_X = None
         if X_valid is not None:
             valid_X = check_smiles_input(X_valid, "X_valid")
+            check_consistent_length(valid_X, y_valid)
             y_valid = self._check_y(y_valid, len(valid_X))
         elif self.valid_split is not None:
             train_idx, valid_idx = self._internal_split(X, seed)
@@ -776,6 +755,4 @@ def _check_target(y, n: int) -> np.ndarray:
     y = np.asarray(y)
     if y.ndim not in (1, 2):
         raise ValueError(f"y must be 1-D or 2-D, got shape {y.shape}")
-    if len(y) != n:
-        raise ValueError(f"X and y have different lengths: {n} SMILES but {len(y)} targets")
-    return y
+    return y  # its length is checked against X's by check_consistent_length
