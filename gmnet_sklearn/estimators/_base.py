@@ -23,6 +23,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_consistent_length, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from skorch.callbacks import Checkpoint, EarlyStopping, EpochScoring, ProgressBar
@@ -184,6 +185,8 @@ class SmilesNetBase(BaseEstimator):
         """Check and encode the data once (tokens, RDKit flags, descriptors, SMILES variants);
         fit the vocabulary, target statistics and descriptor scaling on the training part."""
         X = check_smiles_input(X)
+        if y is None:  # scikit-learn's wording (check_requires_y_none)
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         check_consistent_length(X, y)
         y = self._check_y(y, len(X))
         if (X_valid is None) != (y_valid is None):
@@ -486,6 +489,9 @@ class SmilesNetBase(BaseEstimator):
         tags.input_tags.two_d_array = False
         tags.input_tags.string = True
         tags.target_tags.required = True
+        tags.target_tags.multi_output = True  # a 2-D y: multi-output regression, multi-label classification
+        if tags.classifier_tags is not None:
+            tags.classifier_tags.multi_label = True
         tags.non_deterministic = self.random_state is None
         return tags
 
@@ -525,7 +531,7 @@ class SmilesRegressorMixin(RegressorMixin):
     """Regression: y (n,) or (n, n_tasks), NaN = missing; standardised on the training data."""
 
     def _check_y(self, y, n: int) -> np.ndarray:
-        y = _check_target(y, n)
+        y = _check_target(y)
         try:
             y = y.astype(np.float64)
         except (TypeError, ValueError):
@@ -592,7 +598,7 @@ class SmilesClassifierMixin(ClassifierMixin):
     multi-label with 0/1/NaN (BCE with missing labels masked)."""
 
     def _check_y(self, y, n: int) -> np.ndarray:
-        y = _check_target(y, n)
+        y = _check_target(y)
         if y.ndim == 2:
             try:
                 y = y.astype(np.float64)
@@ -609,6 +615,7 @@ class SmilesClassifierMixin(ClassifierMixin):
                     f"single-task labels must not be missing (rows {np.nonzero(missing)[0][:10].tolist()}); "
                     "pass a 2-D y with NaN for multi-task data with missing labels"
                 )
+            check_classification_targets(y)  # a continuous y is a regression target
         return y
 
     def _fit_y(self, y: np.ndarray) -> np.ndarray:
@@ -616,7 +623,7 @@ class SmilesClassifierMixin(ClassifierMixin):
             self._label_encoder = LabelEncoder().fit(y)
             self.classes_ = self._label_encoder.classes_
             if len(self.classes_) < 2:
-                raise ValueError(f"the classifier needs at least two classes in y; got only {self.classes_.tolist()}")
+                raise ValueError(f"the classifier needs at least two classes in y; got only one class: {self.classes_.tolist()}")
             self.n_outputs_ = len(self.classes_)
             self.n_tasks_ = 1
         else:
@@ -747,9 +754,9 @@ class ValidROCAUC:
         return mean_roc_auc(np.eye(probs.shape[1])[y.astype(int)], probs)
 
 
-def _check_target(y, n: int) -> np.ndarray:
-    if y is None:
-        raise ValueError("y is required")
+def _check_target(y) -> np.ndarray:
+    if y is None:  # scikit-learn's wording (check_requires_y_none)
+        raise ValueError("the estimator requires y to be passed, but the target y is None")
     if hasattr(y, "to_numpy"):
         y = y.to_numpy()
     y = np.asarray(y)
