@@ -3,9 +3,9 @@
     python -m benchmarks.report [--results-dir benchmarks/results] [--output benchmarks/README.md]
                                 [--protocol chemberta3]
 
-Every figure in the README comes from the result files (ours) or from ``benchmarks/protocols.py``
-(the paper's, copied from ``paper/chem-gmnet.tex``); nothing is typed in by hand. Means are over
-the seeds present, with the population standard deviation (numpy ``std(ddof=0)``), as the paper.
+Every figure in the README comes from the result files (ours) or from the endpoint table
+(``gmnet_sklearn/datasets/endpoints.py``; the paper's, copied from ``paper/chem-gmnet.tex``);
+nothing is typed in by hand. Means are over the seeds present, with the population standard deviation (numpy ``std(ddof=0)``), as the paper.
 """
 
 from __future__ import annotations
