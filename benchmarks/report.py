@@ -5,7 +5,8 @@
 
 Every figure in the README comes from the result files (ours) or from the endpoint table
 (``gmnet_sklearn/datasets/endpoints.py``; the paper's, copied from ``paper/chem-gmnet.tex``);
-nothing is typed in by hand. Means are over the seeds present, with the population standard deviation (numpy ``std(ddof=0)``), as the paper.
+nothing is typed in by hand. Means are over the seeds present, with the population standard
+deviation (numpy ``std(ddof=0)``), as the paper.
 """
 
 from __future__ import annotations
