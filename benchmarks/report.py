@@ -3,9 +3,10 @@
     python -m benchmarks.report [--results-dir benchmarks/results] [--output benchmarks/README.md]
                                 [--protocol chemberta3]
 
-Every figure in the README comes from the result files (ours) or from ``benchmarks/protocols.py``
-(the paper's, copied from ``paper/chem-gmnet.tex``); nothing is typed in by hand. Means are over
-the seeds present, with the population standard deviation (numpy ``std(ddof=0)``), as the paper.
+Every figure in the README comes from the result files (ours) or from the endpoint table
+(``gmnet_sklearn/datasets/endpoints.py``; the paper's, copied from ``paper/chem-gmnet.tex``);
+nothing is typed in by hand. Means are over the seeds present, with the population standard
+deviation (numpy ``std(ddof=0)``), as the paper.
 """
 
 from __future__ import annotations
@@ -823,7 +824,7 @@ seeds; **bold**: the best of the row."""
 # ------------------------------------------------------------------------------------------
 NOTES = """\
 - The paper's text says it used "per-task batch sizes from the chemberta3 paper Table 10";
-  DESIGN.md section 4, which the `chemberta3` protocol follows, fixes one batch size for every
+  docs/protocol.md, which the `chemberta3` protocol follows, fixes one batch size for every
   endpoint (see the protocol table above).
 - Data: DeepChem 2.8.0 files and DeepChem-exact scaffold split (80/10/10; SMILES longer than
   200 characters dropped *after* the split). FreeSolv is DeepChem's `freesolv.csv` `y`

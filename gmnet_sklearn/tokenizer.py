@@ -25,6 +25,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .utils.validation import check_smiles_input
+
 __all__ = [
     "SMILES_REGEX",
     "SMILES_PATTERN",
@@ -258,10 +260,8 @@ def _format_offenders(problems: list[tuple[int, Any, str]]) -> str:
 
 
 def _as_items(smiles_list: Iterable[Any]) -> list[Any]:
-    # A bare string would otherwise be iterated character by character.
-    if isinstance(smiles_list, (str, bytes)):
-        raise TypeError("expected a sequence of SMILES strings, got a single string; wrap it in a list")
-    return list(smiles_list)
+    """The package's one input coercion; an empty list is fine here (a loaded vocabulary)."""
+    return check_smiles_input(smiles_list, "smiles_list", ensure_min_samples=0)
 
 
 class SmilesTokenizer:

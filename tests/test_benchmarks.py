@@ -36,7 +36,7 @@ LIMIT = 120  # first rows of freesolv.csv: a 96/12/12 scaffold split
 # ------------------------------------------------------------------------------------------
 # Protocols and the paper's figures
 # ------------------------------------------------------------------------------------------
-def test_chemberta3_protocol_is_design_section_4():
+def test_chemberta3_protocol_is_the_papers():
     p = get_protocol("chemberta3")
     assert p.seeds == (0, 1, 2)
     assert p.training["lr"] == 3e-5 and p.training["batch_size"] == 32 and p.training["max_epochs"] == 100
@@ -46,7 +46,7 @@ def test_chemberta3_protocol_is_design_section_4():
     assert (p.gmnet["k"], p.gmnet["L"]) == (8, 3)
     assert p.chemberta["intermediate_size"] == 464
     assert p.estimator_params("gmnet", max_epochs=2, k=None)["max_epochs"] == 2  # None overrides are ignored
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown protocol 'nope'"):
         get_protocol("nope")
 
 
@@ -55,7 +55,7 @@ def test_register_protocol_is_a_dict_entry():
     try:
         register_protocol(p)
         assert get_protocol("_test_tmp") is p
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="already exists"):
             register_protocol(p)
     finally:
         PROTOCOLS.pop("_test_tmp", None)
@@ -66,7 +66,7 @@ def test_endpoint_table():
     assert set(ENDPOINTS) == set(TABLE1_ENDPOINTS) | {"tox21", "hiv"}
     assert resolve_endpoints(["table1"]) == list(TABLE1_ENDPOINTS)
     assert resolve_endpoints(["esol", "all"])[0] == "esol" and len(resolve_endpoints(["all"])) == 12
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown endpoint 'bace'"):
         resolve_endpoints(["bace"])
     order = by_size(list(ENDPOINTS))
     assert order[0] == "freesolv" and order[-1] == "hiv"

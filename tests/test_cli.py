@@ -26,6 +26,8 @@ def test_main_job_runs_offline_on_freesolv(monkeypatch, capsys, tmp_path):
     assert "random forest on ECFP4 (500 trees) test RMSE (sigma units):" in out
 
 
-def test_main_job_rejects_unknown_dataset():
-    with pytest.raises(SystemExit):
+def test_main_job_rejects_unknown_dataset(capsys):
+    with pytest.raises(SystemExit) as exit_info:
         cli.main(["--dataset", "not-a-dataset"])
+    assert exit_info.value.code == 2  # argparse's usage error, not a crash further on
+    assert "invalid choice: 'not-a-dataset'" in capsys.readouterr().err

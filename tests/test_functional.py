@@ -1,4 +1,4 @@
-"""Math identities of the spherical-harmonic primitives (DESIGN.md section 1)."""
+"""Math identities of the spherical-harmonic primitives (docs/math.md section 1)."""
 
 import math
 

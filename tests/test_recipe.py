@@ -56,8 +56,12 @@ def test_lr_factor_warms_up_then_decays():
 def test_schedule_sets_the_optimizer_lr_every_batch():
     est = GMNetRegressor(**{**TINY, "max_epochs": 6, "warmup": 0.2, "lr_schedule": "linear"}).fit(X, Y)
     lrs = est.history_[:, "lr"]
-    assert lrs[0] < lrs[1] or lrs[0] == pytest.approx(1e-3)  # warm-up first
-    assert lrs[-1] < lrs[2] < 1e-3 + 1e-12
+    # The epoch's last batch sets the recorded lr: warm-up over 20% of the steps, then linear decay.
+    per_epoch = -(-est.n_train_ // TINY["batch_size"])
+    total = per_epoch * 6
+    expected = [1e-3 * lr_factor(per_epoch * (e + 1) - 1, total, round(0.2 * total), "linear") for e in range(6)]
+    assert lrs == pytest.approx(expected, rel=1e-12)
+    assert lrs[0] < 1e-3 and lrs[-1] < lrs[2] < 1e-3  # warm-up first, then down
 
 
 def test_paper_protocol_is_the_old_recipe():

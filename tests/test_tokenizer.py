@@ -325,7 +325,7 @@ def test_encode_batch_mask(tok: SmilesTokenizer) -> None:
 
 
 def test_single_encode_errors(tok: SmilesTokenizer) -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="must be a str, got NoneType"):
         tok.encode(None)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="empty"):
         tok.encode("")

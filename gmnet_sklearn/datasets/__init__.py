@@ -1,4 +1,6 @@
-"""MoleculeNet benchmark loaders (DeepChem 2.8.0 ``dc.molnet`` files)."""
+"""MoleculeNet benchmark loaders (DeepChem 2.8.0 ``dc.molnet`` files) and the endpoint table."""
+
+from .endpoints import ENDPOINTS, Endpoint
 
 from .moleculenet import (
     BASE_URL,
@@ -12,6 +14,8 @@ from .moleculenet import (
 )
 
 __all__ = [
+    "ENDPOINTS",
+    "Endpoint",
     "BASE_URL",
     "DOWNLOAD_TIMEOUT",
     "ChecksumError",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import numbers
+import os
 import shutil
 import tempfile
 import warnings
@@ -20,6 +21,9 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import check_consistent_length, check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from skorch.callbacks import Checkpoint, EarlyStopping, EpochScoring, ProgressBar
@@ -30,6 +34,7 @@ from ..augment import randomized_smiles
 from ..descriptors import RDKitDescriptors, compute_descriptors
 from ..fingerprints import MorganFingerprint
 from ..tokenizer import EncodedBatch, SmilesTokenizer
+from ..utils.validation import check_smiles_input  # the package's one SMILES coercion (also re-exported here)
 from .data import BucketedLoader, EncodedSmilesDataset, sequential_loader
 from .fusion import DescriptorFusion
 from .losses import CrossEntropyLoss, MaskedBCEWithLogitsLoss, MaskedMSELoss
@@ -40,6 +45,36 @@ from .snapshot import TrainingSnapshot, fit_fingerprint
 ON_INVALID = ("raise", "nan")
 VALID_SPLITS = ("scaffold", "random", None)
 OPTIMIZERS = ("adamw", "adam")
+
+#: scikit-learn parameter constraints of everything but the architecture, shared by both model
+#: families (``sklearn.utils._param_validation``; a new parameter is one entry here).
+TRAINING_PARAMETER_CONSTRAINTS = {
+    "optimizer": [StrOptions(set(OPTIMIZERS))],
+    "lr": [Interval(numbers.Real, 0, None, closed="neither")],
+    "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
+    "warmup": [Interval(numbers.Real, 0, 1, closed="left")],  # a fraction of the training steps
+    "lr_schedule": [StrOptions(set(SCHEDULES))],
+    "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+    "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
+    "patience": [Interval(numbers.Integral, 1, None, closed="left"), None],
+    "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
+    "augment": [Interval(numbers.Integral, 0, None, closed="left")],  # SMILES variants per molecule
+    "tta": [Interval(numbers.Integral, 0, None, closed="left")],
+    "descriptors": ["boolean"],
+    "fingerprint": ["boolean"],
+    "dropout": [Interval(numbers.Real, 0, 1, closed="left")],
+    "valid_split": [StrOptions({s for s in VALID_SPLITS if s is not None}), None],
+    "valid_size": [Interval(numbers.Real, 0, 1, closed="neither")],
+    # tokens incl. [CLS]/[SEP]; the model's own limit is checked in fit (_max_length)
+    "max_length": [Interval(numbers.Integral, 3, None, closed="left"), None],
+    "vocab_file": [str, os.PathLike, None],
+    "on_invalid": [StrOptions(set(ON_INVALID))],
+    "bucket_by_length": ["boolean"],
+    "random_state": ["random_state"],
+    "device": [str, torch.device],
+    "verbose": ["verbose"],
+    "callbacks": [list, tuple, None],
+}
 #: The fingerprint ``fingerprint=True`` fuses into the head: ECFP4 as chemists use it, as counts.
 FUSED_FINGERPRINT = {"radius": 2, "n_bits": 2048}
 
@@ -59,35 +94,12 @@ def adam_options(device: str) -> dict:
     return {"fused": True} if kind == "cuda" or (kind == "cpu" and version >= (2, 4)) else {}
 
 
-def check_smiles_input(X, name: str = "X") -> list:
-    """A list of items from a list, tuple, 1-D array, pandas Series or one-column 2-D input."""
-    if isinstance(X, (str, bytes)):
-        raise TypeError(f"{name} must be a sequence of SMILES strings, got a single string; wrap it in a list")
-    if hasattr(X, "to_numpy"):  # pandas Series / DataFrame
-        X = X.to_numpy()
-    if isinstance(X, np.ndarray):
-        if X.ndim == 2 and X.shape[1] == 1:
-            X = X[:, 0]
-        elif X.ndim != 1:
-            raise ValueError(f"{name} must be 1-D (one SMILES per row), got an array of shape {X.shape}")
-        X = X.tolist()
-    try:
-        X = list(X)
-    except TypeError:
-        raise TypeError(f"{name} must be a sequence of SMILES strings, got {type(X).__name__}") from None
-    if not X:
-        raise ValueError(f"{name} is empty: need at least one SMILES")
-    return X
-
-
 def _seed(random_state) -> int:
-    if random_state is None:
-        return int(np.random.SeedSequence().generate_state(1)[0] % (2**31))
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(2**31 - 1))
+    """The fit's base seed: an int is the seed itself (seeded fits stay as they were), else one
+    draw from ``check_random_state`` (a RandomState, or numpy's global one for None)."""
     if isinstance(random_state, numbers.Integral):
         return int(random_state)
-    raise ValueError(f"random_state must be None, an int or a RandomState, got {random_state!r}")
+    return int(check_random_state(random_state).randint(2**31 - 1))
 
 
 class SmilesNetBase(BaseEstimator):
@@ -104,49 +116,15 @@ class SmilesNetBase(BaseEstimator):
         """Longest token sequence (incl. [CLS]/[SEP]) the model can take, None if unbounded."""
         return None
 
-    # ---- validation -------------------------------------------------------------------------
-    def _check_params(self):
-        if isinstance(self.lr, bool) or not isinstance(self.lr, numbers.Real) or self.lr <= 0:
-            raise ValueError(f"lr must be a positive number, got {self.lr!r}")
-        for name in ("batch_size", "max_epochs"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if not (isinstance(self.dropout, numbers.Real) and 0 <= self.dropout < 1):
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
-        if self.on_invalid not in ON_INVALID:
-            raise ValueError(f"on_invalid must be one of {ON_INVALID}, got {self.on_invalid!r}")
-        if self.valid_split not in VALID_SPLITS:
-            raise ValueError(f"valid_split must be one of {VALID_SPLITS}, got {self.valid_split!r}")
-        if not (isinstance(self.valid_size, numbers.Real) and 0 < self.valid_size < 1):
-            raise ValueError(f"valid_size must be in (0, 1), got {self.valid_size!r}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
-        if self.lr_schedule not in SCHEDULES:
-            raise ValueError(f"lr_schedule must be one of {SCHEDULES}, got {self.lr_schedule!r}")
-        if isinstance(self.weight_decay, bool) or not isinstance(self.weight_decay, numbers.Real) or self.weight_decay < 0:
-            raise ValueError(f"weight_decay must be a number >= 0, got {self.weight_decay!r}")
-        if isinstance(self.warmup, bool) or not isinstance(self.warmup, numbers.Real) or not 0 <= self.warmup < 1:
-            raise ValueError(f"warmup (a fraction of the training steps) must be in [0, 1), got {self.warmup!r}")
-        if self.patience is not None and (isinstance(self.patience, bool) or not isinstance(self.patience, numbers.Integral)
-                                          or self.patience < 1):
-            raise ValueError(f"patience must be None or a positive integer, got {self.patience!r}")
-        if isinstance(self.n_estimators, bool) or not isinstance(self.n_estimators, numbers.Integral) or self.n_estimators < 1:
-            raise ValueError(f"n_estimators must be a positive integer, got {self.n_estimators!r}")
-        for name in ("augment", "tta"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-                raise ValueError(f"{name} (SMILES variants per molecule) must be an integer >= 0, got {value!r}")
-        for name in ("descriptors", "fingerprint"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+    # ---- validation ----------------------------------------------------------------------
+    # scikit-learn checks the parameters (``_validate_params`` in ``fit``) against this table;
+    # the model families add their architecture's entries to it.
+    _parameter_constraints: dict = {**TRAINING_PARAMETER_CONSTRAINTS}
 
     def _max_length(self) -> int | None:
         limit = self._model_max_length()
         if self.max_length is None:
             return limit
-        if isinstance(self.max_length, bool) or not isinstance(self.max_length, numbers.Integral) or self.max_length < 3:
-            raise ValueError(f"max_length must be an integer >= 3 (tokens incl. [CLS]/[SEP]), got {self.max_length!r}")
         if limit is not None and self.max_length > limit:
             raise ValueError(f"max_length={self.max_length} exceeds what the {self._family} model can take ({limit})")
         return int(self.max_length)
@@ -187,7 +165,7 @@ class SmilesNetBase(BaseEstimator):
         epoch is kept). With ``n_estimators > 1`` that many members are trained (seeds
         ``random_state + i``) and their predictions averaged.
         """
-        self._check_params()
+        self._validate_params()
         seed = _seed(self.random_state)
         train_set, valid_set, fingerprint_data = self._prepare_data(X, y, X_valid, y_valid, seed)
         self.nets_, infos = [], []
@@ -207,6 +185,9 @@ class SmilesNetBase(BaseEstimator):
         """Check and encode the data once (tokens, RDKit flags, descriptors, SMILES variants);
         fit the vocabulary, target statistics and descriptor scaling on the training part."""
         X = check_smiles_input(X)
+        if y is None:  # scikit-learn's wording (check_requires_y_none)
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        check_consistent_length(X, y)
         y = self._check_y(y, len(X))
         if (X_valid is None) != (y_valid is None):
             raise ValueError("pass both X_valid and y_valid, or neither")
@@ -221,6 +202,7 @@ class SmilesNetBase(BaseEstimator):
         valid_X = None
         if X_valid is not None:
             valid_X = check_smiles_input(X_valid, "X_valid")
+            check_consistent_length(valid_X, y_valid)
             y_valid = self._check_y(y_valid, len(valid_X))
         elif self.valid_split is not None:
             train_idx, valid_idx = self._internal_split(X, seed)
@@ -507,6 +489,9 @@ class SmilesNetBase(BaseEstimator):
         tags.input_tags.two_d_array = False
         tags.input_tags.string = True
         tags.target_tags.required = True
+        tags.target_tags.multi_output = True  # a 2-D y: multi-output regression, multi-label classification
+        if tags.classifier_tags is not None:
+            tags.classifier_tags.multi_label = True
         tags.non_deterministic = self.random_state is None
         return tags
 
@@ -546,7 +531,7 @@ class SmilesRegressorMixin(RegressorMixin):
     """Regression: y (n,) or (n, n_tasks), NaN = missing; standardised on the training data."""
 
     def _check_y(self, y, n: int) -> np.ndarray:
-        y = _check_target(y, n)
+        y = _check_target(y)
         try:
             y = y.astype(np.float64)
         except (TypeError, ValueError):
@@ -613,7 +598,7 @@ class SmilesClassifierMixin(ClassifierMixin):
     multi-label with 0/1/NaN (BCE with missing labels masked)."""
 
     def _check_y(self, y, n: int) -> np.ndarray:
-        y = _check_target(y, n)
+        y = _check_target(y)
         if y.ndim == 2:
             try:
                 y = y.astype(np.float64)
@@ -630,6 +615,7 @@ class SmilesClassifierMixin(ClassifierMixin):
                     f"single-task labels must not be missing (rows {np.nonzero(missing)[0][:10].tolist()}); "
                     "pass a 2-D y with NaN for multi-task data with missing labels"
                 )
+            check_classification_targets(y)  # a continuous y is a regression target
         return y
 
     def _fit_y(self, y: np.ndarray) -> np.ndarray:
@@ -637,7 +623,7 @@ class SmilesClassifierMixin(ClassifierMixin):
             self._label_encoder = LabelEncoder().fit(y)
             self.classes_ = self._label_encoder.classes_
             if len(self.classes_) < 2:
-                raise ValueError(f"the classifier needs at least two classes in y; got only {self.classes_.tolist()}")
+                raise ValueError(f"the classifier needs at least two classes in y; got only one class: {self.classes_.tolist()}")
             self.n_outputs_ = len(self.classes_)
             self.n_tasks_ = 1
         else:
@@ -768,14 +754,12 @@ class ValidROCAUC:
         return mean_roc_auc(np.eye(probs.shape[1])[y.astype(int)], probs)
 
 
-def _check_target(y, n: int) -> np.ndarray:
-    if y is None:
-        raise ValueError("y is required")
+def _check_target(y) -> np.ndarray:
+    if y is None:  # scikit-learn's wording (check_requires_y_none)
+        raise ValueError("the estimator requires y to be passed, but the target y is None")
     if hasattr(y, "to_numpy"):
         y = y.to_numpy()
     y = np.asarray(y)
     if y.ndim not in (1, 2):
         raise ValueError(f"y must be 1-D or 2-D, got shape {y.shape}")
-    if len(y) != n:
-        raise ValueError(f"X and y have different lengths: {n} SMILES but {len(y)} targets")
-    return y
+    return y  # its length is checked against X's by check_consistent_length

@@ -2,8 +2,22 @@
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
+from sklearn.utils._param_validation import Interval
+
 from ..baselines import ChemBERTa
-from ._base import SmilesClassifierMixin, SmilesNetBase, SmilesRegressorMixin
+from ._base import TRAINING_PARAMETER_CONSTRAINTS, SmilesClassifierMixin, SmilesNetBase, SmilesRegressorMixin
+
+#: The RoBERTa architecture's parameters; the shared training ones come from ``_base``.
+CHEMBERTA_PARAMETER_CONSTRAINTS = {
+    "d_model": [Interval(Integral, 1, None, closed="left")],
+    "n_layers": [Interval(Integral, 1, None, closed="left")],
+    "n_heads": [Interval(Integral, 1, None, closed="left")],
+    "intermediate_size": [Interval(Integral, 1, None, closed="left")],
+    "attention_dropout": [Interval(Real, 0, 1, closed="left")],
+    "max_position_embeddings": [Interval(Integral, 1, None, closed="left")],
+}
 
 
 class _ChemBERTaParams(SmilesNetBase):
@@ -16,6 +30,7 @@ class _ChemBERTaParams(SmilesNetBase):
     """
 
     _family = "ChemBERTa"
+    _parameter_constraints: dict = {**TRAINING_PARAMETER_CONSTRAINTS, **CHEMBERTA_PARAMETER_CONSTRAINTS}
 
     def __init__(self, d_model=256, n_layers=3, n_heads=8, intermediate_size=309, dropout=0.1,
                  attention_dropout=0.1, max_position_embeddings=515, optimizer="adamw", lr=5e-4, weight_decay=0.01, warmup=0.1,

@@ -2,8 +2,26 @@
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
+from sklearn.utils._param_validation import Interval, StrOptions
+
 from ..gm import GMNet
-from ._base import SmilesClassifierMixin, SmilesNetBase, SmilesRegressorMixin
+from ._base import TRAINING_PARAMETER_CONSTRAINTS, SmilesClassifierMixin, SmilesNetBase, SmilesRegressorMixin
+
+#: The Chem-GMNet architecture's parameters; the shared training ones come from ``_base``.
+GMNET_PARAMETER_CONSTRAINTS = {
+    "k": [Interval(Integral, 3, None, closed="left")],
+    "L": [Interval(Integral, 0, None, closed="left")],
+    "attention": [StrOptions({"dual_ska", "bidir_sfa", "gated_sfa", "ska"})],
+    "d_model": [Interval(Integral, 1, None, closed="left")],
+    "n_layers": [Interval(Integral, 1, None, closed="left")],
+    "n_heads": [Interval(Integral, 1, None, closed="left")],
+    # a zonal activation's name (gm.functional resolves it, case-insensitively) or a callable
+    "activation": [str, callable],
+    "adaptive": ["boolean"],
+    "conj_shift": [Real],
+}
 
 
 class _GMNetParams(SmilesNetBase):
@@ -44,6 +62,7 @@ class _GMNetParams(SmilesNetBase):
     """
 
     _family = "Chem-GMNet"
+    _parameter_constraints: dict = {**TRAINING_PARAMETER_CONSTRAINTS, **GMNET_PARAMETER_CONSTRAINTS}
 
     def __init__(self, k=8, L=3, attention="dual_ska", d_model=256, n_layers=3, n_heads=8, dropout=0.1,
                  activation="gelu", adaptive=False, conj_shift=1.0, optimizer="adamw", lr=5e-4, weight_decay=0.01,

@@ -1,4 +1,4 @@
-"""The geometric library: sphere-native building blocks of Chem-GMNet (DESIGN.md)."""
+"""The geometric library: sphere-native building blocks of Chem-GMNet (docs/architecture.md)."""
 
 from . import functional
 

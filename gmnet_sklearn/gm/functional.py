@@ -1,4 +1,4 @@
-"""Stateless spherical-harmonic primitives on S^{k-1} (DESIGN.md section 1).
+"""Stateless spherical-harmonic primitives on S^{k-1} (docs/math.md section 1).
 
 Phi(x) is built as a fixed coefficient matrix over monomials: for each degree l, a rational basis
 of harmonic homogeneous polynomials (from the classical x_1-recurrence, so it is canonical and

@@ -1,6 +1,6 @@
 """Bemis-Murcko scaffold splits that reproduce DeepChem 2.8.0's ``ScaffoldSplitter``.
 
-The protocol (DESIGN.md section 4, "chemberta3-faithful"):
+The protocol (docs/protocol.md, "chemberta3-faithful"):
 
 1. drop the SMILES RDKit cannot parse (DeepChem's ``CSVLoader`` drops the rows whose
    featurization failed before the split; ``dataset.ids`` are the SMILES strings);
@@ -26,12 +26,10 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 from sklearn.model_selection import BaseCrossValidator
+# Requests `groups` when metadata routing is enabled.
+from sklearn.model_selection._split import GroupsConsumerMixin as _GroupsConsumer
 
-try:  # scikit-learn >= 1.3: request `groups` when metadata routing is enabled
-    from sklearn.model_selection._split import GroupsConsumerMixin as _GroupsConsumer
-except ImportError:  # pragma: no cover
-    class _GroupsConsumer:  # type: ignore[no-redef]
-        pass
+from ..utils.validation import check_smiles_input
 
 __all__ = [
     "murcko_scaffold",
@@ -135,40 +133,9 @@ def _scaffolds(smiles: np.ndarray, include_chirality: bool = False) -> list:
 # ----------------------------------------------------------------------------------------
 # Input handling
 # ----------------------------------------------------------------------------------------
-def _as_smiles_array(X, smiles_column: str = "smiles") -> np.ndarray:
-    """1-D object array of SMILES from a list / array / Series / one-column 2-D input or a
-    DataFrame with a ``smiles`` column (or a single column)."""
-    try:
-        import pandas as pd
-    except ImportError:  # pragma: no cover
-        pd = None
-    if pd is not None and isinstance(X, pd.DataFrame):
-        cols = {str(c).lower(): c for c in X.columns}
-        if smiles_column in X.columns:
-            X = X[smiles_column]
-        elif str(smiles_column).lower() in cols:
-            X = X[cols[str(smiles_column).lower()]]
-        elif X.shape[1] == 1:
-            X = X.iloc[:, 0]
-        else:
-            raise ValueError(
-                f"DataFrame input needs a {smiles_column!r} column (or exactly one column); "
-                f"got columns {list(X.columns)[:10]}"
-            )
-    if pd is not None and isinstance(X, pd.Series):
-        return X.to_numpy(dtype=object)
-    if isinstance(X, str):
-        raise TypeError("expected a sequence of SMILES strings, got a single string")
-    arr = np.asarray(X, dtype=object)
-    if arr.ndim == 2 and arr.shape[1] == 1:
-        arr = arr[:, 0]
-    if arr.ndim != 1:
-        raise ValueError(
-            "expected a 1-D sequence of SMILES (or an (n, 1) array / DataFrame with a "
-            f"'smiles' column), got an array of shape {arr.shape}. For featurized X, pass "
-            "the SMILES as `groups=` to split()."
-        )
-    return arr
+def _as_smiles_array(X, smiles_column: str = "smiles", name: str = "smiles") -> np.ndarray:
+    """1-D object array of SMILES (the package's one input coercion, empty input allowed)."""
+    return np.asarray(check_smiles_input(X, name, smiles_column=smiles_column, ensure_min_samples=0), dtype=object)
 
 
 def _check_fractions(frac_train, frac_valid, frac_test):
@@ -318,7 +285,12 @@ class _ParamsMixin:
 def _smiles_from(X, groups, smiles_column):
     """SMILES come from ``groups`` when given (useful when X is a feature matrix),
     else from X."""
-    return _as_smiles_array(groups if groups is not None else X, smiles_column)
+    if groups is not None:
+        return _as_smiles_array(groups, smiles_column, name="groups")
+    try:
+        return _as_smiles_array(X, smiles_column, name="X")
+    except ValueError as exc:
+        raise ValueError(f"{exc}. For featurized X, pass the SMILES as `groups=` to split().") from None
 
 
 class ScaffoldSplit(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):

@@ -1,4 +1,4 @@
-"""Projection plumbing shared by the four sphere-attention variants (DESIGN.md section 2, DualSKA).
+"""Projection plumbing shared by the four sphere-attention variants (docs/math.md section 3, DualSKA).
 
 Every variant maps the residual stream to per-head sphere directions q^, k^ in S^{k-1} and value
 positions p in R^k, runs one or two branches that each return a k-vector per head and position,

@@ -1,6 +1,6 @@
 """Optional fused C++ kernels for CPU (compiled on first use with PyTorch's JIT extension builder).
 
-DESIGN.md section 5: eager PyTorch spends the attention step on memory-bound passes over
+docs/architecture.md, performance notes: eager PyTorch spends the attention step on memory-bound passes over
 (B, H, T, T) tensors; a fused kernel keeps every pair in registers (`dual_ska.cpp`). The Phi
 read-out builds its monomials per chunk of tokens in cache and multiplies them there
 (`sphere_readout.cpp`, used by `ops.sphere_readout`). The build needs a C++ compiler

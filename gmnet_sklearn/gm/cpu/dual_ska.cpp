@@ -8,7 +8,7 @@
 // prod gamma_r is built as a running product outward from the diagonal (one multiply per pair and
 // degree, no exponentials, exact up to rounding); only the SKA softmax needs exponentials.
 //
-// Semantics (DESIGN.md section 2, equal to gated_sfa.sfa_parallel / ska.ska_zonal, tested against the
+// Semantics (docs/math.md section 3, equal to gated_sfa.sfa_parallel / ska.ska_zonal, tested against the
 // recurrent and explicit-feature references): with c = q_t . k_s, K_l = a_l P_l(c),
 //   y_t  = sum_s h_ts sum_l K_l w_l(t, s) p_s,  h = 1 on the diagonal, 1/2 elsewhere,
 //          w_l(t, s) = prod_{r = s+1..t} gamma_r (s <= t), prod_{r = t..s-1} gamma_r (s >= t);

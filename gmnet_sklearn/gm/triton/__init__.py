@@ -1,4 +1,4 @@
-"""Optional fused Triton kernels (DESIGN.md section 5: fusion on GPU is where the speed is).
+"""Optional fused Triton kernels (docs/architecture.md, performance notes: fusion on GPU is where the speed is).
 
 Triton is imported lazily: this package imports, and `triton_available()` answers, without it.
 Kernels run on CUDA tensors, or on CPU tensors under the Triton interpreter (``TRITON_INTERPRET=1``,

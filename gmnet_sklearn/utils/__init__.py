@@ -1,0 +1,5 @@
+"""Input validation shared by the estimators, the tokenizer and the scaffold splitters."""
+
+from .validation import check_smiles_input
+
+__all__ = ["check_smiles_input"]

@@ -1,0 +1,53 @@
+"""The one coercion of SMILES input, used by the estimators, the tokenizer and the splitters.
+
+It depends on nothing else in the package, so every layer can import it (the estimators
+re-export it as ``gmnet_sklearn.estimators._base.check_smiles_input``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def check_smiles_input(X, name: str = "X", *, smiles_column: str = "smiles", ensure_min_samples: int = 1) -> list:
+    """A list of items (one per molecule) from a list, tuple, iterable, 1-D array, pandas Series,
+    a one-column 2-D array or DataFrame, or a DataFrame with a ``smiles_column`` column
+    (matched case-insensitively). The items are not checked here: the tokenizer names every
+    item that is not a usable SMILES, with its position.
+
+    Raises TypeError for a single string (it would be read character by character) or a
+    non-iterable, ValueError for other shapes or fewer than ``ensure_min_samples`` items.
+    """
+    if isinstance(X, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of SMILES strings, got a single string; wrap it in a list")
+    if hasattr(X, "columns") and hasattr(X, "iloc"):  # a pandas DataFrame
+        columns = {str(c).lower(): c for c in X.columns}
+        if smiles_column in X.columns:
+            X = X[smiles_column]
+        elif str(smiles_column).lower() in columns:
+            X = X[columns[str(smiles_column).lower()]]
+        elif X.shape[1] == 1:
+            X = X.iloc[:, 0]
+        else:
+            raise ValueError(f"{name}: DataFrame input needs a {smiles_column!r} column (or exactly one column); "
+                             f"got columns {list(X.columns)[:10]}")
+    if hasattr(X, "to_numpy"):  # pandas Series
+        X = X.to_numpy(dtype=object)
+    if not isinstance(X, np.ndarray):
+        try:
+            X = list(X)
+        except TypeError:
+            raise TypeError(f"{name} must be a sequence of SMILES strings, got {type(X).__name__}") from None
+        # Nested sequences (a list of one-item rows) become 2-D here and are handled below.
+        if any(isinstance(item, (list, tuple, np.ndarray)) for item in X):
+            X = np.asarray(X, dtype=object)
+    if isinstance(X, np.ndarray):
+        if X.ndim == 2 and X.shape[1] == 1:
+            X = X[:, 0]
+        elif X.ndim != 1:
+            raise ValueError(f"{name} must be 1-D (one SMILES per row), got an array of shape {X.shape}")
+        X = X.tolist()
+    if len(X) < ensure_min_samples:
+        raise ValueError(f"{name} is empty: need at least one SMILES" if not X else
+                         f"{name} has {len(X)} SMILES, need at least {ensure_min_samples}")
+    return X
