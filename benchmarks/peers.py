@@ -89,22 +89,20 @@ def morgan_spec() -> Dict[str, object]:
 def morgan_fingerprints(smiles: Sequence[str]) -> Tuple[np.ndarray, int]:
     """(n, 2048) uint8 bit matrix and the number of SMILES RDKit could not parse (their rows are
     all zero)."""
-    from rdkit import Chem, RDLogger
+    from rdkit import Chem, rdBase
     from rdkit.Chem import rdFingerprintGenerator
 
     gen = rdFingerprintGenerator.GetMorganGenerator(radius=FP_RADIUS, fpSize=FP_BITS)
     out = np.zeros((len(smiles), FP_BITS), dtype=np.uint8)
     invalid = 0
-    RDLogger.DisableLog("rdApp.*")
-    try:
+    # RDKit's log is blocked, then restored as it was.
+    with rdBase.BlockLogs():
         for i, s in enumerate(smiles):
             mol = Chem.MolFromSmiles(s) if isinstance(s, str) else None
             if mol is None:
                 invalid += 1
                 continue
             out[i] = gen.GetFingerprintAsNumPy(mol)
-    finally:
-        RDLogger.EnableLog("rdApp.*")
     return out, invalid
 
 
