@@ -33,6 +33,7 @@ from ..tokenizer import EncodedBatch, SmilesTokenizer
 from .data import BucketedLoader, EncodedSmilesDataset, sequential_loader
 from .fusion import DescriptorFusion
 from ._invalid import skip_invalid_rows
+from ._targets import warn_missing_targets
 from .losses import CrossEntropyLoss, MaskedBCEWithLogitsLoss, MaskedMSELoss
 from .metrics import has_auc, masked_rmse, mean_roc_auc
 from .schedule import SCHEDULES, WarmupDecay
@@ -213,6 +214,7 @@ class SmilesNetBase(BaseEstimator):
         fit the vocabulary, target statistics and descriptor scaling on the training part."""
         X = check_smiles_input(X)
         y = self._check_y(y, len(X))
+        warn_missing_targets(y)  # a 1-D y with NaN: masked, but said once (rows as the user numbers them)
         if (X_valid is None) != (y_valid is None):
             raise ValueError("pass both X_valid and y_valid, or neither")
         self.max_length_ = self._max_length()
@@ -231,6 +233,7 @@ class SmilesNetBase(BaseEstimator):
         if X_valid is not None:
             valid_X = check_smiles_input(X_valid, "X_valid")
             y_valid = self._check_y(y_valid, len(valid_X))
+            warn_missing_targets(y_valid, name="y_valid")
             valid_X, y_valid, self.invalid_valid_rows_ = self._skip_invalid(valid_X, y_valid, "X_valid")
         elif self.valid_split is not None:
             train_idx, valid_idx = self._internal_split(X, seed)
