@@ -30,10 +30,10 @@ from ..augment import randomized_smiles
 from ..descriptors import RDKitDescriptors, compute_descriptors
 from ..fingerprints import MorganFingerprint
 from ..tokenizer import EncodedBatch, SmilesTokenizer
-from .data import BucketedLoader, EncodedSmilesDataset, sequential_loader
-from .fusion import DescriptorFusion
 from ._invalid import skip_invalid_rows
 from ._targets import warn_missing_targets
+from .data import BucketedLoader, EncodedSmilesDataset, sequential_loader
+from .fusion import DescriptorFusion
 from .losses import CrossEntropyLoss, MaskedBCEWithLogitsLoss, MaskedMSELoss
 from .metrics import has_auc, masked_rmse, mean_roc_auc
 from .schedule import SCHEDULES, WarmupDecay
