@@ -105,6 +105,9 @@ class EndpointData:
     split_sizes: Dict[str, int]  # after the 200-character filter, before dropping missing labels
     dropped_missing_label: Dict[str, int] = field(default_factory=dict)
     n_whitespace_stripped: int = 0
+    # Rows whose SMILES RDKit cannot parse: left out before the split, as DeepChem's loaders drop
+    # the rows their featurizer fails on (file row numbers, after --limit).
+    invalid_smiles_rows: List[int] = field(default_factory=list)
     prep_seconds: float = 0.0
     split_sha256: Optional[str] = None  # fingerprint of the row indices of the three splits
 
@@ -129,7 +132,7 @@ def load_endpoint(endpoint: Endpoint, data_home=None, limit: Optional[int] = Non
     """Load, scaffold-split (DeepChem-exact, 200-character filter after the split) and, for
     single-task classification, drop missing labels after the split."""
     from gmnet_sklearn.datasets import fetch_moleculenet
-    from gmnet_sklearn.model_selection import scaffold_split
+    from gmnet_sklearn.model_selection import murcko_scaffold, scaffold_split
 
     t0 = time.perf_counter()
     bunch = fetch_moleculenet(endpoint.dataset, data_home=data_home, download=download)
@@ -139,6 +142,9 @@ def load_endpoint(endpoint: Endpoint, data_home=None, limit: Optional[int] = Non
     if limit is not None:
         smiles, target = smiles[:limit], target[:limit]
     parts = scaffold_split(smiles, *SPLIT_FRACTIONS, max_smiles_length=MAX_SMILES_LENGTH)
+    # The split leaves unparsable SMILES out (DeepChem's protocol); count them, never silently.
+    # murcko_scaffold is None exactly for those (scaffolds are cached: no second parse).
+    invalid_rows = [i for i, s in enumerate(smiles) if murcko_scaffold(s) is None]
     split_sizes = {name: int(len(idx)) for name, idx in zip(("train", "valid", "test"), parts)}
     dropped = {}
     if endpoint.drop_missing_labels:
@@ -171,9 +177,15 @@ def load_endpoint(endpoint: Endpoint, data_home=None, limit: Optional[int] = Non
         split_sizes=split_sizes,
         dropped_missing_label=dropped,
         n_whitespace_stripped=n_stripped,
+        invalid_smiles_rows=invalid_rows,
         prep_seconds=time.perf_counter() - t0,
         split_sha256=split_sha256,
     )
+
+
+def invalid_smiles_entry(data: EndpointData) -> Dict[str, object]:
+    """The record's count (and file rows) of the SMILES RDKit cannot parse, left out before the split."""
+    return {"dropped_invalid_smiles": len(data.invalid_smiles_rows), "invalid_smiles_rows": list(data.invalid_smiles_rows)}
 
 
 def split_fingerprint(train, valid, test) -> str:
@@ -593,7 +605,8 @@ def build_record(*, source: str, protocol: Protocol, protocol_name: str, overrid
         "valid_loss_curve": curves["valid_loss"],
         "sizes": {**data.sizes, "file_rows": data.n_rows_file, "rows_used": data.n_rows_used,
                   "split_before_label_drop": data.split_sizes, "dropped_missing_label": data.dropped_missing_label,
-                  "whitespace_stripped": data.n_whitespace_stripped, "split_sha256": data.split_sha256},
+                  "whitespace_stripped": data.n_whitespace_stripped, "split_sha256": data.split_sha256,
+                  **invalid_smiles_entry(data)},
         "data_path": data.data_path,
         "wall_time_s": {**wall, "per_epoch_mean": float(np.mean(epochs)) if epochs else None, "per_epoch": epochs},
         "hardware": hardware_info(getattr(est, "device_", "cpu")),

@@ -89,22 +89,20 @@ def morgan_spec() -> Dict[str, object]:
 def morgan_fingerprints(smiles: Sequence[str]) -> Tuple[np.ndarray, int]:
     """(n, 2048) uint8 bit matrix and the number of SMILES RDKit could not parse (their rows are
     all zero)."""
-    from rdkit import Chem, RDLogger
+    from rdkit import Chem, rdBase
     from rdkit.Chem import rdFingerprintGenerator
 
     gen = rdFingerprintGenerator.GetMorganGenerator(radius=FP_RADIUS, fpSize=FP_BITS)
     out = np.zeros((len(smiles), FP_BITS), dtype=np.uint8)
     invalid = 0
-    RDLogger.DisableLog("rdApp.*")
-    try:
+    # RDKit's log is blocked, then restored as it was.
+    with rdBase.BlockLogs():
         for i, s in enumerate(smiles):
             mol = Chem.MolFromSmiles(s) if isinstance(s, str) else None
             if mol is None:
                 invalid += 1
                 continue
             out[i] = gen.GetFingerprintAsNumPy(mol)
-    finally:
-        RDLogger.EnableLog("rdApp.*")
     return out, invalid
 
 
@@ -446,7 +444,8 @@ def build_peer_record(*, arm, data: C.EndpointData, seed: int, out: Dict[str, ob
         "valid_curve": out["valid_curve"],
         "sizes": {**data.sizes, "file_rows": data.n_rows_file, "rows_used": data.n_rows_used,
                   "split_before_label_drop": data.split_sizes, "dropped_missing_label": data.dropped_missing_label,
-                  "whitespace_stripped": data.n_whitespace_stripped, "split_sha256": data.split_sha256},
+                  "whitespace_stripped": data.n_whitespace_stripped, "split_sha256": data.split_sha256,
+                  **C.invalid_smiles_entry(data)},
         "data_path": data.data_path,
         "wall_time_s": {**wall, "per_epoch_mean": None, "per_epoch": []},
         "hardware": hardware,

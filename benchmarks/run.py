@@ -164,6 +164,10 @@ def _main(argv: Optional[Sequence[str]]) -> int:
             try:
                 cache[ep] = C.load_endpoint(ENDPOINTS[ep], data_home=data_home, limit=args.limit,
                                             download=args.allow_download)
+                bad = cache[ep].invalid_smiles_rows
+                if bad:  # also in each record: sizes.dropped_invalid_smiles, sizes.invalid_smiles_rows
+                    print(f"{ep}: {len(bad)} SMILES RDKit cannot parse left out before the split "
+                          f"(file rows {', '.join(map(str, bad[:5]))}{', ...' if len(bad) > 5 else ''})", flush=True)
             except Exception as exc:  # e.g. a data file that is not there: skip the endpoint
                 cache[ep] = exc
                 C.eprint(f"FAILED to load {ep}: {type(exc).__name__}: {exc}")

@@ -17,14 +17,14 @@ def randomized_smiles(smiles, n: int, random_state: int = 0) -> list[list[str]]:
     distinct orderings than ``n`` repeats some; a SMILES RDKit cannot parse gets ``n`` copies of
     itself (the tokenizer then decides what to do with it).
     """
-    from rdkit import Chem, RDLogger
+    from rdkit import Chem, rdBase
 
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
     rng = np.random.RandomState(random_state)
     out = []
-    RDLogger.DisableLog("rdApp.*")
-    try:
+    # RDKit's C++ log is blocked here and restored as the caller had it afterwards.
+    with rdBase.BlockLogs():
         for s in smiles:
             mol = Chem.MolFromSmiles(s) if isinstance(s, str) else None
             if mol is None or n == 0:
@@ -33,6 +33,4 @@ def randomized_smiles(smiles, n: int, random_state: int = 0) -> list[list[str]]:
             # RDKit's seeded enumerator (MolToSmiles(doRandom=True) draws from an unseeded stream)
             variants = list(Chem.MolToRandomSmilesVect(mol, n, randomSeed=int(rng.randint(2**31 - 1))))
             out.append(variants)
-    finally:
-        RDLogger.EnableLog("rdApp.*")
     return out

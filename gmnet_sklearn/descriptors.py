@@ -28,7 +28,7 @@ def compute_descriptors(smiles, on_invalid: str = "raise") -> np.ndarray:
     Each distinct SMILES is computed once. ``on_invalid="nan"`` gives a NaN row for a SMILES RDKit
     rejects; "raise" names the rows.
     """
-    from rdkit import Chem, RDLogger
+    from rdkit import Chem, rdBase
     from rdkit.Chem import Descriptors
 
     smiles = list(smiles)
@@ -36,8 +36,9 @@ def compute_descriptors(smiles, on_invalid: str = "raise") -> np.ndarray:
     cache: dict[str, np.ndarray] = {}
     out = np.full((len(smiles), len(funcs)), np.nan)
     invalid = []
-    RDLogger.DisableLog("rdApp.*")  # parse errors are reported below, by row
-    try:
+    # RDKit's C++ log is blocked (parse errors are reported below, by row) and restored as the
+    # caller had it afterwards.
+    with rdBase.BlockLogs():
         for i, s in enumerate(smiles):
             if s in cache:
                 out[i] = cache[s]
@@ -54,11 +55,10 @@ def compute_descriptors(smiles, on_invalid: str = "raise") -> np.ndarray:
                     row[j] = np.nan
             row[~np.isfinite(row)] = np.nan
             out[i] = cache[s] = row
-    finally:
-        RDLogger.EnableLog("rdApp.*")
     if invalid and on_invalid == "raise":
         shown = ", ".join(f"{i} ({smiles[i]!r})" for i in invalid[:5])
-        raise ValueError(f"RDKit cannot parse {len(invalid)} SMILES, e.g. at rows {shown}")
+        raise ValueError(f"RDKit cannot parse {len(invalid)} SMILES, e.g. at rows {shown} "
+                         "(on_invalid='nan' gives them NaN rows)")
     return out
 
 
@@ -83,6 +83,8 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         from .estimators._base import check_smiles_input
 
+        if self.on_invalid not in ("raise", "nan"):
+            raise ValueError(f"on_invalid must be 'raise' or 'nan', got {self.on_invalid!r}")
         raw = compute_descriptors(check_smiles_input(X), self.on_invalid)
         return self._fit_raw(raw)
 

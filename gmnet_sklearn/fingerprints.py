@@ -34,7 +34,7 @@ class MorganFingerprint(TransformerMixin, BaseEstimator):
         return self
 
     def transform(self, X) -> np.ndarray:
-        from rdkit import Chem, RDLogger
+        from rdkit import Chem, rdBase
         from rdkit.Chem import rdFingerprintGenerator
 
         from .estimators._base import check_smiles_input
@@ -43,19 +43,18 @@ class MorganFingerprint(TransformerMixin, BaseEstimator):
         gen = rdFingerprintGenerator.GetMorganGenerator(radius=int(self.radius), fpSize=int(self.n_bits))
         out = np.zeros((len(X), int(self.n_bits)), dtype=np.uint8 if not self.counts else np.uint16)
         bad = []
-        RDLogger.DisableLog("rdApp.*")
-        try:
+        # RDKit's log is blocked (failures are reported below, by row), then restored as it was.
+        with rdBase.BlockLogs():
             for i, s in enumerate(X):
                 mol = Chem.MolFromSmiles(s) if isinstance(s, str) else None
                 if mol is None:
                     bad.append(i)
                     continue
                 out[i] = gen.GetCountFingerprintAsNumPy(mol) if self.counts else gen.GetFingerprintAsNumPy(mol)
-        finally:
-            RDLogger.EnableLog("rdApp.*")
         if bad and self.on_invalid == "raise":
             shown = ", ".join(f"{i} ({X[i]!r})" for i in bad[:5])
-            raise ValueError(f"RDKit cannot parse {len(bad)} SMILES, e.g. at rows {shown}")
+            raise ValueError(f"RDKit cannot parse {len(bad)} SMILES, e.g. at rows {shown} "
+                             "(on_invalid='zeros' gives them all-zero rows)")
         return out
 
     def get_feature_names_out(self, input_features=None):

@@ -240,6 +240,39 @@ def test_run_resume_and_report(tmp_path, common_args, capsys):
     assert len(summary["protocols"]["chemberta3"]["missing"]) > 0
 
 
+def test_unparsable_smiles_are_counted_and_the_extras_reported(tmp_path, moleculenet_path, deepchem_vocab, capsys):
+    """HIV's row 137 is a SMILES RDKit rejects: the harness leaves it out before the split, says
+    so, records it, and the report's Tox21/HIV section counts it beside the published column."""
+    if not (moleculenet_path / "HIV.csv").is_file():
+        pytest.skip("HIV.csv not in the MoleculeNet folder")
+    results = tmp_path / "results"
+    argv = ["--arm", "gmnet", "--endpoints", "hiv", "--seeds", "0", "--protocol", "smoke", "--limit", "300",
+            "--max-epochs", "1", "--data-home", str(moleculenet_path), "--vocab-file", str(deepchem_vocab),
+            "--device", "cpu", "--results-dir", str(results)]
+    assert run.main(argv) == 0
+    assert "hiv: 1 SMILES RDKit cannot parse left out before the split (file rows 137)" in capsys.readouterr().out
+    rec = json.loads(next(results.rglob("seed0_k4_L2.json")).read_text())
+    assert rec["sizes"]["dropped_invalid_smiles"] == 1 and rec["sizes"]["invalid_smiles_rows"] == [137]
+    assert sum(rec["sizes"]["split_before_label_drop"].values()) <= 299
+    readme = tmp_path / "README.md"
+    assert report.main(["--results-dir", str(results), "--output", str(readme)]) == 0
+    section = readme.read_text().split("## Tox21 (12 tasks) and HIV")[1].split("\n## ")[0]
+    hiv = next(ln for ln in section.splitlines() if ln.startswith("| HIV |"))
+    assert "| 1 | not cited |" in hiv and "Chem-GMNet `smoke@max_epochs=1,limit=300`" in section
+    assert next(ln for ln in section.splitlines() if ln.startswith("| Tox21 (12 tasks) |"))
+    summary = json.loads((results / "summary.json").read_text())["extras"]["endpoints"]
+    assert summary["hiv"]["dropped_invalid_smiles"] == [1] and summary["tox21"]["published"]["figure"] is None
+
+
+def test_published_figures_name_their_source():
+    from benchmarks.protocols import EXTRA_ENDPOINTS, PUBLISHED_DEEPCHEM_SPLIT
+
+    assert set(PUBLISHED_DEEPCHEM_SPLIT) == set(EXTRA_ENDPOINTS)
+    for pub in PUBLISHED_DEEPCHEM_SPLIT.values():
+        # a figure comes with a citation; no figure says why none is cited
+        assert pub.source.startswith("not cited") == (pub.figure is None)
+
+
 def test_ablation_grid_search(tmp_path, common_args, capsys, monkeypatch):
     results = tmp_path / "results"
     argv = ["--endpoints", "freesolv", "--seeds", "0", "--k", "4", "6", "--L", "2", "--max-epochs", "1",

@@ -367,14 +367,14 @@ def test_scaffold_split_cv_protocol():
 def test_scaffold_split_cv_yields_the_parts():
     s = _toy()
     train, valid, test = scaffold_split(s)
-    (tr, te), = list(ScaffoldSplit().split(s))
+    (tr, te), = list(ScaffoldSplit(on_invalid="skip").split(s))
     np.testing.assert_array_equal(tr, train)
     np.testing.assert_array_equal(te, test)
-    (tr, va), = list(ScaffoldSplit(part="valid").split(pd.DataFrame({"smiles": s})))
+    (tr, va), = list(ScaffoldSplit(part="valid", on_invalid="skip").split(pd.DataFrame({"smiles": s})))
     np.testing.assert_array_equal(tr, train)
     np.testing.assert_array_equal(va, valid)
     # featurized X: SMILES come from groups
-    (tr2, te2), = list(ScaffoldSplit().split(np.zeros((12, 5)), groups=s))
+    (tr2, te2), = list(ScaffoldSplit(on_invalid="skip").split(np.zeros((12, 5)), groups=s))
     np.testing.assert_array_equal(tr2, train)
     np.testing.assert_array_equal(te2, test)
 
@@ -382,13 +382,13 @@ def test_scaffold_split_cv_yields_the_parts():
 def test_cross_val_score_with_dummy_regressor():
     s, y = _toy_regression()
     X = s.reshape(-1, 1)
-    scores = cross_val_score(DummyRegressor(), X, y, cv=ScaffoldSplit(), scoring="neg_root_mean_squared_error")
+    scores = cross_val_score(DummyRegressor(), X, y, cv=ScaffoldSplit(on_invalid="skip"), scoring="neg_root_mean_squared_error")
     assert scores.shape == (1,)
     train, _, test = scaffold_split(s)
     expected = np.sqrt(mean_squared_error(y[test], np.full(len(test), y[train].mean())))
     assert scores[0] == pytest.approx(-expected)
 
-    res = cross_validate(DummyRegressor(), X, y, cv=ScaffoldSplit(part="valid"), return_indices=True)
+    res = cross_validate(DummyRegressor(), X, y, cv=ScaffoldSplit(part="valid", on_invalid="skip"), return_indices=True)
     _, valid, _ = scaffold_split(s)
     np.testing.assert_array_equal(res["indices"]["test"][0], valid)
 
@@ -402,14 +402,14 @@ def test_grid_search_with_scaffold_split_on_dataframe():
         return np.c_[sm.str.len().to_numpy(float), sm.str.count("c").to_numpy(float)]
 
     pipe = make_pipeline(FunctionTransformer(featurize), Ridge())
-    gs = GridSearchCV(pipe, {"ridge__alpha": [0.1, 1.0, 10.0]}, cv=ScaffoldSplit(part="valid"),
+    gs = GridSearchCV(pipe, {"ridge__alpha": [0.1, 1.0, 10.0]}, cv=ScaffoldSplit(part="valid", on_invalid="skip"),
                       scoring="neg_mean_squared_error")
     gs.fit(df, y)
     assert gs.n_splits_ == 1
     assert gs.best_params_["ridge__alpha"] in (0.1, 1.0, 10.0)
     # featurized X + SMILES as groups
     Xf = featurize(df)
-    scores = cross_val_score(Ridge(), Xf, y, groups=s, cv=ScaffoldSplit())
+    scores = cross_val_score(Ridge(), Xf, y, groups=s, cv=ScaffoldSplit(on_invalid="skip"))
     assert scores.shape == (1,)
 
 
@@ -419,7 +419,7 @@ def test_metadata_routing_groups_are_requested():
     s, y = _toy_regression()
     Xf = np.c_[[len(x) for x in s], [x.count("c") for x in s]].astype(float)
     with sklearn.config_context(enable_metadata_routing=True):
-        scores = cross_val_score(Ridge(), Xf, y, cv=ScaffoldSplit(), params={"groups": s})
+        scores = cross_val_score(Ridge(), Xf, y, cv=ScaffoldSplit(on_invalid="skip"), params={"groups": s})
     assert scores.shape == (1,)
 
 
@@ -427,7 +427,7 @@ def test_scaffold_kfold():
     s, y = _toy_regression(n_rep=2)
     s = np.concatenate([s, ["c1ccc2ccccc2c1C" * 1, "C1CCC2CCCCC2C1", "c1ccoc1", "c1ccsc1"]]).astype(object)
     y = np.arange(len(s), dtype=float)
-    cv = ScaffoldKFold(n_splits=3)
+    cv = ScaffoldKFold(n_splits=3, on_invalid="skip")
     assert cv.get_n_splits() == 3 and repr(cv).startswith("ScaffoldKFold(")
     folds = list(cv.split(s))
     assert len(folds) == 3
@@ -440,8 +440,28 @@ def test_scaffold_kfold():
     scores = cross_val_score(DummyRegressor(), s.reshape(-1, 1), y, cv=cv)
     assert scores.shape == (3,)
     with pytest.raises(ValueError, match="50 folds"):
-        list(ScaffoldKFold(n_splits=50).split(s))
+        list(ScaffoldKFold(n_splits=50, on_invalid="skip").split(s))
     assert clone(cv).get_params() == cv.get_params()
+
+
+@pytest.mark.parametrize("cv", [ScaffoldSplit(), ScaffoldKFold(n_splits=2)], ids=["split", "kfold"])
+def test_cv_splitters_name_unparsable_rows(cv):
+    """By default an unparsable SMILES is an error naming its row; on_invalid="skip" leaves it
+    in no fold and warns, naming it; the other rows are split as without it."""
+    from gmnet_sklearn.exceptions import InvalidSmilesWarning
+
+    s = _toy()  # row 11 is "C1CC"
+    with pytest.raises(ValueError, match=r"cannot parse 1 of 12 SMILES, at rows 11 \('C1CC'\)"):
+        list(cv.split(s))
+    skipping = clone(cv).set_params(on_invalid="skip")
+    with pytest.warns(InvalidSmilesWarning, match=r"rows 11 \('C1CC'\)"):
+        folds = list(skipping.split(s))
+    for train, test in folds:
+        assert 11 not in train and 11 not in test
+    assert [(tr.tolist(), te.tolist()) for tr, te in folds] == [
+        (tr.tolist(), te.tolist()) for tr, te in cv.split(s[:11])]
+    with pytest.raises(ValueError, match="on_invalid must be one of"):
+        list(clone(cv).set_params(on_invalid="nan").split(s))
 
 
 def test_scaffold_split_cv_on_real_data():

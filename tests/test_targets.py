@@ -74,3 +74,28 @@ def test_attributed_past_the_package_frames():
     with pytest.warns(MissingTargetWarning) as record:
         namespace["_fit_y"](np.array([np.nan, 1.0]))
     assert record[0].filename == __file__
+
+
+def test_fit_warns_once_for_a_one_dimensional_y_with_nan():
+    """The estimators call it: one warning for y (rows as the caller numbers them), one for
+    y_valid, attributed to the caller; a 2-D y with NaN (missing labels) is not warned about."""
+    from gmnet_sklearn import GMNetClassifier, GMNetRegressor
+
+    from ._smiles import SMILES, class_target, regression_target
+
+    tiny = dict(d_model=16, n_layers=1, n_heads=2, k=4, L=2, max_epochs=1, random_state=0, descriptors=False)
+    y = regression_target(SMILES)
+    y[[2, 30]] = np.nan
+    with pytest.warns(MissingTargetWarning) as record:
+        GMNetRegressor(**tiny).fit(SMILES, y)
+    assert len(record) == 1 and "2 of 50 rows (rows 2, 30)" in str(record[0].message)
+    assert record[0].filename == __file__
+    with pytest.warns(MissingTargetWarning) as record:
+        GMNetRegressor(**tiny).fit(SMILES[:40], y[:40], X_valid=SMILES[40:], y_valid=y[28:38])
+    assert len(record) == 2 and "y has missing values (NaN) in 2 of 40 rows" in str(record[0].message)
+    assert str(record[1].message).startswith("y_valid has missing values (NaN) in 1 of 10 rows (row 2)")
+    y2 = np.c_[class_target(SMILES), 1 - class_target(SMILES)].astype(float)
+    y2[::5, 0] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MissingTargetWarning)
+        GMNetClassifier(**tiny).fit(SMILES, y2)

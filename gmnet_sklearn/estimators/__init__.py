@@ -1,5 +1,6 @@
 """scikit-learn estimators on SMILES: Chem-GMNet and the same-shape ChemBERTa baseline."""
 
+from ..exceptions import InvalidSmilesWarning
 from ._base import SmilesNetBase
 from .chemberta import ChemBERTaClassifier, ChemBERTaRegressor
 from .gmnet import GMNetClassifier, GMNetRegressor
@@ -15,4 +16,5 @@ def load_model(path, device=None):
 
 
 __all__ = ["GMNetRegressor", "GMNetClassifier", "ChemBERTaRegressor", "ChemBERTaClassifier", "TrainingSnapshot",
-           "load_model", "ESTIMATORS", "PAPER_PROTOCOL", "CHEMBERTA_PAPER_PROTOCOL"]
+           "load_model", "ESTIMATORS", "PAPER_PROTOCOL", "CHEMBERTA_PAPER_PROTOCOL",
+           "InvalidSmilesWarning"]

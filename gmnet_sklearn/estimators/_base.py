@@ -35,6 +35,8 @@ from ..descriptors import RDKitDescriptors, compute_descriptors
 from ..fingerprints import MorganFingerprint
 from ..tokenizer import EncodedBatch, SmilesTokenizer
 from ..utils.validation import check_smiles_input  # the package's one SMILES coercion (also re-exported here)
+from ._invalid import skip_invalid_rows
+from ._targets import warn_missing_targets
 from .data import BucketedLoader, EncodedSmilesDataset, sequential_loader
 from .fusion import DescriptorFusion
 from .losses import CrossEntropyLoss, MaskedBCEWithLogitsLoss, MaskedMSELoss
@@ -42,7 +44,7 @@ from .metrics import has_auc, masked_rmse, mean_roc_auc
 from .schedule import SCHEDULES, WarmupDecay
 from .snapshot import TrainingSnapshot, fit_fingerprint
 
-ON_INVALID = ("raise", "nan")
+ON_INVALID = ("raise", "nan", "skip")
 VALID_SPLITS = ("scaffold", "random", None)
 OPTIMIZERS = ("adamw", "adam")
 
@@ -134,7 +136,8 @@ class SmilesNetBase(BaseEstimator):
 
     # ---- encoding ---------------------------------------------------------------------------
     def _encode(self, X, on_invalid: str = "raise"):
-        return self.tokenizer_.encode_batch(X, max_length=self.max_length_, on_invalid="mask" if on_invalid == "nan" else "raise")
+        mask = on_invalid in ("nan", "skip")  # predict: NaN rows (fit skips them before encoding)
+        return self.tokenizer_.encode_batch(X, max_length=self.max_length_, on_invalid="mask" if mask else "raise")
 
     def _internal_split(self, smiles: list, seed: int):
         """Train/valid indices for best-epoch selection when no validation set is passed."""
@@ -163,7 +166,10 @@ class SmilesNetBase(BaseEstimator):
         for that many epochs. The validation set is ``(X_valid, y_valid)`` when given, else a
         ``valid_split`` of the training data (scaffold split by default), else none (the last
         epoch is kept). With ``n_estimators > 1`` that many members are trained (seeds
-        ``random_state + i``) and their predictions averaged.
+        ``random_state + i``) and their predictions averaged. With ``on_invalid="skip"`` rows of
+        ``X`` and ``X_valid`` whose SMILES cannot be used are left out with their targets (an
+        ``InvalidSmilesWarning`` names them; ``n_invalid_skipped_``, ``invalid_rows_`` and
+        ``invalid_valid_rows_`` keep the count and positions); otherwise they raise.
         """
         self._validate_params()
         seed = _seed(self.random_state)
@@ -189,21 +195,28 @@ class SmilesNetBase(BaseEstimator):
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         check_consistent_length(X, y)
         y = self._check_y(y, len(X))
+        warn_missing_targets(y)  # a 1-D y with NaN: masked, but said once (rows as the user numbers them)
         if (X_valid is None) != (y_valid is None):
             raise ValueError("pass both X_valid and y_valid, or neither")
         self.max_length_ = self._max_length()
         self.device_ = resolve_device(self.device)
         fingerprint_data = [np.asarray(X, dtype=object), y, None if X_valid is None else np.asarray(X_valid, dtype=object),
                             None if y_valid is None else np.asarray(y_valid)]
+        # on_invalid="skip": rows RDKit (or the tokenizer) rejects leave before anything else, so
+        # splits, vocabulary, descriptors and variants all see the same rows.
+        X, y, self.invalid_rows_ = self._skip_invalid(X, y, "X")
 
         # Every SMILES is checked and encoded once, before any split, so errors name positions in
         # the user's X and nothing is dropped silently.
         train_idx = np.arange(len(X))
         valid_X = None
+        self.invalid_valid_rows_ = np.empty(0, dtype=np.int64)
         if X_valid is not None:
             valid_X = check_smiles_input(X_valid, "X_valid")
             check_consistent_length(valid_X, y_valid)
             y_valid = self._check_y(y_valid, len(valid_X))
+            warn_missing_targets(y_valid, name="y_valid")
+            valid_X, y_valid, self.invalid_valid_rows_ = self._skip_invalid(valid_X, y_valid, "X_valid")
         elif self.valid_split is not None:
             train_idx, valid_idx = self._internal_split(X, seed)
             if len(valid_idx) == 0 or len(train_idx) == 0:
@@ -234,7 +247,14 @@ class SmilesNetBase(BaseEstimator):
             order = np.argsort(enc_valid.lengths, kind="stable")  # less padding, same rows
             valid_set = EncodedSmilesDataset(enc_valid, self._transform_y(y_valid), order=order, device=self.device_,
                                              descriptors=self._molecule_features(valid_X))
+        self.n_invalid_skipped_ = len(self.invalid_rows_) + len(self.invalid_valid_rows_)
         return train_set, valid_set, fingerprint_data
+
+    def _skip_invalid(self, X: list, y: np.ndarray, name: str):
+        """``(X, y, skipped row positions)``: unchanged unless ``on_invalid="skip"``."""
+        if self.on_invalid != "skip":
+            return X, y, np.empty(0, dtype=np.int64)
+        return skip_invalid_rows(X, y, self.max_length_, name)
 
     def _molecule_features(self, smiles, fit: bool = False) -> np.ndarray | None:
         """Molecule-level features fused into the head, one row per SMILES (None without any):
@@ -478,11 +498,13 @@ class SmilesNetBase(BaseEstimator):
 
     def _fitted_metadata(self) -> dict[str, Any]:
         return {"n_outputs_": self.n_outputs_, "max_length_": self.max_length_, "n_train_": self.n_train_,
-                "n_valid_": self.n_valid_}
+                "n_valid_": self.n_valid_, "n_invalid_skipped_": self.n_invalid_skipped_,
+                "invalid_rows_": self.invalid_rows_, "invalid_valid_rows_": self.invalid_valid_rows_}
 
     def _restore_fitted_metadata(self, meta: dict[str, Any]):
         for key, value in meta.items():
-            setattr(self, key, np.asarray(value) if isinstance(value, list) else value)
+            setattr(self, key, np.asarray(value, dtype=np.int64 if key.startswith("invalid_") else None)
+                    if isinstance(value, list) else value)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

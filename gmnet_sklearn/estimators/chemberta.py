@@ -27,6 +27,11 @@ class _ChemBERTaParams(SmilesNetBase):
     the ChemBERTa-10M ratio of intermediate to hidden size, 464/384) as the Chem-GMNet estimators; the architecture parameters are d_model, n_layers, n_heads, intermediate_size,
     dropout (hidden) and attention_dropout. ``ChemBERTaRegressor(**CHEMBERTA_PAPER_PROTOCOL)`` is
     the paper's baseline and protocol.
+
+    on_invalid : "raise" (default), "nan" (NaN rows at predict) or "skip" (also leaves the rows
+        of X and X_valid whose SMILES RDKit rejects out of fit, with a warning naming them and
+        ``n_invalid_skipped_`` / ``invalid_rows_`` / ``invalid_valid_rows_`` recording them), as
+        for the Chem-GMNet estimators.
     """
 
     _family = "ChemBERTa"

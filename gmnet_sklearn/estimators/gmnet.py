@@ -55,7 +55,12 @@ class _GMNetParams(SmilesNetBase):
         no ``X_valid``: "scaffold" (default), "random" or None (keep the last epoch).
     max_length : longest accepted token sequence incl. [CLS]/[SEP] (None: 514, the paper's).
     vocab_file : DeepChem-style vocabulary file; None fits the vocabulary on the training SMILES.
-    on_invalid : "raise" (default) or "nan": at predict time, NaN rows for invalid SMILES.
+    on_invalid : what happens to a SMILES RDKit (or the tokenizer) rejects. "raise" (default): an
+        error naming the rows, in fit and predict. "nan": predict gives NaN rows for them (fit still
+        raises). "skip": as "nan" at predict, and fit leaves such rows of X and X_valid out, with
+        their targets, before splitting and featurising, with an ``InvalidSmilesWarning`` naming
+        them; ``n_invalid_skipped_``, ``invalid_rows_`` and ``invalid_valid_rows_`` (positions in
+        X and X_valid) record them.
     bucket_by_length : length-bucketed (still shuffled) training batches, less padding.
     random_state, device ("auto" picks CUDA when present), verbose, callbacks (extra skorch callbacks;
         a ``TrainingSnapshot`` among them makes the fit resumable after a kill).

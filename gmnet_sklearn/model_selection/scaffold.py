@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import numbers
+import warnings
 from typing import Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -41,6 +42,8 @@ __all__ = [
 
 #: Default maximum SMILES length kept after the split (the chemberta3 protocol).
 MAX_SMILES_LENGTH = 200
+#: What the CV splitters do with SMILES RDKit cannot parse.
+ON_INVALID = ("raise", "skip")
 
 
 # ----------------------------------------------------------------------------------------
@@ -293,6 +296,25 @@ def _smiles_from(X, groups, smiles_column):
         raise ValueError(f"{exc}. For featurized X, pass the SMILES as `groups=` to split().") from None
 
 
+def _check_parsable(splitter, smiles: np.ndarray, scaffolds: list) -> None:
+    """The splitters' ``on_invalid``: "raise" names the rows RDKit cannot parse; "skip" leaves
+    them in no fold, with an ``InvalidSmilesWarning`` naming them."""
+    from ..exceptions import InvalidSmilesWarning
+
+    if splitter.on_invalid not in ON_INVALID:
+        raise ValueError(f"on_invalid must be one of {ON_INVALID}, got {splitter.on_invalid!r}")
+    bad = [i for i, sc in enumerate(scaffolds) if sc is _UNPARSABLE]
+    if not bad:
+        return
+    shown = ", ".join(f"{i} ({smiles[i]!r})" for i in bad[:5]) + (f", ... ({len(bad) - 5} more)" if len(bad) > 5 else "")
+    name = type(splitter).__name__
+    if splitter.on_invalid == "raise":
+        raise ValueError(f"{name}: RDKit cannot parse {len(bad)} of {len(smiles)} SMILES, at rows {shown}; "
+                         "pass on_invalid='skip' to leave them out of every fold")
+    warnings.warn(f"{name}(on_invalid='skip'): {len(bad)} of {len(smiles)} SMILES RDKit cannot parse are in "
+                  f"no fold (rows {shown})", InvalidSmilesWarning, stacklevel=3)
+
+
 class ScaffoldSplit(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
     """One deterministic scaffold fold, usable as ``cv=`` anywhere in scikit-learn.
 
@@ -312,9 +334,12 @@ class ScaffoldSplit(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
     max_smiles_length : int or None, default 200
         SMILES longer than this are dropped from both sides after the split.
     drop_invalid : bool, default True
-        See :func:`scaffold_split`.
+        See :func:`scaffold_split` (with ``on_invalid="skip"``).
     smiles_column : str, default "smiles"
         Column read when X is a DataFrame.
+    on_invalid : {"raise", "skip"}, default "raise"
+        SMILES RDKit cannot parse: "raise" names their rows; "skip" leaves them in neither part
+        (DeepChem's protocol, as :func:`scaffold_split`), with a warning naming them.
     """
 
     def __init__(
@@ -325,6 +350,7 @@ class ScaffoldSplit(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
         max_smiles_length: Optional[int] = MAX_SMILES_LENGTH,
         drop_invalid: bool = True,
         smiles_column: str = "smiles",
+        on_invalid: str = "raise",
     ):
         self.part = part
         self.frac_train = frac_train
@@ -332,6 +358,7 @@ class ScaffoldSplit(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
         self.max_smiles_length = max_smiles_length
         self.drop_invalid = drop_invalid
         self.smiles_column = smiles_column
+        self.on_invalid = on_invalid
 
     def get_n_splits(self, X=None, y=None, groups=None) -> int:
         return 1
@@ -340,6 +367,7 @@ class ScaffoldSplit(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
         if self.part not in ("test", "valid"):
             raise ValueError(f"part must be 'test' or 'valid', got {self.part!r}")
         smiles = _smiles_from(X, groups, self.smiles_column)
+        _check_parsable(self, smiles, _scaffolds(smiles))  # scaffolds are cached: the split reuses them
         train, valid, test = scaffold_split(
             smiles,
             frac_train=self.frac_train,
@@ -356,14 +384,18 @@ class ScaffoldKFold(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
 
     Scaffold groups are taken largest first (DeepChem's order) and each is put into the
     fold that currently holds the fewest molecules (lowest fold number on ties), so folds
-    are balanced in size and deterministic. Unparsable SMILES are in no fold; SMILES
-    longer than ``max_smiles_length`` are dropped from both sides of every fold.
+    are balanced in size and deterministic. Unparsable SMILES raise (``on_invalid="skip"``:
+    in no fold); SMILES longer than ``max_smiles_length`` are dropped from both sides of
+    every fold.
 
     Parameters
     ----------
     n_splits : int, default 5
     max_smiles_length : int or None, default 200
     smiles_column : str, default "smiles"
+    on_invalid : {"raise", "skip"}, default "raise"
+        SMILES RDKit cannot parse: "raise" names their rows; "skip" leaves them in no fold, with
+        a warning naming them.
     """
 
     def __init__(
@@ -371,10 +403,12 @@ class ScaffoldKFold(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
         n_splits: int = 5,
         max_smiles_length: Optional[int] = MAX_SMILES_LENGTH,
         smiles_column: str = "smiles",
+        on_invalid: str = "raise",
     ):
         self.n_splits = n_splits
         self.max_smiles_length = max_smiles_length
         self.smiles_column = smiles_column
+        self.on_invalid = on_invalid
 
     def get_n_splits(self, X=None, y=None, groups=None) -> int:
         return self.n_splits
@@ -384,7 +418,9 @@ class ScaffoldKFold(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
         if n_splits < 2:
             raise ValueError(f"n_splits must be >= 2, got {self.n_splits!r}")
         smiles = _smiles_from(X, groups, self.smiles_column)
-        scaffold_sets = _sorted_scaffold_sets(_scaffolds(smiles))
+        scaffolds = _scaffolds(smiles)
+        _check_parsable(self, smiles, scaffolds)
+        scaffold_sets = _sorted_scaffold_sets(scaffolds)
         if len(scaffold_sets) < n_splits:
             raise ValueError(
                 f"cannot make {n_splits} folds from {len(scaffold_sets)} scaffold groups"

@@ -1,0 +1,10 @@
+"""Warnings of gmnet_sklearn (importing this module imports neither torch nor RDKit)."""
+
+from __future__ import annotations
+
+__all__ = ["InvalidSmilesWarning"]
+
+
+class InvalidSmilesWarning(UserWarning):
+    """Rows whose SMILES cannot be used (RDKit rejects them, or the tokenizer does) were left
+    out on request: ``on_invalid="skip"`` of the estimators and of the scaffold CV splitters."""
