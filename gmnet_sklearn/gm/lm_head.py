@@ -38,10 +38,14 @@ class SphereLMHead(nn.Module):
 class GMNetForMaskedLM(nn.Module):
     """Encoder + sphere LM head; ``encoder`` can be copied into a ``GMNet`` after pretraining."""
 
+    tied_keys = {"lm_head.P": "encoder.embedding.P"}  # the head scores against the embedding's directions
+
     def __init__(self, vocab_size: int, k: int = 8, L: int = 3, d_model: int = 384, n_layers: int = 3,
-                 n_heads: int = 12, dropout: float = 0.144, attention: str = "dual_ska", pad_id: int = 0):
+                 n_heads: int = 12, dropout: float = 0.144, attention: str = "dual_ska", activation="gelu",
+                 adaptive: bool = False, conj_shift: float = 1.0, pad_id: int = 0):
         super().__init__()
-        self.encoder = GMNetEncoder(vocab_size, k, L, d_model, n_layers, n_heads, dropout, attention, pad_id=pad_id)
+        self.encoder = GMNetEncoder(vocab_size, k, L, d_model, n_layers, n_heads, dropout, attention, activation,
+                                    adaptive, conj_shift, pad_id=pad_id)
         self.lm_head = SphereLMHead(self.encoder.embedding.P, d_model, L)
 
     def forward(self, input_ids, conj_flags=None, attention_mask=None, labels=None):
@@ -51,3 +55,15 @@ class GMNetForMaskedLM(nn.Module):
             return logits
         loss = torch_F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
         return loss, logits
+
+    def masked_states(self, input_ids, conj_flags, attention_mask, labels):
+        """Final states (M, d) and labels (M,) of the M labelled (masked) positions only: the
+        head then scores M rows, not B x T. On CPU the encoder runs on the real tokens only."""
+        if input_ids.device.type == "cpu":
+            h, packing = self.encoder.forward_packed(input_ids, conj_flags, attention_mask)
+            labels = packing.pack(labels)
+        else:
+            h = self.encoder(input_ids, conj_flags, attention_mask)
+            h, labels = h.reshape(-1, h.shape[-1]), labels.reshape(-1)
+        keep = (labels != -100).nonzero().squeeze(1)
+        return h.index_select(0, keep), labels.index_select(0, keep)
