@@ -270,6 +270,9 @@ def test_cli(corpus, tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["finished"] and out["steps"] == 3 and "eval_loss" in out["last_eval"]
     assert json.loads((tmp_path / "cli" / "config.json").read_text())["params"]["intermediate_size"] == 32
+    assert main([str(folder), str(tmp_path / "prep"), "--vocab-file", str(vocab), "--prepare-only", "--quiet"]) == 0
+    prepared = json.loads(capsys.readouterr().out)
+    assert prepared["prepared"] and prepared["cache"]["n_invalid"] == 2 and not (tmp_path / "prep" / "checkpoint.pt").exists()
 
 
 def test_bad_arguments(corpus, tmp_path):

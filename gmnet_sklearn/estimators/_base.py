@@ -568,6 +568,8 @@ def _json_default(obj):
         return obj.tolist()
     if isinstance(obj, np.generic):
         return obj.item()
+    if isinstance(obj, os.PathLike):  # e.g. pretrained=Path(...)
+        return os.fspath(obj)
     raise TypeError(f"cannot store {type(obj).__name__} in config.json")
 
 

@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--prepare-only", action="store_true", help="encode the corpus into the cache, do not train")
     return p
 
 
@@ -75,7 +76,10 @@ def main(argv=None) -> int:
         eval_every=args.eval_every, eval_size=args.eval_size, checkpoint_every=args.checkpoint_every,
         checkpoint_minutes=args.checkpoint_minutes, time_limit=args.time_limit, shard_size=args.shard_size,
         bucket_by_length=not args.no_bucket, cache_dir=args.cache_dir, seed=args.seed, device=args.device,
-        progress=not args.quiet, **model_kwargs)
+        progress=not args.quiet, prepare_only=args.prepare_only, **model_kwargs)
+    if args.prepare_only:
+        print(json.dumps(summary, indent=1))
+        return 0
     last = summary["history"][-1] if summary["history"] else {}
     print(json.dumps({k: summary[k] for k in ("finished", "steps", "total_steps", "epochs", "smiles_seen", "seconds",
                                               "smiles_per_second", "path")} | {"last_eval": last}, indent=1))

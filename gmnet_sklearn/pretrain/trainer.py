@@ -129,7 +129,8 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto",
              eval_every: int = 1000, eval_size: int | None = 10_000, checkpoint_every: int = 200,
              checkpoint_minutes: float = 10.0, time_limit: float | None = None, shard_size: int = 100_000,
              bucket_by_length: bool = True, cache_dir=None, seed: int = 0, device: str = "auto",
-             progress: bool = True, callback: Callable[[dict], None] | None = None, **model_kwargs) -> dict:
+             progress: bool = True, callback: Callable[[dict], None] | None = None, prepare_only: bool = False,
+             **model_kwargs) -> dict:
     """Pretrain a masked-LM ``model`` ("gmnet" or "chemberta") on the SMILES ``corpus`` (a file or a
     folder; see ``corpus.py``) into ``output_dir``; returns the run's summary (also in
     ``output_dir/config.json`` once finished: ``finished`` is False when ``time_limit`` stopped it).
@@ -143,7 +144,8 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto",
     after ``warmup`` (a fraction of the steps). A checkpoint is written every
     ``checkpoint_every`` steps and at least every ``checkpoint_minutes``; ``time_limit`` (seconds)
     ends the call early with a checkpoint (call again to go on). ``callback(info)`` is called
-    after every step with the step's numbers.
+    after every step with the step's numbers. ``prepare_only`` encodes the corpus (the cache)
+    and returns its cost without training.
     """
     check_family(model)
     params = model_params(model, model_kwargs)
@@ -183,6 +185,8 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto",
                     progress=progress, label="encoding test set")
         evaluator = _Evaluator(EncodedCorpus(cache_dir / "test"), masker, tokenizer.pad_id, batch_size, seed, device)
 
+    if prepare_only:
+        return {"prepared": True, "cache": cache_cost(train_manifest), "cache_dir": str(cache_dir)}
     plan = BatchPlan(train.shard_sizes, batch_size, seed, bucket=bucket_by_length)
     total_steps = max_steps if max_steps is not None else epochs * plan.steps_per_epoch
     warmup_steps = int(round(warmup * total_steps))
