@@ -283,3 +283,63 @@ def test_bad_arguments(corpus, tmp_path):
         pretrain(folder, tmp_path / "x", "gmnet", vocab_file=vocab, intermediate_size=3)
     with pytest.raises(ValueError, match="batch_size must be a positive integer"):
         pretrain(folder, tmp_path / "x", "gmnet", vocab_file=vocab, batch_size=0)
+
+
+_KILLED_RUN = """
+import sys, time, torch
+torch.set_num_threads(1)
+from gmnet_sklearn.pretrain import pretrain
+folder, out, vocab = sys.argv[1:4]
+pretrain(folder, out, "chemberta", vocab_file=vocab, cache_dir=out + "-cache", batch_size=16, max_steps=40,
+         eval_every=10, checkpoint_every=3, shard_size=128, lr=2e-3, progress=False, seed=1,
+         callback=lambda info: time.sleep(0.05), **{TINY!r})
+"""
+
+
+def test_sigkilled_process_resumes_bit_for_bit(corpus, tmp_path):
+    """A real kill (SIGKILL, at whatever point the run is) twice, then the run finishes in this
+    process: every weight and evaluation as in an uninterrupted run."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    folder, vocab = corpus
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        args = dict(vocab_file=vocab, batch_size=16, max_steps=40, eval_every=10, checkpoint_every=3, shard_size=128,
+                    lr=2e-3, progress=False, seed=1)
+        full = pretrain(folder, tmp_path / "full", "chemberta", cache_dir=tmp_path / "full-cache", **args,
+                        **TINY_CHEMBERTA)
+        out = tmp_path / "killed"
+        script = _KILLED_RUN.replace("{TINY!r}", repr(TINY_CHEMBERTA))
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+        rng = np.random.RandomState(0)
+        for _ in range(2):
+            ckpt = out / "checkpoint.pt"
+            before = ckpt.stat().st_mtime_ns if ckpt.exists() else None
+            proc = subprocess.Popen([sys.executable, "-c", script, str(folder), str(out), str(vocab)], env=env)
+            deadline = time.time() + 120
+            # wait for a checkpoint of this process, then kill it somewhere in the steps after it
+            while ((ckpt.stat().st_mtime_ns if ckpt.exists() else None) == before and proc.poll() is None
+                   and time.time() < deadline):
+                time.sleep(0.02)
+            time.sleep(rng.uniform(0.1, 0.6))
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            assert proc.returncode == -signal.SIGKILL, "the run ended before it was killed: make it longer"
+        assert not (out / "config.json").exists()
+        step_killed = torch.load(out / "checkpoint.pt", weights_only=True)["step"]
+        assert 3 < step_killed < 40  # the second process went on from the first one's checkpoint
+        resumed = pretrain(folder, out, "chemberta", cache_dir=str(out) + "-cache", **args, **TINY_CHEMBERTA)
+    finally:
+        torch.set_num_threads(threads)
+    from safetensors.torch import load_file
+
+    a, b = load_file(str(tmp_path / "full" / "model.safetensors")), load_file(str(out / "model.safetensors"))
+    for key in a:
+        assert torch.equal(a[key], b[key]), key
+    drop = lambda hs: [{k: v for k, v in h.items() if k != "seconds"} for h in hs]  # noqa: E731
+    assert drop(resumed["history"]) == drop(full["history"])
