@@ -343,3 +343,19 @@ def test_sigkilled_process_resumes_bit_for_bit(corpus, tmp_path):
         assert torch.equal(a[key], b[key]), key
     drop = lambda hs: [{k: v for k, v in h.items() if k != "seconds"} for h in hs]  # noqa: E731
     assert drop(resumed["history"]) == drop(full["history"])
+
+
+@pytest.mark.parametrize("model", ["gmnet", "chemberta"])
+def test_masked_lm_starts_near_uniform_at_the_paper_shape(model, tmp_path):
+    """An untrained masked-LM scores the masked tokens at about log V (no runaway initial logits)."""
+    from gmnet_sklearn.pretrain.models import DEFAULT_PARAMS, build_mlm
+    from gmnet_sklearn.pretrain.trainer import masked_lm_loss
+
+    tok = SmilesTokenizer(write_vocab(tmp_path / "v.txt")).fit([])
+    ids, flags, mask = (torch.as_tensor(a) for a in tok.encode_batch(VALID * 2).padded())
+    inputs, labels, flags = Masker(tok)(ids, step_generator(0, 0), flags.long())
+    torch.manual_seed(0)
+    mlm = build_mlm(model, tok.vocab_size, tok.pad_id, DEFAULT_PARAMS[model]).eval()
+    with torch.no_grad():
+        loss, _, n = masked_lm_loss(mlm, inputs, flags, mask, labels)
+    assert n > 50 and abs(float(loss) - np.log(tok.vocab_size)) < 1.0, float(loss)

@@ -204,3 +204,19 @@ def test_pretrain_then_fine_tune_smoke(tmp_path):
     y = np.array([len(s) for s in X], dtype=float)
     est = GMNetRegressor.from_pretrained(tmp_path / "run", max_epochs=2, batch_size=32, random_state=0).fit(X, y)
     assert est.k == 4 and np.isfinite(est.predict(X[:20])).all()
+
+
+def test_training_snapshot_fingerprint_ignores_pretrained_none(tmp_path):
+    """Snapshots written before `pretrained` existed (long benchmark fits) still resume."""
+    from pathlib import Path
+
+    from gmnet_sklearn.estimators import TrainingSnapshot
+    from gmnet_sklearn.estimators.snapshot import fit_fingerprint
+
+    X, y = SMILES, regression_target(SMILES)
+    est = ChemBERTaRegressor(**TINY["chemberta"], descriptors=False, callbacks=[TrainingSnapshot(tmp_path)], **FIT)
+    est.fit(X, y)
+    params = {k: v for k, v in est.get_params(deep=False).items()
+              if k not in ("callbacks", "verbose", "device", "pretrained")}
+    expected = fit_fingerprint({"estimator": "ChemBERTaRegressor", **params}, 0, [np.asarray(X, dtype=object), y, None, None])
+    assert Path(est.resume_info_["snapshot"]).name.startswith(expected)

@@ -363,7 +363,8 @@ class SmilesNetBase(BaseEstimator):
         callbacks = self._callbacks(valid_set, n_batches)
         snapshot = snapshots[0] if snapshots else None
         if snapshot is not None:  # last, so it sees this epoch's scores and best weights
-            params = {k: v for k, v in self.get_params(deep=False).items() if k not in ("callbacks", "verbose", "device")}
+            params = {k: v for k, v in self.get_params(deep=False).items() if k not in ("callbacks", "verbose", "device")
+                      and not (k == "pretrained" and v is None)}  # snapshots from before `pretrained` existed still fit
             snapshot.bind(fingerprint=fit_fingerprint({"estimator": type(self).__name__, **params,
                                                        **({"member": member} if member else {})},
                                                       seed - member, fingerprint_data),

@@ -127,12 +127,10 @@ def read_chunks(records, chunk_size: int) -> Iterator[list[str]]:
 
 
 def describe(files) -> list[dict]:
-    """Name, size and modification time of each file: a corpus's identity for the cache."""
-    out = []
-    for p in files:
-        st = os.stat(p)
-        out.append({"name": Path(p).name, "bytes": st.st_size, "mtime_ns": st.st_mtime_ns})
-    return out
+    """Name and size of each file: a corpus's identity for the cache and the run's fingerprint
+    (not the path or the modification time, so a run goes on from a fresh copy of the corpus in
+    another session or on another machine)."""
+    return [{"name": Path(p).name, "bytes": os.stat(p).st_size} for p in files]
 
 
 __all__ = ["corpus_files", "held_out_file", "iter_file", "iter_smiles", "read_chunks", "describe"]
