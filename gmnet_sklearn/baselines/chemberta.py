@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["ChemBERTa", "hf_to_chemberta_key", "create_position_ids"]
+__all__ = ["ChemBERTa", "ChemBERTaForMaskedLM", "RobertaLMHead", "hf_to_chemberta_key", "create_position_ids"]
 
 
 def create_position_ids(input_ids: torch.Tensor, padding_idx: int) -> torch.Tensor:
@@ -179,7 +179,7 @@ class ChemBERTa(nn.Module):
             EncoderLayer(d_model, n_heads, intermediate_size, dropout, attention_dropout, layer_norm_eps)
             for _ in range(n_layers)
         )
-        self.head = ClassificationHead(d_model, n_outputs, dropout)
+        self.head = ClassificationHead(d_model, n_outputs, dropout) if n_outputs else None
         self.reset_parameters()
 
     # ------------------------------------------------------------------ init
@@ -243,6 +243,8 @@ class ChemBERTa(nn.Module):
                 attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Outputs (batch, n_outputs) from the first token.  ``conj_flags`` is ignored."""
         del conj_flags  # same signature as the Chem-GMNet model; RoBERTa has no use for it
+        if self.head is None:
+            raise RuntimeError("this ChemBERTa has no head (n_outputs=0); use encode()")
         return self.head(self.encode(input_ids, attention_mask))
 
     def pool(self, input_ids: torch.Tensor, conj_flags: torch.Tensor | None = None,
@@ -323,6 +325,78 @@ class ChemBERTa(nn.Module):
             net = net.to(dtype=dtypes.pop())
         net.load_hf_state_dict(sd, strict=strict)
         return net
+
+
+class RobertaLMHead(nn.Module):
+    """RoBERTa's masked-LM head: dense, GELU, LayerNorm, then the decoder whose weight is the
+    word-embedding table (tied) with its own bias, as Hugging Face's ``RobertaLMHead``."""
+
+    def __init__(self, word_embeddings: nn.Embedding, d_model: int, layer_norm_eps: float):
+        super().__init__()
+        vocab_size = word_embeddings.weight.shape[0]
+        self.dense = nn.Linear(d_model, d_model)
+        self.layer_norm = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.decoder = nn.Linear(d_model, vocab_size)
+        self.decoder.weight = word_embeddings.weight  # tied
+        nn.init.zeros_(self.decoder.bias)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.decoder(self.layer_norm(F.gelu(self.dense(hidden))))
+
+
+class ChemBERTaForMaskedLM(nn.Module):
+    """The baseline's encoder (a head-less :class:`ChemBERTa`, ``encoder``) with RoBERTa's masked-LM
+    head (``lm_head``): Hugging Face's ``RobertaForMaskedLM`` in plain torch. After pretraining,
+    ``encoder``'s weights are those of a property ``ChemBERTa`` minus its head."""
+
+    tied_keys = {"lm_head.decoder.weight": "encoder.embeddings.word_embeddings.weight"}
+
+    def __init__(self, vocab_size: int, d_model: int = 384, n_layers: int = 3, n_heads: int = 12,
+                 intermediate_size: int = 464, max_position_embeddings: int = 515, type_vocab_size: int = 2,
+                 dropout: float = 0.144, attention_dropout: float = 0.109, pad_id: int = 0,
+                 layer_norm_eps: float = 1e-12, initializer_range: float = 0.02):
+        super().__init__()
+        self.encoder = ChemBERTa(vocab_size, 0, d_model, n_layers, n_heads, intermediate_size, max_position_embeddings,
+                                 type_vocab_size, dropout, attention_dropout, pad_id, layer_norm_eps, initializer_range)
+        self.lm_head = RobertaLMHead(self.encoder.embeddings.word_embeddings, d_model, layer_norm_eps)
+        with torch.no_grad():  # Hugging Face's initialisation of the head
+            self.lm_head.dense.weight.normal_(0.0, initializer_range)
+            self.lm_head.dense.bias.zero_()
+
+    def forward(self, input_ids, conj_flags=None, attention_mask=None):
+        """Logits (B, T, V); ``conj_flags`` is ignored."""
+        return self.lm_head(self.encoder.encode(input_ids, attention_mask))
+
+    def masked_states(self, input_ids, conj_flags, attention_mask, labels):
+        """Final states (M, d) and labels (M,) of the labelled (masked) positions only."""
+        h = self.encoder.encode(input_ids, attention_mask)
+        h, labels = h.reshape(-1, h.shape[-1]), labels.reshape(-1)
+        keep = (labels != -100).nonzero().squeeze(1)
+        return h.index_select(0, keep), labels.index_select(0, keep)
+
+    def load_hf_state_dict(self, state_dict: Mapping[str, torch.Tensor]):
+        """Load a Hugging Face ``RobertaForMaskedLM`` state dict (encoder and LM head); every
+        parameter here must be provided. Returns the keys of ``state_dict`` not used."""
+        _, unexpected = self.encoder.load_hf_state_dict(state_dict, strict=True)
+        head = {f"lm_head.{name}": name for name in ("dense.weight", "dense.bias", "layer_norm.weight", "layer_norm.bias")}
+        head.update({"lm_head.bias": "decoder.bias", "lm_head.decoder.bias": "decoder.bias"})
+        own = dict(self.lm_head.named_parameters())
+        found = set()
+        with torch.no_grad():
+            for key in list(unexpected):
+                if key in head:
+                    target = own[head[key]]
+                    if tuple(state_dict[key].shape) != tuple(target.shape):
+                        raise ValueError(f"shape mismatch for {key}: {tuple(state_dict[key].shape)} vs {tuple(target.shape)}")
+                    target.copy_(state_dict[key].to(target.dtype))
+                    found.add(head[key])
+                    unexpected.remove(key)
+                elif key == "lm_head.decoder.weight":
+                    unexpected.remove(key)  # tied to the word embeddings, loaded with them
+        missing = set(own) - found - {"decoder.weight"}
+        if missing:
+            raise KeyError(f"Hugging Face state dict lacks lm_head.{sorted(missing)}")
+        return unexpected
 
 
 _LAYER_MAP = {

@@ -64,6 +64,7 @@ TRAINING_PARAMETER_CONSTRAINTS = {
     "tta": [Interval(numbers.Integral, 0, None, closed="left")],
     "descriptors": ["boolean"],
     "fingerprint": ["boolean"],
+    "pretrained": [str, os.PathLike, None],  # a pretrain folder, a Hugging Face RoBERTa folder or "moses"
     "dropout": [Interval(numbers.Real, 0, 1, closed="left")],
     "valid_split": [StrOptions({s for s in VALID_SPLITS if s is not None}), None],
     "valid_size": [Interval(numbers.Real, 0, 1, closed="neither")],
@@ -109,6 +110,7 @@ class SmilesNetBase(BaseEstimator):
     ``_model_max_length``; the task mixins provide targets, loss, metric and predict."""
 
     _family: str = ""  # set by the model families, used in messages
+    _pretrain_family: str = ""  # "gmnet" or "chemberta": which pretrained checkpoints fit
 
     # ---- hooks ------------------------------------------------------------------------------
     def _build_module(self, vocab_size: int, n_outputs: int, pad_id: int) -> torch.nn.Module:
@@ -227,8 +229,9 @@ class SmilesNetBase(BaseEstimator):
         train_X = [X[i] for i in train_idx]
         variants = randomized_smiles(train_X, self.augment, seed) if self.augment else []
         flat_variants = [v for vs in variants for v in vs]
-        # The vocabulary (when fitted) comes from the training SMILES and their variants.
-        self.tokenizer_ = SmilesTokenizer(self.vocab_file).fit(list(X) + flat_variants, on_invalid="ignore")
+        # The vocabulary comes from a pretrained checkpoint, else (when fitted) from the training
+        # SMILES and their variants.
+        self.tokenizer_ = self._make_tokenizer(list(X) + flat_variants)
         encoded = self._encode(X).subset(train_idx)
         y_train = self._fit_y(y[train_idx])  # target statistics / classes come from the training part only
         descriptors = self._molecule_features(train_X, fit=True)
@@ -276,10 +279,39 @@ class SmilesNetBase(BaseEstimator):
         n = self.descriptor_scaler_.n_features_out_ if self.descriptors else 0
         return n + (FUSED_FINGERPRINT["n_bits"] if self.fingerprint else 0)
 
+    def _make_tokenizer(self, smiles: list) -> SmilesTokenizer:
+        """The checkpoint's vocabulary with ``pretrained`` (its shape checked here), else
+        ``vocab_file``'s, else one fitted on ``smiles``."""
+        if self.pretrained is None:
+            self.pretrained_ = None
+            return SmilesTokenizer(self.vocab_file).fit(smiles, on_invalid="ignore")
+        from . import warm_start
+
+        self.pretrained_ = warm_start.read_source(self.pretrained, self._pretrain_family)
+        warm_start.check_compatible(self, self.pretrained_, self._pretrain_family)
+        return warm_start.tokenizer_for(self, self.pretrained_)
+
     def _initialize_module(self, seed: int) -> torch.nn.Module:
-        """The model with its initial weights, drawn from ``seed``."""
+        """The model with its initial weights, drawn from ``seed``; with ``pretrained`` the
+        encoder's weights are then the checkpoint's (the head stays fresh)."""
         torch.manual_seed(seed)
-        return self._make_module()
+        module = self._make_module()
+        if getattr(self, "pretrained_", None) is not None:
+            from . import warm_start
+
+            warm_start.load_encoder(module, warm_start.encoder_state(self.pretrained_, self._pretrain_family))
+        return module
+
+    @classmethod
+    def from_pretrained(cls, pretrained, **params):
+        """An estimator warm-started from ``pretrained`` (a ``gmnet_sklearn.pretrain`` folder, a Hugging
+        Face RoBERTa folder for the ChemBERTa estimators, or "moses") with the checkpoint's shape
+        parameters; ``params`` set the others (a shape parameter given here must match)."""
+        from . import warm_start
+
+        source = warm_start.read_source(pretrained, cls._pretrain_family)
+        shape = {k: v for k, v in source["params"].items() if k in warm_start.SHAPE_PARAMS[cls._pretrain_family]}
+        return cls(pretrained=pretrained, **{**shape, **params})
 
     def _make_module(self) -> torch.nn.Module:
         """The model for the fitted vocabulary and outputs; wrapped for descriptor and
@@ -331,7 +363,8 @@ class SmilesNetBase(BaseEstimator):
         callbacks = self._callbacks(valid_set, n_batches)
         snapshot = snapshots[0] if snapshots else None
         if snapshot is not None:  # last, so it sees this epoch's scores and best weights
-            params = {k: v for k, v in self.get_params(deep=False).items() if k not in ("callbacks", "verbose", "device")}
+            params = {k: v for k, v in self.get_params(deep=False).items() if k not in ("callbacks", "verbose", "device")
+                      and not (k == "pretrained" and v is None)}  # snapshots from before `pretrained` existed still fit
             snapshot.bind(fingerprint=fit_fingerprint({"estimator": type(self).__name__, **params,
                                                        **({"member": member} if member else {})},
                                                       seed - member, fingerprint_data),
@@ -541,6 +574,8 @@ def _json_default(obj):
         return obj.tolist()
     if isinstance(obj, np.generic):
         return obj.item()
+    if isinstance(obj, os.PathLike):  # e.g. pretrained=Path(...)
+        return os.fspath(obj)
     raise TypeError(f"cannot store {type(obj).__name__} in config.json")
 
 

@@ -26,7 +26,9 @@ class _ChemBERTaParams(SmilesNetBase):
     Same training parameters (and defaults: the library's tuned recipe, at the same width, with
     the ChemBERTa-10M ratio of intermediate to hidden size, 464/384) as the Chem-GMNet estimators; the architecture parameters are d_model, n_layers, n_heads, intermediate_size,
     dropout (hidden) and attention_dropout. ``ChemBERTaRegressor(**CHEMBERTA_PAPER_PROTOCOL)`` is
-    the paper's baseline and protocol.
+    the paper's baseline and protocol. ``pretrained`` (a ``gmnet_sklearn.pretrain`` folder, a Hugging
+    Face ``RobertaForMaskedLM`` folder, or "moses") warm-starts the encoder, as for Chem-GMNet;
+    ``ChemBERTaRegressor.from_pretrained(path, ...)`` takes the shape from the checkpoint.
 
     on_invalid : "raise" (default), "nan" (NaN rows at predict) or "skip" (also leaves the rows
         of X and X_valid whose SMILES RDKit rejects out of fit, with a warning naming them and
@@ -34,6 +36,7 @@ class _ChemBERTaParams(SmilesNetBase):
         for the Chem-GMNet estimators.
     """
 
+    _pretrain_family = "chemberta"
     _family = "ChemBERTa"
     _parameter_constraints: dict = {**TRAINING_PARAMETER_CONSTRAINTS, **CHEMBERTA_PARAMETER_CONSTRAINTS}
 
@@ -41,7 +44,7 @@ class _ChemBERTaParams(SmilesNetBase):
                  attention_dropout=0.1, max_position_embeddings=515, optimizer="adamw", lr=5e-4, weight_decay=0.01, warmup=0.1,
                  lr_schedule="cosine", batch_size=32, max_epochs=30, patience=None, n_estimators=1, augment=0, tta=0,
                  descriptors=True, fingerprint=False, valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
-                 bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None):
+                 bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None, pretrained=None):
         self.d_model = d_model
         self.n_layers = n_layers
         self.n_heads = n_heads
@@ -72,6 +75,7 @@ class _ChemBERTaParams(SmilesNetBase):
         self.device = device
         self.verbose = verbose
         self.callbacks = callbacks
+        self.pretrained = pretrained
 
     def _model_max_length(self):
         # RoBERTa positions start after the padding index; with [PAD] = 0 that leaves 514.

@@ -64,8 +64,13 @@ class _GMNetParams(SmilesNetBase):
     bucket_by_length : length-bucketed (still shuffled) training batches, less padding.
     random_state, device ("auto" picks CUDA when present), verbose, callbacks (extra skorch callbacks;
         a ``TrainingSnapshot`` among them makes the fit resumable after a kill).
+    pretrained : None, a folder written by ``gmnet_sklearn.pretrain``, or "moses": start the encoder
+        from its masked-LM weights and vocabulary (the head is fresh). Shape parameters must match
+        the checkpoint's (``ValueError`` otherwise); ``GMNetRegressor.from_pretrained(path, ...)``
+        takes them from it.
     """
 
+    _pretrain_family = "gmnet"
     _family = "Chem-GMNet"
     _parameter_constraints: dict = {**TRAINING_PARAMETER_CONSTRAINTS, **GMNET_PARAMETER_CONSTRAINTS}
 
@@ -73,7 +78,7 @@ class _GMNetParams(SmilesNetBase):
                  activation="gelu", adaptive=False, conj_shift=1.0, optimizer="adamw", lr=5e-4, weight_decay=0.01,
                  warmup=0.1, lr_schedule="cosine", batch_size=32, max_epochs=30, patience=None, n_estimators=1,
                  augment=0, tta=0, descriptors=True, fingerprint=False, valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
-                 bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None):
+                 bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None, pretrained=None):
         self.k = k
         self.L = L
         self.attention = attention
@@ -107,6 +112,7 @@ class _GMNetParams(SmilesNetBase):
         self.device = device
         self.verbose = verbose
         self.callbacks = callbacks
+        self.pretrained = pretrained
 
     def _model_max_length(self):
         return 514  # the paper's max sequence length; the model itself has no position table

@@ -14,6 +14,11 @@ from torch.nn import functional as torch_F
 from . import functional as F
 from .transformer import GMNetEncoder
 
+#: The initial head's logit at z = P_v (the kernel's peak): large enough for confident predictions
+#: early on, small enough that an untrained model scores about log V (6.7 against 6.4 at the
+#: paper's shape with DeepChem's 591 tokens; 1 gives 6.4 but learns slowly, 10 gives 8.0).
+LOGIT_SCALE = 5.0
+
 
 class SphereLMHead(nn.Module):
     def __init__(self, embedding_directions: nn.Parameter, d_model: int, L: int):
@@ -24,8 +29,12 @@ class SphereLMHead(nn.Module):
         self.dense = nn.Linear(d_model, d_model)
         self.layer_norm = nn.LayerNorm(d_model)
         self.to_sphere = nn.Linear(d_model, k, bias=False)
-        # Start as the plain Gegenbauer kernel Phi(z).Phi(P_v), scaled to give usable logits.
-        self.degree_weight = nn.Parameter(torch.as_tensor(F.zonal_coefficients(k, L), dtype=torch.float32) * 10.0)
+        # Start as the plain Gegenbauer kernel Phi(z).Phi(P_v), normalised to LOGIT_SCALE at z = P_v:
+        # logits start within +-5 and the masked-LM loss near log V whatever k and L. (The kernel's
+        # own scale, sum_l N(k, l) / |S^{k-1}|, is 4.8 at k = 8, L = 3; ten times that started the
+        # paper's shape at a loss of 32 against log 591 = 6.4.) The degree weights are trained.
+        a = F.zonal_coefficients(k, L)
+        self.degree_weight = nn.Parameter(torch.as_tensor(a / a.sum() * LOGIT_SCALE, dtype=torch.float32))
         self.bias = nn.Parameter(torch.zeros(vocab_size))
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -38,10 +47,14 @@ class SphereLMHead(nn.Module):
 class GMNetForMaskedLM(nn.Module):
     """Encoder + sphere LM head; ``encoder`` can be copied into a ``GMNet`` after pretraining."""
 
+    tied_keys = {"lm_head.P": "encoder.embedding.P"}  # the head scores against the embedding's directions
+
     def __init__(self, vocab_size: int, k: int = 8, L: int = 3, d_model: int = 384, n_layers: int = 3,
-                 n_heads: int = 12, dropout: float = 0.144, attention: str = "dual_ska", pad_id: int = 0):
+                 n_heads: int = 12, dropout: float = 0.144, attention: str = "dual_ska", activation="gelu",
+                 adaptive: bool = False, conj_shift: float = 1.0, pad_id: int = 0):
         super().__init__()
-        self.encoder = GMNetEncoder(vocab_size, k, L, d_model, n_layers, n_heads, dropout, attention, pad_id=pad_id)
+        self.encoder = GMNetEncoder(vocab_size, k, L, d_model, n_layers, n_heads, dropout, attention, activation,
+                                    adaptive, conj_shift, pad_id=pad_id)
         self.lm_head = SphereLMHead(self.encoder.embedding.P, d_model, L)
 
     def forward(self, input_ids, conj_flags=None, attention_mask=None, labels=None):
@@ -51,3 +64,15 @@ class GMNetForMaskedLM(nn.Module):
             return logits
         loss = torch_F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
         return loss, logits
+
+    def masked_states(self, input_ids, conj_flags, attention_mask, labels):
+        """Final states (M, d) and labels (M,) of the M labelled (masked) positions only: the
+        head then scores M rows, not B x T. On CPU the encoder runs on the real tokens only."""
+        if input_ids.device.type == "cpu":
+            h, packing = self.encoder.forward_packed(input_ids, conj_flags, attention_mask)
+            labels = packing.pack(labels)
+        else:
+            h = self.encoder(input_ids, conj_flags, attention_mask)
+            h, labels = h.reshape(-1, h.shape[-1]), labels.reshape(-1)
+        keep = (labels != -100).nonzero().squeeze(1)
+        return h.index_select(0, keep), labels.index_select(0, keep)

@@ -1,0 +1,169 @@
+"""Warm start: the estimators' ``pretrained=`` parameter.
+
+``pretrained`` is a folder written by ``gmnet_sklearn.pretrain`` (either family), a Hugging Face
+``RobertaForMaskedLM`` folder (``config.json`` + ``model.safetensors`` or ``pytorch_model.bin``;
+ChemBERTa estimators only), or ``"moses"``: the encoder pretrained on MOSES that ships in the
+package (``gmnet_sklearn/pretrained/moses-<family>/``).
+
+The encoder's weights and the vocabulary come from the checkpoint; the head (and the descriptor
+fusion's projection) start fresh from the fit's seed. The estimator's shape parameters must
+match the checkpoint's; a conflict is a ``ValueError`` naming each one.
+``GMNetRegressor.from_pretrained(path, **params)`` builds an estimator with the checkpoint's shape
+(so the parameters stay what ``get_params`` shows, and ``clone``/``GridSearchCV`` see them).
+Dropout rates are free to differ. Nothing is unpickled: safetensors, JSON and text, except a
+Hugging Face ``pytorch_model.bin``, read with ``torch.load(weights_only=True)``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import torch
+
+from ..pretrain.models import PRETRAINED_FORMAT, SHAPE_PARAMS
+from .fusion import DescriptorFusion
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent / "pretrained"
+#: Names ``pretrained=`` accepts besides a path: the folder per family under PACKAGE_DIR.
+NAMED = {"moses": {"gmnet": "moses-gmnet", "chemberta": "moses-chemberta"}}
+_FAMILY_NAMES = {"gmnet": "Chem-GMNet", "chemberta": "ChemBERTa"}
+#: Hugging Face RoBERTa config -> the ChemBERTa estimators' parameter names.
+_HF_PARAMS = {"hidden_size": "d_model", "num_hidden_layers": "n_layers", "num_attention_heads": "n_heads",
+              "intermediate_size": "intermediate_size", "max_position_embeddings": "max_position_embeddings"}
+
+
+def resolve_path(pretrained, family: str) -> Path:
+    """The folder ``pretrained`` names for ``family`` ("gmnet" or "chemberta")."""
+    if not isinstance(pretrained, (str, os.PathLike)):
+        raise TypeError(f"pretrained must be None, a folder path or one of {sorted(NAMED)}, got {pretrained!r}")
+    if isinstance(pretrained, str) and pretrained in NAMED:
+        path = PACKAGE_DIR / NAMED[pretrained][family]
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(
+                f"pretrained={pretrained!r}: the {pretrained.upper()}-pretrained {_FAMILY_NAMES[family]} encoder is not "
+                f"shipped with this version of gmnet_sklearn yet (expected in {path}; it needs a full pretraining run, "
+                "DEVELOPERS.md 'Pretraining'). Pass the folder a gmnet_sklearn.pretrain run wrote instead.")
+        return path
+    path = Path(pretrained)
+    if not path.is_dir():
+        raise FileNotFoundError(f"pretrained={str(pretrained)!r}: no such folder")
+    return path
+
+
+def read_source(pretrained, family: str) -> dict:
+    """What the checkpoint is: ``path``, ``kind`` ("gmnet_sklearn" or "huggingface"), the shape
+    ``params`` in the estimators' names, ``vocab_file`` (or None) and ``vocab_size``, ``pad_id``."""
+    path = resolve_path(pretrained, family)
+    config_file = path / "config.json"
+    if not config_file.is_file():
+        raise FileNotFoundError(f"pretrained={str(pretrained)!r}: {path} has no config.json; expected a folder written "
+                                "by gmnet_sklearn.pretrain or a Hugging Face RobertaForMaskedLM folder")
+    config = json.loads(config_file.read_text())
+    vocab = path / "vocab.txt"
+    if config.get("format") == PRETRAINED_FORMAT:
+        if config["model"] != family:
+            raise ValueError(f"pretrained={str(pretrained)!r} holds a pretrained {_FAMILY_NAMES[config['model']]} "
+                             f"model, not a {_FAMILY_NAMES[family]} one")
+        return {"path": str(path), "kind": "gmnet_sklearn", "params": dict(config["params"]),
+                "vocab_file": str(vocab), "vocab_size": config["vocab_size"], "pad_id": config["pad_id"]}
+    if config.get("model_type") == "roberta":
+        if family != "chemberta":
+            raise ValueError(f"pretrained={str(pretrained)!r} is a Hugging Face RoBERTa model: it warm-starts the "
+                             "ChemBERTa estimators, not Chem-GMNet")
+        if config.get("hidden_act", "gelu") != "gelu" or config.get("position_embedding_type", "absolute") != "absolute":
+            raise ValueError(f"pretrained={str(pretrained)!r}: only hidden_act='gelu' and absolute position embeddings "
+                             "are supported")
+        if float(config.get("layer_norm_eps", 1e-12)) != 1e-12:
+            raise ValueError(f"pretrained={str(pretrained)!r}: layer_norm_eps={config['layer_norm_eps']}, the "
+                             "ChemBERTa estimators use RoBERTa's 1e-12")
+        return {"path": str(path), "kind": "huggingface", "params": {ours: config[hf] for hf, ours in _HF_PARAMS.items()},
+                "vocab_file": str(vocab) if vocab.is_file() else None, "vocab_size": config["vocab_size"],
+                "pad_id": config.get("pad_token_id", 1)}
+    raise ValueError(f"pretrained={str(pretrained)!r}: {config_file} is neither a gmnet_sklearn pretrained model nor a "
+                     "Hugging Face RoBERTa config")
+
+
+def check_compatible(est, source: dict, family: str) -> None:
+    """Shape parameters of ``est`` that differ from the checkpoint's raise one ``ValueError``."""
+    conflicts = [f"{name}={getattr(est, name)!r} (checkpoint: {source['params'][name]!r})"
+                 for name in SHAPE_PARAMS[family] if name in source["params"] and getattr(est, name) != source["params"][name]]
+    if conflicts:
+        raise ValueError(f"{type(est).__name__}(pretrained={str(est.pretrained)!r}): shape parameters conflict with the "
+                         f"checkpoint: {', '.join(conflicts)}. Pass the checkpoint's values, or build the estimator with "
+                         f"{type(est).__name__}.from_pretrained(path, ...), which takes them from the checkpoint.")
+
+
+def tokenizer_for(est, source: dict):
+    """The checkpoint's vocabulary (the estimator's ``vocab_file`` only for a Hugging Face folder
+    without vocab.txt); its size and padding id must be the checkpoint's."""
+    from ..tokenizer import SmilesTokenizer
+
+    vocab = source["vocab_file"]
+    if source["kind"] == "gmnet_sklearn" and est.vocab_file is not None:
+        raise ValueError(f"pretrained={str(est.pretrained)!r} brings its own vocabulary; leave vocab_file=None")
+    if vocab is None:
+        if est.vocab_file is None:
+            raise ValueError(f"pretrained={str(est.pretrained)!r} has no vocab.txt: pass the vocabulary it was trained "
+                             "with as vocab_file= (e.g. DeepChem's 591-token vocab.txt)")
+        vocab = est.vocab_file
+    tokenizer = SmilesTokenizer(vocab).fit([])
+    if tokenizer.vocab_size != source["vocab_size"] or tokenizer.pad_id != source["pad_id"]:
+        raise ValueError(f"pretrained={str(est.pretrained)!r}: the vocabulary {vocab} has {tokenizer.vocab_size} tokens "
+                         f"and [PAD] id {tokenizer.pad_id}; the checkpoint has {source['vocab_size']} and "
+                         f"{source['pad_id']}")
+    return tokenizer
+
+
+def encoder_state(source: dict, family: str) -> dict[str, torch.Tensor]:
+    """The checkpoint's encoder weights, named as in the estimator's property model."""
+    path = Path(source["path"])
+    if source["kind"] == "gmnet_sklearn":
+        from safetensors.torch import load_file
+
+        state = load_file(str(path / "model.safetensors"))
+        enc = {k[len("encoder."):]: v for k, v in state.items() if k.startswith("encoder.")}
+        return {f"encoder.{k}": v for k, v in enc.items()} if family == "gmnet" else enc
+    from ..baselines.chemberta import hf_to_chemberta_key
+
+    if (path / "model.safetensors").is_file():
+        from safetensors.torch import load_file
+
+        raw = load_file(str(path / "model.safetensors"))
+    elif (path / "pytorch_model.bin").is_file():
+        raw = torch.load(path / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    else:
+        raise FileNotFoundError(f"{path}: neither model.safetensors nor pytorch_model.bin")
+    out = {}
+    for key, value in raw.items():
+        new = hf_to_chemberta_key(key)
+        if new is not None and not new.startswith("head."):
+            out[new] = value
+    return out
+
+
+def load_encoder(module: torch.nn.Module, state: dict[str, torch.Tensor]) -> list[str]:
+    """Copy ``state`` into the property model inside ``module`` (unwrapping descriptor fusion);
+    every parameter outside the head must be provided. Returns the names loaded."""
+    target = module.model if isinstance(module, DescriptorFusion) else module
+    own = target.state_dict()
+    head = ("head.", "dense.", "out_proj.")  # the fresh heads: ChemBERTa's `head`, GMNet's `dense`/`out_proj`
+    unknown = sorted(set(state) - set(own))
+    missing = sorted(k for k in own if k not in state and not k.startswith(head))
+    if unknown or missing:
+        raise ValueError(f"the pretrained encoder does not fit the model: missing {missing[:10]}, unknown {unknown[:10]}")
+    with torch.no_grad():
+        for key, value in state.items():
+            dst = own[key]
+            if value.shape != dst.shape:
+                # Hugging Face RoBERTa checkpoints often have one token-type row, the model two; only row 0 is used.
+                if key.endswith("token_type_embeddings.weight") and value.shape[1:] == dst.shape[1:] and value.shape[0] <= dst.shape[0]:
+                    dst[: value.shape[0]].copy_(value.to(dst.dtype))
+                    continue
+                raise ValueError(f"pretrained weight {key} has shape {tuple(value.shape)}, the model {tuple(dst.shape)}")
+            dst.copy_(value.to(dtype=dst.dtype, device=dst.device))
+    return sorted(state)
+
+
+__all__ = ["resolve_path", "read_source", "check_compatible", "tokenizer_for", "encoder_state", "load_encoder", "NAMED"]

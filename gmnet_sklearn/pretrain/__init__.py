@@ -1,0 +1,11 @@
+"""Masked-LM pretraining on a SMILES corpus (``pretrain``; CLI ``gmnet-pretrain``).
+
+The estimators start from its output with ``GMNetRegressor.from_pretrained(path)`` (or
+``pretrained=path`` with matching shape parameters); see ``trainer.py`` for the run folder and
+``models.py`` for the pretrained folder's safe format.
+"""
+
+from .models import DEFAULT_PARAMS, FAMILIES, load_mlm, read_config
+from .trainer import pretrain
+
+__all__ = ["pretrain", "load_mlm", "read_config", "DEFAULT_PARAMS", "FAMILIES"]

@@ -1,0 +1,90 @@
+"""``gmnet-pretrain`` / ``python -m gmnet_sklearn.pretrain``: the command line over ``pretrain``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .models import DEFAULT_PARAMS
+
+
+def _value(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="gmnet-pretrain",
+        description="Masked-LM pretraining of Chem-GMNet or the ChemBERTa baseline on a SMILES corpus. "
+                    "Run the same command again to resume a killed or time-limited run.")
+    p.add_argument("corpus", help="a SMILES file (.smi, .txt, .csv, optionally .gz) or a folder of them")
+    p.add_argument("output_dir", help="run folder: cache, checkpoint and, when finished, the pretrained model")
+    p.add_argument("--model", choices=sorted(DEFAULT_PARAMS), default="gmnet")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="an architecture parameter, e.g. --set k=8 --set d_model=384 (defaults: the paper's shape)")
+    p.add_argument("--test-corpus", default="auto", help="held-out SMILES file ('auto': test.* beside the corpus; 'none')")
+    p.add_argument("--vocab-file", default=None, help="vocabulary (default: $GMNET_TOKENIZER_VOCAB)")
+    p.add_argument("--max-length", type=int, default=None)
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--max-steps", type=int, default=None)
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--lr", type=float, default=5e-4)
+    p.add_argument("--weight-decay", type=float, default=0.01)
+    p.add_argument("--warmup", type=float, default=0.05)
+    p.add_argument("--lr-schedule", choices=["linear", "cosine", "constant"], default="linear")
+    p.add_argument("--max-grad-norm", type=float, default=1.0)
+    p.add_argument("--mask-prob", type=float, default=0.15)
+    p.add_argument("--eval-every", type=int, default=1000)
+    p.add_argument("--eval-size", type=int, default=10_000)
+    p.add_argument("--checkpoint-every", type=int, default=200)
+    p.add_argument("--checkpoint-minutes", type=float, default=10.0)
+    p.add_argument("--time-limit", type=float, default=None, help="seconds; stop with a checkpoint after this long")
+    p.add_argument("--shard-size", type=int, default=100_000)
+    p.add_argument("--no-bucket", action="store_true", help="plain shuffled batches instead of length-bucketed ones")
+    p.add_argument("--cache-dir", default=None, help="encoded corpus (default OUTPUT_DIR/cache; share it between arms)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--prepare-only", action="store_true", help="encode the corpus into the cache, do not train")
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    model_kwargs = {}
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--set needs NAME=VALUE, got {item!r}")
+        model_kwargs[name.strip()] = _value(value)
+    if args.threads is not None:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    from .trainer import pretrain
+
+    summary = pretrain(
+        args.corpus, args.output_dir, args.model, test_corpus=None if args.test_corpus == "none" else args.test_corpus,
+        vocab_file=args.vocab_file, max_length=args.max_length, epochs=args.epochs, max_steps=args.max_steps,
+        batch_size=args.batch_size, lr=args.lr, weight_decay=args.weight_decay, warmup=args.warmup,
+        lr_schedule=args.lr_schedule, max_grad_norm=args.max_grad_norm, mask_prob=args.mask_prob,
+        eval_every=args.eval_every, eval_size=args.eval_size, checkpoint_every=args.checkpoint_every,
+        checkpoint_minutes=args.checkpoint_minutes, time_limit=args.time_limit, shard_size=args.shard_size,
+        bucket_by_length=not args.no_bucket, cache_dir=args.cache_dir, seed=args.seed, device=args.device,
+        progress=not args.quiet, prepare_only=args.prepare_only, **model_kwargs)
+    if args.prepare_only:
+        print(json.dumps(summary, indent=1))
+        return 0
+    last = summary["history"][-1] if summary["history"] else {}
+    print(json.dumps({k: summary[k] for k in ("finished", "steps", "total_steps", "epochs", "smiles_seen", "seconds",
+                                              "smiles_per_second", "path")} | {"last_eval": last}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

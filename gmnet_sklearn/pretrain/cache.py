@@ -1,0 +1,167 @@
+"""The encoded corpus: token ids and RDKit conjugation flags of every SMILES, computed once.
+
+Tokenising a SMILES and parsing it with RDKit for Chem-GMNet's conjugation flags costs far more
+than a training step's share of it, so the corpus is encoded once, streamed in shards of
+``shard_size`` records, into ``cache_dir``:
+
+* ``shard_NNNNN.safetensors``: ``ids`` (int16, all the shard's valid SMILES one after another,
+  [CLS] and [SEP] included), ``flags`` (uint8, the same layout) and ``offsets`` (int64, n + 1);
+* ``manifest.json``: what the cache was built from (files, sizes, vocabulary digest,
+  ``max_length``), per shard the records read, kept, invalid and too long, the seconds spent
+  encoding and the bytes written, and a few of the invalid SMILES with RDKit's reason.
+
+Invalid SMILES (RDKit rejects them, or characters outside the tokenizer's regex) and ones longer
+than ``max_length`` are counted and skipped, never fatal. The build is resumable shard by shard
+(each file is written atomically, the manifest after it), and the manifest is the measurement of
+what the cache costs: :func:`cache_cost` sums it up. Training reads one shard at a time, so
+memory stays bounded by ``shard_size`` whatever the corpus size; both model families can share
+one cache (the baseline ignores the flags but sees the same molecules).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .corpus import describe, iter_file, read_chunks
+
+CACHE_FORMAT = "gmnet_sklearn.smiles_cache.v1"
+_N_EXAMPLES = 20  # invalid SMILES kept in the manifest, with their reason
+
+
+def vocab_digest(tokenizer) -> str:
+    items = sorted(tokenizer.vocabulary_.items(), key=lambda kv: kv[1])
+    return hashlib.sha256("\n".join(t for t, _ in items).encode()).hexdigest()[:16]
+
+
+def _write_json(path: Path, obj) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=1))
+    os.replace(tmp, path)
+
+
+def encode_chunk(tokenizer, smiles: list[str], max_length: int | None):
+    """Encoded arrays of a chunk's valid SMILES and counts; invalid ones listed with a reason."""
+    ids, flags, invalid, too_long = [], [], [], 0
+    for smi in smiles:
+        res = tokenizer._encode_one(smi) if smi else "empty record"
+        if isinstance(res, str):
+            invalid.append((smi, res))
+            continue
+        if max_length is not None and len(res[0]) > max_length:
+            too_long += 1
+            continue
+        ids.append(res[0])
+        flags.append(res[1])
+    return ids, flags, invalid, too_long
+
+
+def build_cache(files, tokenizer, cache_dir, shard_size: int = 100_000, max_length: int | None = None,
+                limit: int | None = None, progress: bool = False, label: str = "encoding corpus") -> dict:
+    """Encode the SMILES of ``files`` (the first ``limit`` records, or all) into ``cache_dir``,
+    resuming a partial build; returns the manifest. A cache built from other files, vocabulary,
+    ``max_length``, ``shard_size`` or ``limit`` raises ``ValueError``."""
+    from safetensors.numpy import save_file
+
+    if tokenizer.vocab_size > np.iinfo(np.int16).max:
+        raise ValueError(f"vocabulary of {tokenizer.vocab_size} tokens does not fit the cache's int16 ids")
+    cache_dir = Path(cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    identity = {"format": CACHE_FORMAT, "files": describe(files), "vocab": vocab_digest(tokenizer),
+                "max_length": max_length, "shard_size": int(shard_size), "limit": limit}
+    path = cache_dir / "manifest.json"
+    manifest = {**identity, "complete": False, "shards": [], "invalid_examples": []}
+    if path.exists():
+        old = json.loads(path.read_text())
+        if {k: old.get(k) for k in identity} != identity:
+            raise ValueError(f"{cache_dir} holds a cache of other data (files, vocabulary, max_length or "
+                             "shard_size differ); use another cache_dir or delete it")
+        manifest = old
+        if manifest["complete"]:
+            return manifest
+    done = len(manifest["shards"])
+    records = (smi for f in files for smi in iter_file(f))
+    if limit is not None:
+        records = itertools.islice(records, int(limit))
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(desc=label, unit="smi", initial=done * shard_size)
+    for _ in itertools.islice(records, done * shard_size):  # records of the shards already written
+        pass
+    for chunk in read_chunks(records, shard_size):
+        t0 = time.perf_counter()
+        ids, flags, invalid, too_long = encode_chunk(tokenizer, chunk, max_length)
+        seconds = time.perf_counter() - t0
+        lengths = np.fromiter((len(a) for a in ids), dtype=np.int64, count=len(ids))
+        arrays = {"ids": np.concatenate(ids).astype(np.int16) if ids else np.zeros(0, np.int16),
+                  "flags": np.concatenate(flags).astype(np.uint8) if flags else np.zeros(0, np.uint8),
+                  "offsets": np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)}
+        name = f"shard_{len(manifest['shards']):05d}.safetensors"
+        tmp = cache_dir / (name + ".tmp")
+        save_file(arrays, str(tmp))
+        os.replace(tmp, cache_dir / name)
+        manifest["shards"].append({"file": name, "n_read": len(chunk), "n_valid": len(ids),
+                                   "n_invalid": len(invalid), "n_too_long": too_long,
+                                   "n_tokens": int(lengths.sum()), "encode_seconds": seconds,
+                                   "bytes": (cache_dir / name).stat().st_size})
+        room = _N_EXAMPLES - len(manifest["invalid_examples"])
+        manifest["invalid_examples"] += [{"smiles": s, "reason": r} for s, r in invalid[:max(room, 0)]]
+        _write_json(path, manifest)
+        if bar is not None:
+            bar.update(len(chunk))
+            bar.set_postfix(invalid=sum(s["n_invalid"] for s in manifest["shards"]))
+    if bar is not None:
+        bar.close()
+    manifest["complete"] = True
+    _write_json(path, manifest)
+    return manifest
+
+
+def cache_cost(manifest: dict) -> dict:
+    """What the cache cost: records, kept, invalid, too long, encode seconds in all and per
+    SMILES, bytes in all and per kept SMILES."""
+    shards = manifest["shards"]
+    n_read = sum(s["n_read"] for s in shards)
+    n_valid = sum(s["n_valid"] for s in shards)
+    seconds = sum(s["encode_seconds"] for s in shards)
+    nbytes = sum(s["bytes"] for s in shards)
+    return {"n_read": n_read, "n_valid": n_valid, "n_invalid": sum(s["n_invalid"] for s in shards),
+            "n_too_long": sum(s["n_too_long"] for s in shards), "n_tokens": sum(s["n_tokens"] for s in shards),
+            "encode_seconds": seconds, "encode_us_per_smiles": 1e6 * seconds / max(n_read, 1),
+            "bytes": nbytes, "bytes_per_smiles": nbytes / max(n_valid, 1)}
+
+
+class EncodedCorpus:
+    """Read access to a complete cache, one shard in memory at a time."""
+
+    def __init__(self, cache_dir):
+        self.cache_dir = Path(cache_dir)
+        self.manifest = json.loads((self.cache_dir / "manifest.json").read_text())
+        if not self.manifest.get("complete"):
+            raise ValueError(f"{self.cache_dir}: the cache is not complete; run build_cache first")
+        self.shard_sizes = [s["n_valid"] for s in self.manifest["shards"]]
+        self._loaded = (None, None)
+
+    @property
+    def n_smiles(self) -> int:
+        return sum(self.shard_sizes)
+
+    def shard(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(ids int64, flags int64, offsets)`` of shard ``i``."""
+        if self._loaded[0] != i:
+            from safetensors.numpy import load_file
+
+            a = load_file(str(self.cache_dir / self.manifest["shards"][i]["file"]))
+            self._loaded = (i, (a["ids"].astype(np.int64), a["flags"].astype(np.int64), a["offsets"]))
+        return self._loaded[1]
+
+
+__all__ = ["build_cache", "cache_cost", "EncodedCorpus", "encode_chunk", "vocab_digest"]

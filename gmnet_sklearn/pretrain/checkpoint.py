@@ -1,0 +1,54 @@
+"""Atomic, resumable checkpoints of a pretraining run.
+
+``checkpoint.pt`` holds the weights, the optimiser's and the scheduler's state, torch's random
+states (dropout draws from the global generator), the step (from which the data position and
+the masks follow, ``batches.py`` and ``masking.py``), the counters and the evaluation history.
+It is written to a temporary file and renamed over the old one, so a run killed at any moment
+leaves either the previous checkpoint or the new one, never half of one. It is stored with
+``torch.save`` and read back with ``torch.load(weights_only=True)``: tensors, numbers, strings
+and containers only, no code runs when it loads.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+CHECKPOINT_FORMAT = "gmnet_sklearn.pretrain_checkpoint.v1"
+
+
+def rng_state() -> dict:
+    state = {"torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save_checkpoint(path, state: dict) -> None:
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save({"format": CHECKPOINT_FORMAT, **state}, tmp)
+    with open(tmp, "rb") as fh:  # on disk before it replaces the old checkpoint
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path) -> dict | None:
+    path = Path(path)
+    if not path.exists():
+        return None
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if state.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path} is not a gmnet_sklearn pretraining checkpoint")
+    return state
+
+
+__all__ = ["save_checkpoint", "load_checkpoint", "rng_state", "set_rng_state"]

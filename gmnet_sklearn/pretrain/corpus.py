@@ -1,0 +1,136 @@
+"""Streaming reader of a SMILES corpus: a file or a folder of ``.smi``, ``.txt`` or ``.csv`` files,
+each optionally gzip-compressed (``.gz``).
+
+Records are read line by line and handed out in chunks of ``chunk_size``; nothing holds more than
+one chunk, so memory does not grow with the corpus. ``.smi``/``.txt``: the first whitespace-separated
+field of each line (blank lines and ``#`` comments skipped; a first line whose field is ``smiles``
+is a header). ``.csv``: the column named ``smiles`` (any case), or ``smiles_column``.
+
+A folder's corpus files are read in name order; files whose name starts with ``test`` or ``valid``
+are held out (MOSES ships ``train.csv.gz``, ``test.csv.gz`` and ``test_scaffolds.csv.gz`` side by
+side) and :func:`held_out_file` finds the ``test`` file for evaluation.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+SUFFIXES = (".smi", ".txt", ".csv")
+HELD_OUT_PREFIXES = ("test", "valid")
+
+
+def _kind(path: Path) -> str | None:
+    """'smi' or 'csv' for a corpus file name, else None."""
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    for suffix in SUFFIXES:
+        if name.endswith(suffix):
+            return "csv" if suffix == ".csv" else "smi"
+    return None
+
+
+def corpus_files(corpus) -> list[Path]:
+    """The training files of ``corpus`` (a file, or a folder's corpus files minus held-out ones)."""
+    path = Path(corpus)
+    if path.is_file():
+        if _kind(path) is None:
+            raise ValueError(f"{path}: not a SMILES corpus file (expected {', '.join(SUFFIXES)}, optionally .gz)")
+        return [path]
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.is_file() and _kind(p) is not None
+                       and not p.name.lower().startswith(HELD_OUT_PREFIXES))
+        if not files:
+            raise ValueError(f"{path}: no SMILES corpus files ({', '.join(SUFFIXES)}, optionally .gz; "
+                             f"names starting with {HELD_OUT_PREFIXES} are held out)")
+        return files
+    raise FileNotFoundError(f"SMILES corpus {path} does not exist")
+
+
+def held_out_file(corpus) -> Path | None:
+    """The corpus's test file: ``test.<ext>`` in the folder (or beside the file), or None."""
+    path = Path(corpus)
+    folder = path if path.is_dir() else path.parent
+    for p in sorted(folder.iterdir()):
+        stem = p.name.lower().split(".")[0]
+        if p.is_file() and stem == "test" and _kind(p) is not None and p != path:
+            return p
+    return None
+
+
+def _open_text(path: Path):
+    if path.name.lower().endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8", newline="")
+    return open(path, encoding="utf-8", newline="")
+
+
+def iter_file(path, smiles_column: str | None = None) -> Iterator[str]:
+    """The SMILES of one corpus file, one at a time (see the module docstring for the formats)."""
+    path = Path(path)
+    kind = _kind(path)
+    if kind is None:
+        raise ValueError(f"{path}: not a SMILES corpus file (expected {', '.join(SUFFIXES)}, optionally .gz)")
+    with _open_text(path) as fh:
+        if kind == "csv":
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if header is None:
+                return
+            wanted = (smiles_column or "smiles").lower()
+            names = [h.strip().lower() for h in header]
+            if wanted not in names:
+                raise ValueError(f"{path}: no {smiles_column or 'SMILES'!r} column in its header {header}; "
+                                 "pass smiles_column=")
+            col = names.index(wanted)
+            for row in reader:
+                yield row[col].strip() if len(row) > col else ""
+        else:
+            first = True
+            for line in fh:
+                line = line.strip()
+                if not line or line.startswith("#"):
+                    continue
+                field = line.split()[0]
+                if first and field.lower() == "smiles":
+                    first = False
+                    continue
+                first = False
+                yield field
+
+
+def iter_smiles(corpus, smiles_column: str | None = None, skip: int = 0) -> Iterator[str]:
+    """Every SMILES of the corpus's training files in order, after skipping ``skip`` records."""
+    for path in corpus_files(corpus):
+        for smi in iter_file(path, smiles_column):
+            if skip:
+                skip -= 1
+                continue
+            yield smi
+
+
+def read_chunks(records, chunk_size: int) -> Iterator[list[str]]:
+    """Lists of at most ``chunk_size`` consecutive records of the iterator ``records``."""
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    chunk: list[str] = []
+    for rec in records:
+        chunk.append(rec)
+        if len(chunk) == chunk_size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def describe(files) -> list[dict]:
+    """Name and size of each file: a corpus's identity for the cache and the run's fingerprint
+    (not the path or the modification time, so a run goes on from a fresh copy of the corpus in
+    another session or on another machine)."""
+    return [{"name": Path(p).name, "bytes": os.stat(p).st_size} for p in files]
+
+
+__all__ = ["corpus_files", "held_out_file", "iter_file", "iter_smiles", "read_chunks", "describe"]

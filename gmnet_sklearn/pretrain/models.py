@@ -1,0 +1,131 @@
+"""The two model families' masked-LM models and the pretrained-encoder folder (the safe format).
+
+A pretrained folder holds
+
+* ``model.safetensors``: the masked-LM model's weights (``encoder.*`` and ``lm_head.*``; a tied
+  copy is stored once);
+* ``config.json``: ``format``, the family (``"gmnet"`` or ``"chemberta"``), its architecture
+  parameters (named as the estimators name them), the vocabulary size and padding id, and what
+  the pretraining did (steps, SMILES and tokens seen, held-out metrics, wall time, hardware);
+* ``vocab.txt``: the vocabulary, one token a line (DeepChem's layout).
+
+Nothing in it is pickled: it loads without executing code. ``config.json`` is written last, so
+a folder with it is complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import torch
+
+from ..estimators.presets import PAPER_SHAPE
+
+PRETRAINED_FORMAT = "gmnet_sklearn.pretrained.v1"
+FAMILIES = ("gmnet", "chemberta")
+
+#: Architecture parameters of each family (estimator names) and pretrain()'s defaults: the paper's
+#: ChemBERTa-10M shape, Chem-GMNet at k = 8, L = 3.
+DEFAULT_PARAMS = {
+    "gmnet": {**PAPER_SHAPE, "k": 8, "L": 3, "attention": "dual_ska", "activation": "gelu", "adaptive": False,
+              "conj_shift": 1.0},
+    "chemberta": {**PAPER_SHAPE, "intermediate_size": 464, "attention_dropout": 0.109, "max_position_embeddings": 515},
+}
+#: The parameters that fix the weights' shapes or meaning: a fine-tuned estimator must match them.
+#: (Dropout rates may differ between pretraining and fine-tuning.)
+SHAPE_PARAMS = {
+    "gmnet": ("k", "L", "d_model", "n_layers", "n_heads", "attention", "activation", "adaptive", "conj_shift"),
+    "chemberta": ("d_model", "n_layers", "n_heads", "intermediate_size", "max_position_embeddings"),
+}
+
+
+def check_family(model: str) -> str:
+    if model not in FAMILIES:
+        raise ValueError(f"model must be one of {FAMILIES}, got {model!r}")
+    return model
+
+
+def model_params(model: str, params: dict | None) -> dict:
+    """The family's defaults updated with ``params``; unknown names raise."""
+    defaults = DEFAULT_PARAMS[check_family(model)]
+    params = dict(params or {})
+    unknown = sorted(set(params) - set(defaults))
+    if unknown:
+        raise ValueError(f"unknown {model} model parameters {unknown}; known: {sorted(defaults)}")
+    return {**defaults, **params}
+
+
+def build_mlm(model: str, vocab_size: int, pad_id: int, params: dict) -> torch.nn.Module:
+    """The family's masked-LM model (``encoder`` + ``lm_head``, ``masked_states``, ``tied_keys``)."""
+    if check_family(model) == "gmnet":
+        from ..gm.lm_head import GMNetForMaskedLM
+
+        return GMNetForMaskedLM(vocab_size, pad_id=pad_id, **params)
+    from ..baselines.chemberta import ChemBERTaForMaskedLM
+
+    return ChemBERTaForMaskedLM(vocab_size, pad_id=pad_id, **params)
+
+
+def stored_state(module: torch.nn.Module) -> dict:
+    """The state dict without tied copies, contiguous, on CPU (what safetensors can store)."""
+    tied = getattr(module, "tied_keys", {})
+    return {k: v.detach().cpu().contiguous() for k, v in module.state_dict().items() if k not in tied}
+
+
+def load_stored_state(module: torch.nn.Module, state: dict) -> None:
+    """Inverse of :func:`stored_state`: every key but the tied ones must be there."""
+    missing, unexpected = module.load_state_dict(state, strict=False)
+    missing = [k for k in missing if k not in getattr(module, "tied_keys", {})]
+    if missing or unexpected:
+        raise KeyError(f"weights do not match the model: missing {missing}, unexpected {unexpected}")
+
+
+def save_pretrained(path, mlm: torch.nn.Module, model: str, params: dict, tokenizer, training: dict) -> Path:
+    """Write the pretrained folder (see the module docstring)."""
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    config_path = path / "config.json"
+    if config_path.exists():
+        config_path.unlink()  # the folder is incomplete until the new config is in place
+    tmp = path / "model.safetensors.tmp"
+    save_file(stored_state(mlm), str(tmp), metadata={"format": PRETRAINED_FORMAT, "model": model})
+    os.replace(tmp, path / "model.safetensors")
+    vocab = sorted(tokenizer.vocabulary_.items(), key=lambda kv: kv[1])
+    (path / "vocab.txt").write_text("".join(tok + "\n" for tok, _ in vocab))
+    config = {"format": PRETRAINED_FORMAT, "model": model, "params": params, "vocab_size": tokenizer.vocab_size,
+              "pad_id": tokenizer.pad_id, "training": training}
+    tmp = path / "config.json.tmp"
+    tmp.write_text(json.dumps(config, indent=2))
+    os.replace(tmp, config_path)
+    return path
+
+
+def read_config(path) -> dict:
+    """The ``config.json`` of a pretrained folder, checked."""
+    path = Path(path)
+    file = path / "config.json"
+    if not file.is_file():
+        raise FileNotFoundError(f"{path} is not a pretrained model folder: it has no config.json "
+                                "(a pretraining run writes it when it finishes)")
+    config = json.loads(file.read_text())
+    if config.get("format") != PRETRAINED_FORMAT:
+        raise ValueError(f"{path}: config.json is not a gmnet_sklearn pretrained model (format {config.get('format')!r})")
+    return config
+
+
+def load_mlm(path, device: str = "cpu") -> tuple[torch.nn.Module, dict]:
+    """The masked-LM model of a pretrained folder (weights loaded) and its config."""
+    from safetensors.torch import load_file
+
+    config = read_config(path)
+    mlm = build_mlm(config["model"], config["vocab_size"], config["pad_id"], config["params"])
+    load_stored_state(mlm, load_file(str(Path(path) / "model.safetensors"), device=device))
+    return mlm.to(device), config
+
+
+__all__ = ["PRETRAINED_FORMAT", "FAMILIES", "DEFAULT_PARAMS", "SHAPE_PARAMS", "build_mlm", "model_params",
+           "save_pretrained", "read_config", "load_mlm", "stored_state", "load_stored_state"]

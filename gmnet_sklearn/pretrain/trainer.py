@@ -1,0 +1,306 @@
+"""``pretrain``: masked-LM pretraining of Chem-GMNet or the ChemBERTa baseline on a SMILES corpus.
+
+    from gmnet_sklearn.pretrain import pretrain
+    pretrain("../shared/data/pretrain/moses", "runs/moses-gmnet", model="gmnet", epochs=1)
+    GMNetRegressor.from_pretrained("runs/moses-gmnet").fit(X, y)
+
+The run folder ``output_dir`` holds ``cache/`` (the encoded corpus, ``cache.py``),
+``checkpoint.pt`` (``checkpoint.py``) and, when the run is finished, the pretrained model
+(``model.safetensors``, ``config.json``, ``vocab.txt``; ``models.py``). Calling ``pretrain``
+again with the same arguments goes on from the checkpoint and ends exactly where an
+uninterrupted run would (on CPU at a fixed thread count, bit for bit); a finished run returns at
+once. Other arguments on an existing run raise ``ValueError``.
+
+Training: AdamW (no weight decay on biases and LayerNorm weights), linear warm-up then cosine or
+linear decay (torch's ``LambdaLR``, stepped per batch), gradient clipping, length-bucketed
+batches of ``batch_size`` SMILES (``batches.py``), RoBERTa masking (``masking.py``), and every
+``eval_every`` steps the masked-LM loss and masked-token accuracy on the first ``eval_size``
+SMILES of the corpus's test file with the same masks each time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from ..estimators.schedule import lr_factor
+from ..tokenizer import SmilesTokenizer
+from .batches import BatchPlan, collate
+from .cache import EncodedCorpus, build_cache, cache_cost, vocab_digest
+from .checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from .corpus import corpus_files, describe, held_out_file
+from .masking import Masker, step_generator
+from .models import build_mlm, check_family, load_stored_state, model_params, save_pretrained, stored_state
+
+SCHEDULES = ("cosine", "linear", "constant")
+
+
+def _vocab_path(vocab_file) -> str:
+    path = vocab_file or os.environ.get("GMNET_TOKENIZER_VOCAB")
+    if not path:
+        raise ValueError("pretraining needs a vocabulary file (DeepChem's 591-token vocab.txt): pass vocab_file= "
+                         "or set GMNET_TOKENIZER_VOCAB")
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"vocabulary file {path} does not exist")
+    return str(path)
+
+
+def _check_positive_int(name, value, allow_none=False):
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive integer{' or None' if allow_none else ''}, got {value!r}")
+
+
+def _hardware(device: str) -> dict:
+    info = {"platform": platform.platform(), "torch": torch.__version__, "cpu_count": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(), "device": device}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["cpu"] = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    if device.startswith("cuda"):
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+def masked_lm_loss(mlm, inputs, flags, mask, labels, reduction: str = "mean"):
+    """(loss, n_correct, n_masked) of the masked positions of a batch."""
+    h, target = mlm.masked_states(inputs, flags, mask, labels)
+    logits = mlm.lm_head(h).float()
+    n = target.numel()
+    if n == 0:
+        return logits.sum() * 0.0, 0, 0
+    loss = F.cross_entropy(logits, target, reduction=reduction)
+    correct = int((logits.argmax(-1) == target).sum())
+    return loss, correct, n
+
+
+def _optimizer(mlm, lr, weight_decay, device):
+    from ..estimators._base import adam_options
+
+    decay = [p for p in mlm.parameters() if p.dim() >= 2]
+    no_decay = [p for p in mlm.parameters() if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.98), eps=1e-6, **adam_options(device))
+
+
+class _Evaluator:
+    """Masked-LM loss and accuracy on the held-out cache, same masks at every evaluation."""
+
+    def __init__(self, corpus: EncodedCorpus, masker: Masker, pad_id: int, batch_size: int, seed: int, device):
+        self.corpus, self.masker, self.pad_id, self.batch_size, self.seed, self.device = (
+            corpus, masker, pad_id, batch_size, seed, device)
+
+    @torch.no_grad()
+    def __call__(self, mlm) -> dict:
+        was_training = mlm.training
+        mlm.eval()
+        total, correct, n, batch_no = 0.0, 0, 0, 0
+        for shard in range(len(self.corpus.shard_sizes)):
+            ids, flags, offsets = self.corpus.shard(shard)
+            order = np.argsort(np.diff(offsets), kind="stable")
+            for i in range(0, len(order), self.batch_size):
+                b_ids, b_flags, b_mask = collate(ids, flags, offsets, order[i:i + self.batch_size], self.pad_id)
+                inputs, labels, b_flags = self.masker(b_ids, step_generator(self.seed, batch_no, stream=1), b_flags)
+                loss, c, m = masked_lm_loss(mlm, inputs.to(self.device), b_flags.to(self.device), b_mask.to(self.device),
+                                            labels.to(self.device), reduction="sum")
+                total, correct, n, batch_no = total + float(loss), correct + c, n + m, batch_no + 1
+        mlm.train(was_training)
+        return {"eval_loss": total / max(n, 1), "eval_accuracy": correct / max(n, 1), "eval_masked_tokens": n}
+
+
+def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto",
+             vocab_file=None, max_length: int | None = None, epochs: int = 1, max_steps: int | None = None,
+             batch_size: int = 256, lr: float = 5e-4, weight_decay: float = 0.01, warmup: float = 0.05,
+             lr_schedule: str = "linear", max_grad_norm: float = 1.0, mask_prob: float = 0.15,
+             eval_every: int = 1000, eval_size: int | None = 10_000, checkpoint_every: int = 200,
+             checkpoint_minutes: float = 10.0, time_limit: float | None = None, shard_size: int = 100_000,
+             bucket_by_length: bool = True, cache_dir=None, seed: int = 0, device: str = "auto",
+             progress: bool = True, callback: Callable[[dict], None] | None = None, prepare_only: bool = False,
+             **model_kwargs) -> dict:
+    """Pretrain a masked-LM ``model`` ("gmnet" or "chemberta") on the SMILES ``corpus`` (a file or a
+    folder; see ``corpus.py``) into ``output_dir``; returns the run's summary (also in
+    ``output_dir/config.json`` once finished: ``finished`` is False when ``time_limit`` stopped it).
+
+    Architecture parameters are keyword arguments named as in the estimators (``k``, ``L``,
+    ``d_model``, ``n_layers``, ``n_heads``, ``dropout``, ...; defaults: the paper's ChemBERTa-10M
+    shape, ``models.DEFAULT_PARAMS``). ``test_corpus``: the held-out file ("auto": ``test.*`` in
+    the corpus's folder; None: no evaluation). ``max_length``: longest token sequence kept,
+    [CLS]/[SEP] included (default 514, what both families take). The budget is ``epochs`` passes
+    over the corpus or ``max_steps`` batches. ``lr_schedule``: "linear", "cosine" or "constant"
+    after ``warmup`` (a fraction of the steps). A checkpoint is written every
+    ``checkpoint_every`` steps and at least every ``checkpoint_minutes``; ``time_limit`` (seconds)
+    ends the call early with a checkpoint (call again to go on). ``callback(info)`` is called
+    after every step with the step's numbers. ``prepare_only`` encodes the corpus (the cache)
+    and returns its cost without training.
+    """
+    check_family(model)
+    params = model_params(model, model_kwargs)
+    for name, value in (("epochs", epochs), ("batch_size", batch_size), ("eval_every", eval_every),
+                        ("checkpoint_every", checkpoint_every), ("shard_size", shard_size)):
+        _check_positive_int(name, value)
+    _check_positive_int("max_steps", max_steps, allow_none=True)
+    _check_positive_int("eval_size", eval_size, allow_none=True)
+    if lr_schedule not in SCHEDULES:
+        raise ValueError(f"lr_schedule must be one of {SCHEDULES}, got {lr_schedule!r}")
+    if not 0 <= warmup < 1:
+        raise ValueError(f"warmup (a fraction of the steps) must be in [0, 1), got {warmup!r}")
+    if not (lr > 0 and weight_decay >= 0 and max_grad_norm > 0):
+        raise ValueError("lr and max_grad_norm must be > 0, weight_decay >= 0")
+    limit = 514 if model == "gmnet" else params["max_position_embeddings"] - 1
+    max_length = limit if max_length is None else int(max_length)
+    if not 3 <= max_length <= limit:
+        raise ValueError(f"max_length must be in [3, {limit}] for {model}, got {max_length}")
+    from ..estimators._base import resolve_device
+
+    device = resolve_device(device)
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    cache_dir = Path(cache_dir) if cache_dir is not None else output_dir / "cache"
+
+    tokenizer = SmilesTokenizer(_vocab_path(vocab_file)).fit([])
+    files = corpus_files(corpus)
+    train_manifest = build_cache(files, tokenizer, cache_dir / "train", shard_size, max_length, progress=progress,
+                                 label="encoding corpus")
+    train = EncodedCorpus(cache_dir / "train")
+    test_path = held_out_file(corpus) if test_corpus == "auto" else (None if test_corpus is None else Path(test_corpus))
+    evaluator, test_files = None, []
+    masker = Masker(tokenizer, mask_prob)
+    if test_path is not None:
+        test_files = corpus_files(test_path)
+        build_cache(test_files, tokenizer, cache_dir / "test", shard_size, max_length, limit=eval_size,
+                    progress=progress, label="encoding test set")
+        evaluator = _Evaluator(EncodedCorpus(cache_dir / "test"), masker, tokenizer.pad_id, batch_size, seed, device)
+
+    if prepare_only:
+        return {"prepared": True, "cache": cache_cost(train_manifest), "cache_dir": str(cache_dir)}
+    plan = BatchPlan(train.shard_sizes, batch_size, seed, bucket=bucket_by_length)
+    total_steps = max_steps if max_steps is not None else epochs * plan.steps_per_epoch
+    warmup_steps = int(round(warmup * total_steps))
+    definition = {"model": model, "params": params, "corpus": describe(files), "test": describe(test_files),
+                  "vocab": vocab_digest(tokenizer), "max_length": max_length, "total_steps": total_steps,
+                  "batch_size": batch_size, "lr": lr, "weight_decay": weight_decay, "warmup": warmup,
+                  "lr_schedule": lr_schedule, "max_grad_norm": max_grad_norm, "mask_prob": mask_prob,
+                  "eval_every": eval_every, "eval_size": eval_size, "shard_size": shard_size,
+                  "bucket_by_length": bool(bucket_by_length), "seed": seed}
+    fingerprint = hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()[:20]
+
+    torch.manual_seed(seed)
+    mlm = build_mlm(model, tokenizer.vocab_size, tokenizer.pad_id, params).to(device)
+    optimizer = _optimizer(mlm, lr, weight_decay, device)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: lr_factor(s, total_steps, warmup_steps, lr_schedule))
+    ckpt_path = output_dir / "checkpoint.pt"
+    state = load_checkpoint(ckpt_path)
+    counters = {"smiles_seen": 0, "tokens_seen": 0, "masked_seen": 0, "seconds": 0.0, "loss_sum": 0.0, "loss_n": 0}
+    history: list[dict] = []
+    start = 0
+    if state is not None:
+        if state["fingerprint"] != fingerprint:
+            raise ValueError(f"{output_dir} holds a run with other settings ({json.loads(state['definition'])}); "
+                             "use another output_dir, or the same arguments to resume it")
+        load_stored_state(mlm, state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        set_rng_state(state["rng"])
+        counters = dict(state["counters"])
+        history = json.loads(state["history"])
+        start = int(state["step"])
+
+    def checkpoint(step):
+        save_checkpoint(ckpt_path, {"fingerprint": fingerprint, "definition": json.dumps(definition), "step": step,
+                                    "position": plan.position(step) if step < total_steps else {"done": True},
+                                    "model": stored_state(mlm), "optimizer": optimizer.state_dict(),
+                                    "scheduler": scheduler.state_dict(), "rng": rng_state(), "counters": counters,
+                                    "history": json.dumps(history)})
+
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=total_steps, initial=start, unit="step", desc=f"pretrain {model}")
+    if start == 0 and evaluator is not None and not history:  # the untrained model's held-out numbers
+        history.append({"step": 0, "epoch": 0.0, "smiles_seen": 0, "tokens_seen": 0, "seconds": 0.0, **evaluator(mlm)})
+    t_start = t_ckpt = time.perf_counter()
+    seconds_before = counters["seconds"]
+    finished = True
+    mlm.train()
+    step = start
+    try:
+        while step < total_steps:
+            if time_limit is not None and time.perf_counter() - t_start > time_limit:
+                finished = False
+                break
+            pos = plan.position(step)
+            ids, flags, offsets = train.shard(pos["shard"])
+            rows = plan.shard_batches_rows(pos["epoch"], pos["shard"], np.diff(offsets))[pos["batch"]]
+            b_ids, b_flags, b_mask = collate(ids, flags, offsets, rows, tokenizer.pad_id)
+            inputs, labels, b_flags = masker(b_ids, step_generator(seed, step), b_flags)
+            loss, correct, n_masked = masked_lm_loss(mlm, inputs.to(device), b_flags.to(device), b_mask.to(device),
+                                                     labels.to(device))
+            loss.backward()
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(mlm.parameters(), max_grad_norm))
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            step += 1
+            loss_value = loss.item()
+            counters["smiles_seen"] += len(rows)
+            counters["tokens_seen"] += int(b_mask.sum())
+            counters["masked_seen"] += n_masked
+            counters["loss_sum"] += loss_value * n_masked
+            counters["loss_n"] += n_masked
+            counters["seconds"] = seconds_before + time.perf_counter() - t_start
+            info = {"step": step, "loss": loss_value, "accuracy": correct / max(n_masked, 1), "grad_norm": grad_norm,
+                    "lr": scheduler.get_last_lr()[0], "smiles": len(rows), **pos}
+            if step % eval_every == 0 or step == total_steps:
+                record = {"step": step, "epoch": step / plan.steps_per_epoch, "smiles_seen": counters["smiles_seen"],
+                          "tokens_seen": counters["tokens_seen"],
+                          "train_loss": counters["loss_sum"] / max(counters["loss_n"], 1), "lr": info["lr"],
+                          "seconds": counters["seconds"]}
+                counters["loss_sum"], counters["loss_n"] = 0.0, 0
+                if evaluator is not None:
+                    record.update(evaluator(mlm))
+                history.append(record)
+                info["eval"] = record
+                if bar is not None:
+                    bar.write(json.dumps(record))
+            if step % checkpoint_every == 0 or time.perf_counter() - t_ckpt > 60 * checkpoint_minutes:
+                checkpoint(step)
+                t_ckpt = time.perf_counter()
+            if bar is not None:
+                bar.update(1)
+                rate = counters["smiles_seen"] / max(counters["seconds"], 1e-9)
+                bar.set_postfix({"smi/s": f"{rate:.0f}", "loss": f"{loss_value:.3f}"})
+            if callback is not None:
+                callback(info)
+    finally:
+        if bar is not None:
+            bar.close()
+    if step > start or state is None:
+        checkpoint(step)
+    summary = {"finished": finished, "steps": step, "total_steps": total_steps, "steps_per_epoch": plan.steps_per_epoch,
+               "epochs": step / plan.steps_per_epoch, "smiles_seen": counters["smiles_seen"],
+               "tokens_seen": counters["tokens_seen"], "masked_tokens_seen": counters["masked_seen"],
+               "seconds": counters["seconds"], "smiles_per_second": counters["smiles_seen"] / max(counters["seconds"], 1e-9),
+               "history": history, "definition": definition, "cache": cache_cost(train_manifest),
+               "hardware": _hardware(device), "path": str(output_dir)}
+    if finished:
+        save_pretrained(output_dir, mlm, model, params, tokenizer, {k: v for k, v in summary.items() if k != "path"})
+    return summary
+
+
+__all__ = ["pretrain", "masked_lm_loss"]

@@ -1,0 +1,1 @@
+"""Package data: pretrained encoders that ship with gmnet_sklearn (``pretrained="moses"``); see README.md."""

@@ -1,0 +1,362 @@
+"""Pretraining (gmnet_sklearn.pretrain): corpus reader, cache, masking, batches, resumable runs, CLI."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import itertools
+import json
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from gmnet_sklearn.pretrain import pretrain
+from gmnet_sklearn.pretrain.batches import BatchPlan, collate
+from gmnet_sklearn.pretrain.cache import EncodedCorpus, build_cache, cache_cost
+from gmnet_sklearn.pretrain.corpus import corpus_files, held_out_file, iter_file, iter_smiles, read_chunks
+from gmnet_sklearn.pretrain.masking import Masker, step_generator
+from gmnet_sklearn.tokenizer import SmilesTokenizer
+
+from ._smiles import SMILES
+
+TINY_GMNET = dict(d_model=16, n_layers=1, n_heads=2, k=4, L=2, dropout=0.1)
+TINY_CHEMBERTA = dict(d_model=16, n_layers=1, n_heads=2, intermediate_size=32, dropout=0.1, attention_dropout=0.1)
+TINY = {"gmnet": TINY_GMNET, "chemberta": TINY_CHEMBERTA}
+VALID = [s for s in SMILES if "+" not in s]  # enough chemistry for masking and batches
+
+
+def write_vocab(path: Path, smiles=SMILES) -> Path:
+    tok = SmilesTokenizer().fit(smiles)
+    vocab = sorted(tok.vocabulary_.items(), key=lambda kv: kv[1])
+    path.write_text("".join(t + "\n" for t, _ in vocab))
+    return path
+
+
+def write_csv(path: Path, smiles, gz: bool = False):
+    opener = gzip.open if gz else open
+    with opener(path, "wt", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["id", "SMILES"])
+        w.writerows([i, s] for i, s in enumerate(smiles))
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    """A folder corpus: train.csv (300 SMILES + 2 invalid ones) and test.csv (held out)."""
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    rng = np.random.RandomState(0)
+    train = list(rng.choice(VALID, 300))
+    train[17] = "C1CC("  # RDKit rejects it
+    train[150] = "c1cccc1"  # cannot be kekulised
+    write_csv(folder / "train.csv", train)
+    write_csv(folder / "test.csv", list(rng.choice(VALID, 40)))
+    return folder, write_vocab(tmp_path / "vocab.txt")
+
+
+# ---- corpus reader ------------------------------------------------------------------------
+def test_reader_all_formats(tmp_path):
+    smiles = ["CCO", "c1ccccc1", "CC(=O)O", "C#N"]
+    (tmp_path / "a.smi").write_text("SMILES name\nCCO ethanol\n\n# comment\nc1ccccc1 benzene\nCC(=O)O\tacid\nC#N\n")
+    (tmp_path / "b.txt").write_text("\n".join(smiles) + "\n")
+    with open(tmp_path / "c.csv", "w", newline="") as fh:
+        csv.writer(fh).writerows([["name", "smiles", "y"]] + [[f"m{i}", s, i] for i, s in enumerate(smiles)])
+    with gzip.open(tmp_path / "d.smi.gz", "wt") as fh:
+        fh.write("\n".join(smiles))
+    write_csv(tmp_path / "e.csv.gz", smiles, gz=True)
+    for name in ("a.smi", "b.txt", "c.csv", "d.smi.gz", "e.csv.gz"):
+        assert list(iter_file(tmp_path / name)) == smiles, name
+    # a folder: every corpus file in name order; test*/valid* files are held out
+    write_csv(tmp_path / "test.csv", ["CCN"])
+    assert [p.name for p in corpus_files(tmp_path)] == ["a.smi", "b.txt", "c.csv", "d.smi.gz", "e.csv.gz"]
+    assert list(iter_smiles(tmp_path)) == smiles * 5
+    assert list(iter_smiles(tmp_path, skip=6)) == (smiles * 5)[6:]
+    assert held_out_file(tmp_path).name == "test.csv"
+    assert held_out_file(tmp_path / "a.smi").name == "test.csv"
+
+
+def test_reader_errors_name_the_file(tmp_path):
+    write_csv(tmp_path / "x.csv", ["CCO"])
+    (tmp_path / "x.csv").write_text("name,mol\na,CCO\n")
+    with pytest.raises(ValueError, match=r"x\.csv.*no 'SMILES' column"):
+        list(iter_file(tmp_path / "x.csv"))
+    (tmp_path / "x.parquet").write_text("")
+    with pytest.raises(ValueError, match="not a SMILES corpus file"):
+        corpus_files(tmp_path / "x.parquet")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        corpus_files(tmp_path / "nothing")
+
+
+def test_gzip_corpus_larger_than_a_chunk_streams(tmp_path):
+    smiles = [f"C{'C' * (i % 40)}O" for i in range(60_000)]  # ~1.6 MB of text
+    write_csv(tmp_path / "big.csv.gz", smiles, gz=True)
+    chunks = list(read_chunks(iter_smiles(tmp_path / "big.csv.gz"), 7_000))
+    assert [len(c) for c in chunks] == [7_000] * 8 + [4_000]
+    assert list(itertools.chain.from_iterable(chunks)) == smiles
+    # memory stays at one record (plus the gzip buffers), not the corpus
+    tracemalloc.start()
+    n = sum(1 for _ in iter_smiles(tmp_path / "big.csv.gz"))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert n == 60_000 and peak < 400_000, peak
+
+
+# ---- cache --------------------------------------------------------------------------------
+def test_cache_counts_invalid_and_resumes(corpus, tmp_path):
+    folder, vocab = corpus
+    tok = SmilesTokenizer(vocab).fit([])
+    files = corpus_files(folder)
+    manifest = build_cache(files, tok, tmp_path / "c1", shard_size=128, max_length=30)
+    cost = cache_cost(manifest)
+    assert cost["n_read"] == 300 and cost["n_invalid"] == 2
+    assert {e["smiles"] for e in manifest["invalid_examples"]} == {"C1CC(", "c1cccc1"}
+    lengths = [len(tok.encode(s)) for s in iter_smiles(folder)]
+    assert cost["n_too_long"] == sum(n > 30 for i, n in enumerate(lengths) if i not in (17, 150))
+    assert cost["n_valid"] == 300 - 2 - cost["n_too_long"] and cost["bytes"] > 0 and cost["encode_seconds"] > 0
+    # a shard holds the tokenizer's ids and RDKit flags of its SMILES, in order
+    enc = EncodedCorpus(tmp_path / "c1")
+    ids, flags, offsets = enc.shard(0)
+    first = next(s for i, s in enumerate(iter_smiles(folder)) if i not in (17, 150) and lengths[i] <= 30)
+    ref_ids, ref_flags = tok.encode_with_flags(first)
+    np.testing.assert_array_equal(ids[offsets[0]:offsets[1]], ref_ids)
+    np.testing.assert_array_equal(flags[offsets[0]:offsets[1]], ref_flags)
+    # an interrupted build goes on from its last shard and ends the same
+    import shutil
+
+    shutil.copytree(tmp_path / "c1", tmp_path / "c2")
+    m = json.loads((tmp_path / "c2" / "manifest.json").read_text())
+    (tmp_path / "c2" / m["shards"][-1]["file"]).unlink()
+    m["shards"], m["complete"] = m["shards"][:1], False
+    (tmp_path / "c2" / "manifest.json").write_text(json.dumps(m))
+    again = build_cache(files, tok, tmp_path / "c2", shard_size=128, max_length=30)
+    assert [s["n_valid"] for s in again["shards"]] == [s["n_valid"] for s in manifest["shards"]]
+    for i in range(len(manifest["shards"])):
+        for a, b in zip(EncodedCorpus(tmp_path / "c1").shard(i), EncodedCorpus(tmp_path / "c2").shard(i)):
+            np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="cache of other data"):
+        build_cache(files, tok, tmp_path / "c1", shard_size=128, max_length=40)
+
+
+def test_batch_plan_visits_every_row_once_per_epoch():
+    sizes = [10, 7, 23]
+    plan = BatchPlan(sizes, batch_size=4, seed=3)
+    lengths = [np.random.RandomState(i).randint(3, 30, n) for i, n in enumerate(sizes)]
+    assert plan.steps_per_epoch == 3 + 2 + 6
+    for epoch in range(2):
+        seen = {s: [] for s in range(3)}
+        for step in range(epoch * plan.steps_per_epoch, (epoch + 1) * plan.steps_per_epoch):
+            pos = plan.position(step)
+            assert pos["epoch"] == epoch
+            seen[pos["shard"]] += list(plan.shard_batches_rows(epoch, pos["shard"], lengths[pos["shard"]])[pos["batch"]])
+        for s, n in enumerate(sizes):
+            assert sorted(seen[s]) == list(range(n))
+    # a fresh plan (a resumed run) gives the same rows for the same step
+    other = BatchPlan(sizes, batch_size=4, seed=3)
+    p = other.position(17)
+    assert p == plan.position(17)
+    np.testing.assert_array_equal(other.shard_batches_rows(1, p["shard"], lengths[p["shard"]])[p["batch"]],
+                                  plan.shard_batches_rows(1, p["shard"], lengths[p["shard"]])[p["batch"]])
+    ids = np.arange(20)
+    b_ids, b_flags, b_mask = collate(ids, ids % 2, np.array([0, 3, 8, 20]), np.array([1, 0]), pad_id=0)
+    assert b_ids.tolist() == [[3, 4, 5, 6, 7], [0, 1, 2, 0, 0]] and b_mask.sum(1).tolist() == [5, 3]
+
+
+# ---- masking ------------------------------------------------------------------------------
+def test_masking_statistics(tmp_path):
+    tok = SmilesTokenizer(write_vocab(tmp_path / "v.txt")).fit([])
+    enc = tok.encode_batch(list(np.random.RandomState(0).choice(VALID, 4000)))
+    ids, flags, mask = (torch.as_tensor(a) for a in enc.padded())
+    flags = flags.long() | 1  # every position flagged, to see which flags masking clears
+    masker = Masker(tok)
+    inputs, labels, new_flags = masker(ids, step_generator(0, 0), flags)
+    special = torch.as_tensor([tok.pad_id, tok.cls_id, tok.sep_id])
+    is_special = torch.isin(ids, special)
+    selected = labels != -100
+    assert not selected[is_special].any() and torch.equal(inputs[is_special], ids[is_special])
+    assert torch.equal(labels[selected], ids[selected])
+    n_real = int((~is_special).sum())
+    rate = selected.sum().item() / n_real
+    assert abs(rate - 0.15) < 0.006, rate  # ~110k real tokens: sd of the rate ~0.001
+    n_sel = int(selected.sum())
+    to_mask = (inputs == tok.mask_id) & selected
+    changed = (inputs != ids) & selected & ~to_mask
+    kept = (inputs == ids) & selected
+    assert abs(to_mask.sum().item() / n_sel - 0.8) < 0.015
+    assert abs(changed.sum().item() / n_sel - 0.1) < 0.012
+    assert abs(kept.sum().item() / n_sel - 0.1) < 0.012
+    assert not (inputs[~selected] != ids[~selected]).any()  # nothing else changes
+    assert not torch.isin(inputs[changed], special).any() and not (inputs[changed] == tok.mask_id).any()
+    # flags are cleared where the token was replaced, kept where it was not selected
+    assert not new_flags[to_mask | changed].any() and new_flags[~selected].all()
+    # the same seed gives the same masks; another step others
+    again = masker(ids, step_generator(0, 0), flags)
+    assert torch.equal(again[0], inputs) and torch.equal(again[1], labels)
+    assert not torch.equal(masker(ids, step_generator(0, 1), flags)[1], labels)
+
+
+# ---- training runs --------------------------------------------------------------------------
+def run(folder, out, vocab, model="gmnet", **kwargs):
+    # CPU: bit-for-bit resumption is a CPU promise (CUDA kernels may add in another order)
+    args = dict(vocab_file=vocab, batch_size=32, max_steps=14, eval_every=4, checkpoint_every=5, shard_size=128,
+                lr=2e-3, progress=False, seed=1, device="cpu")
+    args.update(kwargs)
+    return pretrain(folder, out, model, **{**TINY[model], **args})
+
+
+@pytest.mark.parametrize("model", ["gmnet", "chemberta"])
+def test_killed_run_resumes_bit_for_bit(corpus, tmp_path, model):
+    folder, vocab = corpus
+    cache = tmp_path / "cache"
+    full = run(folder, tmp_path / "full", vocab, model, cache_dir=cache)
+    assert full["finished"] and full["steps"] == 14 and [h["step"] for h in full["history"]] == [0, 4, 8, 12, 14]
+
+    class Killed(Exception):
+        pass
+
+    def kill_at(step):
+        def callback(info):
+            if info["step"] == step:
+                raise Killed
+        return callback
+
+    out = tmp_path / "killed"
+    with pytest.raises(Killed):  # killed after step 8: the checkpoint is the one of step 5
+        run(folder, out, vocab, model, cache_dir=cache, callback=kill_at(8))
+    assert not (out / "config.json").exists()
+    with pytest.raises(Killed):  # killed again, at step 11 (checkpoint of step 10)
+        run(folder, out, vocab, model, cache_dir=cache, callback=kill_at(11))
+    part = run(folder, out, vocab, model, cache_dir=cache, time_limit=0.0)  # stops at once, not finished
+    assert not part["finished"] and part["steps"] == 10
+    resumed = run(folder, out, vocab, model, cache_dir=cache)
+    assert resumed["finished"] and resumed["smiles_seen"] == full["smiles_seen"]
+    strip = [{k: v for k, v in h.items() if k != "seconds"} for h in full["history"]]
+    assert [{k: v for k, v in h.items() if k != "seconds"} for h in resumed["history"]] == strip
+    from safetensors.torch import load_file
+
+    a, b = load_file(str(tmp_path / "full" / "model.safetensors")), load_file(str(out / "model.safetensors"))
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.equal(a[key], b[key]), key
+    # other settings on an existing run are refused
+    with pytest.raises(ValueError, match="other settings"):
+        run(folder, out, vocab, model, cache_dir=cache, lr=1e-3)
+
+
+def test_pretrained_folder_loads_without_pickle(corpus, tmp_path):
+    from gmnet_sklearn.pretrain import load_mlm, read_config
+
+    folder, vocab = corpus
+    summary = run(folder, tmp_path / "run", vocab, max_steps=6, eval_every=3)
+    config = read_config(tmp_path / "run")
+    assert config["model"] == "gmnet" and config["params"]["k"] == 4 and config["training"]["steps"] == 6
+    assert (tmp_path / "run" / "vocab.txt").read_text() == Path(vocab).read_text()
+    mlm, _ = load_mlm(tmp_path / "run")
+    # the LM head's directions are the embedding's (stored once, tied again on load)
+    assert mlm.lm_head.P is mlm.encoder.embedding.P
+    assert summary["cache"]["n_invalid"] == 2
+    assert summary["history"][0]["step"] == 0 and 0 <= summary["history"][-1]["eval_accuracy"] <= 1
+
+
+def test_cli(corpus, tmp_path, capsys):
+    from gmnet_sklearn.pretrain.__main__ import main
+
+    folder, vocab = corpus
+    args = [str(folder), str(tmp_path / "cli"), "--model", "chemberta", "--vocab-file", str(vocab), "--max-steps", "3",
+            "--batch-size", "32", "--eval-every", "3", "--quiet", "--set", "d_model=16", "--set", "n_layers=1",
+            "--set", "n_heads=2", "--set", "intermediate_size=32"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["finished"] and out["steps"] == 3 and "eval_loss" in out["last_eval"]
+    assert json.loads((tmp_path / "cli" / "config.json").read_text())["params"]["intermediate_size"] == 32
+    assert main([str(folder), str(tmp_path / "prep"), "--vocab-file", str(vocab), "--prepare-only", "--quiet"]) == 0
+    prepared = json.loads(capsys.readouterr().out)
+    assert prepared["prepared"] and prepared["cache"]["n_invalid"] == 2 and not (tmp_path / "prep" / "checkpoint.pt").exists()
+
+
+def test_bad_arguments(corpus, tmp_path):
+    folder, vocab = corpus
+    with pytest.raises(ValueError, match="model must be one of"):
+        pretrain(folder, tmp_path / "x", "bert", vocab_file=vocab)
+    with pytest.raises(ValueError, match="unknown gmnet model parameters"):
+        pretrain(folder, tmp_path / "x", "gmnet", vocab_file=vocab, intermediate_size=3)
+    with pytest.raises(ValueError, match="batch_size must be a positive integer"):
+        pretrain(folder, tmp_path / "x", "gmnet", vocab_file=vocab, batch_size=0)
+
+
+_KILLED_RUN = """
+import sys, time, torch
+torch.set_num_threads(1)
+from gmnet_sklearn.pretrain import pretrain
+folder, out, vocab = sys.argv[1:4]
+pretrain(folder, out, "chemberta", vocab_file=vocab, cache_dir=out + "-cache", batch_size=16, max_steps=40,
+         eval_every=10, checkpoint_every=3, shard_size=128, lr=2e-3, progress=False, seed=1, device="cpu",
+         callback=lambda info: time.sleep(0.05), **{TINY!r})
+"""
+
+
+def test_sigkilled_process_resumes_bit_for_bit(corpus, tmp_path):
+    """A real kill (SIGKILL, at whatever point the run is) twice, then the run finishes in this
+    process: every weight and evaluation as in an uninterrupted run."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    folder, vocab = corpus
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        args = dict(vocab_file=vocab, batch_size=16, max_steps=40, eval_every=10, checkpoint_every=3, shard_size=128,
+                    lr=2e-3, progress=False, seed=1, device="cpu")
+        full = pretrain(folder, tmp_path / "full", "chemberta", cache_dir=tmp_path / "full-cache", **args,
+                        **TINY_CHEMBERTA)
+        out = tmp_path / "killed"
+        script = _KILLED_RUN.replace("{TINY!r}", repr(TINY_CHEMBERTA))
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+        rng = np.random.RandomState(0)
+        for _ in range(2):
+            ckpt = out / "checkpoint.pt"
+            before = ckpt.stat().st_mtime_ns if ckpt.exists() else None
+            proc = subprocess.Popen([sys.executable, "-c", script, str(folder), str(out), str(vocab)], env=env)
+            deadline = time.time() + 120
+            # wait for a checkpoint of this process, then kill it somewhere in the steps after it
+            while ((ckpt.stat().st_mtime_ns if ckpt.exists() else None) == before and proc.poll() is None
+                   and time.time() < deadline):
+                time.sleep(0.02)
+            time.sleep(rng.uniform(0.1, 0.6))
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            assert proc.returncode == -signal.SIGKILL, "the run ended before it was killed: make it longer"
+        assert not (out / "config.json").exists()
+        step_killed = torch.load(out / "checkpoint.pt", weights_only=True)["step"]
+        assert 3 < step_killed < 40  # the second process went on from the first one's checkpoint
+        resumed = pretrain(folder, out, "chemberta", cache_dir=str(out) + "-cache", **args, **TINY_CHEMBERTA)
+    finally:
+        torch.set_num_threads(threads)
+    from safetensors.torch import load_file
+
+    a, b = load_file(str(tmp_path / "full" / "model.safetensors")), load_file(str(out / "model.safetensors"))
+    for key in a:
+        assert torch.equal(a[key], b[key]), key
+    drop = lambda hs: [{k: v for k, v in h.items() if k != "seconds"} for h in hs]  # noqa: E731
+    assert drop(resumed["history"]) == drop(full["history"])
+
+
+@pytest.mark.parametrize("model", ["gmnet", "chemberta"])
+def test_masked_lm_starts_near_uniform_at_the_paper_shape(model, tmp_path):
+    """An untrained masked-LM scores the masked tokens at about log V (no runaway initial logits)."""
+    from gmnet_sklearn.pretrain.models import DEFAULT_PARAMS, build_mlm
+    from gmnet_sklearn.pretrain.trainer import masked_lm_loss
+
+    tok = SmilesTokenizer(write_vocab(tmp_path / "v.txt")).fit([])
+    ids, flags, mask = (torch.as_tensor(a) for a in tok.encode_batch(VALID * 2).padded())
+    inputs, labels, flags = Masker(tok)(ids, step_generator(0, 0), flags.long())
+    torch.manual_seed(0)
+    mlm = build_mlm(model, tok.vocab_size, tok.pad_id, DEFAULT_PARAMS[model]).eval()
+    with torch.no_grad():
+        loss, _, n = masked_lm_loss(mlm, inputs, flags, mask, labels)
+    assert n > 50 and abs(float(loss) - np.log(tok.vocab_size)) < 1.0, float(loss)

@@ -1,0 +1,222 @@
+"""Warm-started estimators: pretrained=PATH / from_pretrained, Hugging Face RoBERTa folders, sklearn checks."""
+
+from __future__ import annotations
+
+import pickle
+
+import joblib
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+from skorch.callbacks import Callback
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+
+from gmnet_sklearn import ChemBERTaClassifier, ChemBERTaRegressor, GMNetClassifier, GMNetRegressor
+from gmnet_sklearn.estimators import load_model
+from gmnet_sklearn.pretrain import pretrain
+
+from ._smiles import SMILES, class_target, regression_target
+from .test_pretrain import TINY, VALID, write_csv, write_vocab
+
+ESTIMATORS = {"gmnet": (GMNetRegressor, GMNetClassifier), "chemberta": (ChemBERTaRegressor, ChemBERTaClassifier)}
+FIT = dict(max_epochs=1, batch_size=16, random_state=0, valid_split=None)
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory):
+    """A tiny pretrained folder per family (a few steps: the weights are not the init's)."""
+    root = tmp_path_factory.mktemp("pretrained")
+    folder = root / "corpus"
+    folder.mkdir()
+    write_csv(folder / "train.smi.csv", list(np.random.RandomState(0).choice(VALID, 200)))
+    vocab = write_vocab(root / "vocab.txt")
+    out = {}
+    for model in ("gmnet", "chemberta"):
+        pretrain(folder, root / model, model, vocab_file=vocab, batch_size=32, max_steps=4, test_corpus=None,
+                 progress=False, lr=1e-3, **TINY[model])
+        out[model] = root / model
+    return out
+
+
+class InitialWeights(Callback):
+    """Keeps a copy of the module's weights as training begins (after any warm start)."""
+
+    def on_train_begin(self, net, **kwargs):
+        self.state_ = {k: v.detach().clone() for k, v in net.module_.state_dict().items()}
+
+
+def _encoder_keys(model: str, stored: dict) -> dict:
+    """Pretrained encoder tensors, named as in the fine-tuned module (inside DescriptorFusion)."""
+    enc = {k[len("encoder."):]: v for k, v in stored.items() if k.startswith("encoder.")}
+    return {f"model.encoder.{k}" if model == "gmnet" else f"model.{k}": v for k, v in enc.items()}
+
+
+@pytest.mark.parametrize("model", ["gmnet", "chemberta"])
+def test_warm_start_loads_every_encoder_weight(pretrained, model):
+    reg = ESTIMATORS[model][0]
+    cb = InitialWeights()
+    est = reg.from_pretrained(pretrained[model], callbacks=[cb], **FIT).fit(SMILES, regression_target(SMILES))
+    stored = load_file(str(pretrained[model] / "model.safetensors"))
+    expected = _encoder_keys(model, stored)
+    init = cb.state_
+    assert expected and set(expected) <= set(init)
+    for key, value in expected.items():
+        assert torch.equal(init[key], value), key
+    # every parameter outside the heads came from the checkpoint
+    head = ("descriptor_proj.", "model.dense.", "model.out_proj.", "model.head.")
+    assert {k for k in init if not k.startswith(head)} == set(expected)
+    # the vocabulary is the checkpoint's, not one fitted on the training SMILES
+    assert est.tokenizer_.vocabulary_ == type(est.tokenizer_)(pretrained[model] / "vocab.txt").fit([]).vocabulary_
+    # the head is fresh: the same seed from scratch draws the same head
+    cb2 = InitialWeights()
+    reg(**{**est.get_params(), "pretrained": None, "callbacks": [cb2],
+           "vocab_file": str(pretrained[model] / "vocab.txt")}).fit(SMILES, regression_target(SMILES))
+    for key in init:
+        if key.startswith(head):
+            assert torch.equal(init[key], cb2.state_[key]), key
+    # ... and the encoder is not (the pretraining steps moved most of its tensors away from the init)
+    moved = [k for k in expected if not torch.equal(init[k], cb2.state_[k])]
+    assert len(moved) > 0.6 * len(expected), (len(moved), len(expected))
+
+
+def test_shape_conflicts_and_bad_sources(pretrained, tmp_path):
+    X, y = SMILES, regression_target(SMILES)
+    with pytest.raises(ValueError, match=r"k=8 \(checkpoint: 4\).*d_model=256 \(checkpoint: 16\).*from_pretrained"):
+        GMNetRegressor(pretrained=pretrained["gmnet"], **FIT).fit(X, y)
+    with pytest.raises(ValueError, match=r"shape parameters conflict.*L=3 \(checkpoint: 2\)"):
+        GMNetRegressor.from_pretrained(pretrained["gmnet"], L=3, **FIT).fit(X, y)
+    with pytest.raises(ValueError, match="holds a pretrained ChemBERTa model, not a Chem-GMNet one"):
+        GMNetRegressor(pretrained=pretrained["chemberta"], **FIT).fit(X, y)
+    with pytest.raises(ValueError, match="brings its own vocabulary"):
+        GMNetRegressor.from_pretrained(pretrained["gmnet"], vocab_file=str(tmp_path / "v.txt"), **FIT).fit(X, y)
+    with pytest.raises(FileNotFoundError, match="MOSES-pretrained Chem-GMNet encoder is not shipped"):
+        GMNetRegressor(pretrained="moses", **FIT).fit(X, y)
+    with pytest.raises(FileNotFoundError, match="MOSES-pretrained ChemBERTa encoder is not shipped"):
+        ChemBERTaClassifier.from_pretrained("moses")
+    with pytest.raises(FileNotFoundError, match="no such folder"):
+        GMNetRegressor(pretrained=tmp_path / "nothing", **FIT).fit(X, y)
+    with pytest.raises(ValueError, match="pretrained must be None, a folder path"):
+        GMNetRegressor(pretrained=3, **FIT).fit(X, y)
+    # dropout may differ from pretraining
+    GMNetRegressor.from_pretrained(pretrained["gmnet"], dropout=0.0, descriptors=False, **FIT).fit(X, y)
+
+
+@pytest.mark.parametrize("model", ["gmnet", "chemberta"])
+def test_pretrained_estimators_sklearn_checks(pretrained, model, tmp_path):
+    reg, clf = ESTIMATORS[model]
+    est = reg.from_pretrained(pretrained[model], descriptors=False, **FIT)
+    assert est.get_params()["pretrained"] == pretrained[model]
+    cl = clone(est)
+    assert cl.get_params() == est.get_params()
+    X, y = SMILES, regression_target(SMILES)
+    est.fit(X, y)
+    pred = est.predict(X[:10])
+    for other in (pickle.loads(pickle.dumps(est)), joblib.load(joblib.dump(est, tmp_path / "e.joblib")[0]),
+                  load_model(est.save(tmp_path / "saved"))):
+        np.testing.assert_allclose(other.predict(X[:10]), pred, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(clone(est).fit(X, y).predict(X[:10]), pred, rtol=1e-6, atol=1e-6)  # seeded: repeatable
+    search = GridSearchCV(clf.from_pretrained(pretrained[model], descriptors=False, **FIT), {"lr": [1e-4, 1e-3]}, cv=2)
+    search.fit(X, class_target(X))
+    assert search.best_estimator_.pretrained == pretrained[model]
+
+
+def test_chemberta_from_hugging_face_roberta_for_masked_lm(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    from gmnet_sklearn.baselines.chemberta import ChemBERTaForMaskedLM
+
+    vocab = write_vocab(tmp_path / "vocab.txt")
+    n_vocab = len(vocab.read_text().splitlines())
+    torch.manual_seed(0)
+    config = transformers.RobertaConfig(vocab_size=n_vocab, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                        intermediate_size=32, max_position_embeddings=60, pad_token_id=0,
+                                        type_vocab_size=1, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    hf = transformers.RobertaForMaskedLM(config).eval()
+    with torch.no_grad():  # not the initial values anywhere (biases, LayerNorms included)
+        for p in hf.parameters():
+            p.add_(0.01 * torch.randn_like(p))
+    hf.save_pretrained(tmp_path / "hf")  # config.json + model.safetensors, no tokenizer
+    # the MLM head in plain torch gives Hugging Face's logits
+    ours = ChemBERTaForMaskedLM(n_vocab, 16, 2, 2, 32, 60, type_vocab_size=1, dropout=0.0, attention_dropout=0.0).eval()
+    assert ours.load_hf_state_dict(hf.state_dict()) == []
+    ids = torch.tensor([[2, 7, 8, 9, 3], [2, 10, 3, 0, 0]])
+    with torch.no_grad():
+        ref = hf(input_ids=ids, attention_mask=(ids != 0).long()).logits
+        np.testing.assert_allclose(ours(ids).numpy()[ids != 0], ref.numpy()[ids != 0], atol=1e-5)
+    # warm start: without vocab.txt in the folder the vocabulary must be named
+    X, y = SMILES, regression_target(SMILES)
+    with pytest.raises(ValueError, match="has no vocab.txt"):
+        ChemBERTaRegressor.from_pretrained(tmp_path / "hf", **FIT).fit(X, y)
+    cb = InitialWeights()
+    est = ChemBERTaRegressor.from_pretrained(tmp_path / "hf", vocab_file=str(vocab), callbacks=[cb], **FIT).fit(X, y)
+    assert (est.d_model, est.n_layers, est.intermediate_size, est.max_position_embeddings) == (16, 2, 32, 60)
+    hf_state = hf.state_dict()
+    for key, value in cb.state_.items():
+        if key.startswith(("descriptor_proj.", "model.head.")):
+            continue
+        from gmnet_sklearn.baselines.chemberta import hf_to_chemberta_key
+
+        src = next(k for k in hf_state if hf_to_chemberta_key(k) == key[len("model."):])
+        expected = hf_state[src]
+        if "token_type" in key:  # one row in the checkpoint, two in the model: row 0 is the one used
+            value = value[:1]
+        assert torch.equal(value, expected), key
+
+
+def _smoke_corpus(folder):
+    """~2,000 training and 200 test SMILES: the head of MOSES when it is here, else generated
+    (RDKit-randomised SMILES of the test molecules)."""
+    import itertools
+
+    from gmnet_sklearn.pretrain.corpus import iter_smiles
+
+    from .conftest import SHARED
+
+    moses = SHARED / "data" / "pretrain" / "moses"
+    if (moses / "train.csv.gz").is_file() and (moses / "test.csv.gz").is_file():
+        train = list(itertools.islice(iter_smiles(moses / "train.csv.gz"), 2000))
+        test = list(itertools.islice(iter_smiles(moses / "test.csv.gz"), 200))
+    else:
+        from gmnet_sklearn.augment import randomized_smiles
+
+        variants = [v for vs in randomized_smiles(VALID, 45, 0) for v in vs]
+        train, test = variants[:2000], variants[2000:2200]
+    folder.mkdir()
+    write_csv(folder / "train.csv.gz", train, gz=True)
+    write_csv(folder / "test.csv.gz", test, gz=True)
+    return train
+
+
+def test_pretrain_then_fine_tune_smoke(tmp_path):
+    """Pretrain -> fine-tune on ~2,000 SMILES in CI time (tiny model, two epochs)."""
+    from .conftest import vocab_file
+
+    train = _smoke_corpus(tmp_path / "corpus")
+    vocab = vocab_file() or write_vocab(tmp_path / "vocab.txt", train + SMILES)
+    summary = pretrain(tmp_path / "corpus", tmp_path / "run", "gmnet", vocab_file=vocab, epochs=2, batch_size=128,
+                       lr=3e-3, warmup=0.1, eval_every=8, progress=False, **TINY["gmnet"])
+    assert summary["finished"] and summary["smiles_seen"] == 2 * summary["cache"]["n_valid"]
+    history = summary["history"]
+    assert history[0]["step"] == 0 and history[-1]["step"] == summary["steps"]
+    assert history[-1]["eval_loss"] < history[0]["eval_loss"] - 0.3, [h["eval_loss"] for h in history]
+    X = train[:120]
+    y = np.array([len(s) for s in X], dtype=float)
+    est = GMNetRegressor.from_pretrained(tmp_path / "run", max_epochs=2, batch_size=32, random_state=0).fit(X, y)
+    assert est.k == 4 and np.isfinite(est.predict(X[:20])).all()
+
+
+def test_training_snapshot_fingerprint_ignores_pretrained_none(tmp_path):
+    """Snapshots written before `pretrained` existed (long benchmark fits) still resume."""
+    from pathlib import Path
+
+    from gmnet_sklearn.estimators import TrainingSnapshot
+    from gmnet_sklearn.estimators.snapshot import fit_fingerprint
+
+    X, y = SMILES, regression_target(SMILES)
+    est = ChemBERTaRegressor(**TINY["chemberta"], descriptors=False, callbacks=[TrainingSnapshot(tmp_path)], **FIT)
+    est.fit(X, y)
+    params = {k: v for k, v in est.get_params(deep=False).items()
+              if k not in ("callbacks", "verbose", "device", "pretrained")}
+    expected = fit_fingerprint({"estimator": "ChemBERTaRegressor", **params}, 0, [np.asarray(X, dtype=object), y, None, None])
+    assert Path(est.resume_info_["snapshot"]).name.startswith(expected)
