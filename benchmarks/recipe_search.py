@@ -146,15 +146,25 @@ def summary(root=SEARCH_DIR) -> str:
         return float(np.mean(vals)) if vals else None
 
     order = sorted(cells, key=lambda c: (rel(c) is None, rel(c) if rel(c) is not None else 0.0))
+
+    def versus(cand: str, other: str) -> Optional[str]:
+        """Mean ratio of cand's validation error to other's over the endpoints both have."""
+        shared = [e for e in endpoints if e in cells[cand] and e in cells[other]]
+        if not shared:
+            return None
+        ratios = [((1 - np.mean(cells[cand][e])) / (1 - np.mean(cells[other][e])) if ENDPOINTS[e].higher_is_better
+                   else np.mean(cells[cand][e]) / np.mean(cells[other][e])) for e in shared]
+        return f"{np.mean(ratios):.3f} ({len(shared)})"
     header = ["candidate", "levers (on top of base)"] + [f"{ENDPOINTS[e].label} ({'AUC' if ENDPOINTS[e].higher_is_better else 'RMSE'})"
-                                                          for e in endpoints] + ["rel. error vs base ↓ (endpoints)", "mean fit s"]
+                                                          for e in endpoints] + ["rel. error vs base ↓ (endpoints)",
+                                                                                 f"error vs `{order[0]}` ↓ (endpoints)", "mean fit s"]
     rows = []
     for c in order:
         r = rel(c)
         rows.append([f"`{c}`", ", ".join(f"{k}={v}" for k, v in CANDIDATES.get(c, {}).items()) or "—"]
                     + [f"{np.mean(cells[c][e]):.3f}" if e in cells[c] else "—" for e in endpoints]
                     + ["—" if r is None else f"{r:.3f} ({sum(e in base and e in cells[c] for e in endpoints)})",
-                       f"{np.mean(seconds[c]):.0f}"])
+                       versus(c, order[0]) or "—", f"{np.mean(seconds[c]):.0f}"])
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(row) + " |" for row in rows]
     # The two best by that measure, head to head on every endpoint both have (ties on the
     # shared-with-base measure are decided here).
