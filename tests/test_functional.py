@@ -8,6 +8,8 @@ import torch
 from scipy import special
 
 from gmnet_sklearn.gm import functional as F
+from gmnet_sklearn.gm.harmonic_map import HarmonicMap
+from gmnet_sklearn.gm.ops.sphere_readout import sphere_readout
 from gmnet_sklearn.gm.cpu import cpu_kernels_available
 
 CASES = [(3, 4), (4, 3), (5, 2), (8, 3), (10, 2)]
@@ -221,7 +223,7 @@ def test_sphere_readout_matches_reference_with_gradients(impl, k, L, n_branches,
     weight = torch.randn(G, c, n_mono, dtype=torch.float64, generator=g, requires_grad=True)
     zs = [torch.randn(G, k, N, dtype=torch.float64, generator=g).mul(2.0).requires_grad_() for _ in range(n_branches)]
     scales = [torch.rand(G, dtype=torch.float64, generator=g).requires_grad_() for _ in zs] if scaled else None
-    fast = F.sphere_readout(weight, zs, scales, impl=impl)
+    fast = sphere_readout(weight, zs, scales, impl=impl)
     ref = _readout_reference(weight, zs, scales)
     torch.testing.assert_close(fast, ref, atol=1e-12, rtol=1e-12)
     inputs = [weight, *zs, *(scales or [])]
@@ -231,7 +233,7 @@ def test_sphere_readout_matches_reference_with_gradients(impl, k, L, n_branches,
         torch.testing.assert_close(a, torch.zeros_like(x) if b is None else b, atol=1e-11, rtol=1e-10)
     if k <= 5 and N < 10:
         assert torch.autograd.gradcheck(
-            lambda w, *args: F.sphere_readout(w, args[:n_branches], args[n_branches:] or None, impl=impl), tuple(inputs))
+            lambda w, *args: sphere_readout(w, args[:n_branches], args[n_branches:] or None, impl=impl), tuple(inputs))
 
 
 @pytest.mark.parametrize("impl", READOUT_IMPLS)
@@ -240,9 +242,9 @@ def test_sphere_readout_float32_matches_float64(impl):
     weight = torch.randn(12, 32, 165, dtype=torch.float64, generator=g, requires_grad=True)
     zs = [torch.randn(12, 8, 50, dtype=torch.float64, generator=g).requires_grad_() for _ in range(2)]
     scales = [torch.rand(12, dtype=torch.float64, generator=g).requires_grad_() for _ in zs]
-    ref = F.sphere_readout(weight, zs, scales, impl="torch")
+    ref = sphere_readout(weight, zs, scales, impl="torch")
     leaves32 = [t.detach().float().requires_grad_() for t in (weight, *zs, *scales)]
-    out32 = F.sphere_readout(leaves32[0], leaves32[1:3], leaves32[3:], impl=impl)
+    out32 = sphere_readout(leaves32[0], leaves32[1:3], leaves32[3:], impl=impl)
     torch.testing.assert_close(out32.double(), ref, atol=1e-4, rtol=1e-4)
     gout = torch.randn(ref.shape, dtype=torch.float64, generator=g)
     g64 = torch.autograd.grad(ref, [weight, *zs, *scales], gout)
@@ -258,7 +260,7 @@ def test_sphere_readout_zero_vectors_have_finite_gradients(impl):
     z = torch.zeros(1, 8, 5, dtype=torch.float64, requires_grad=True)
     with torch.no_grad():
         z[0, :, 1] = torch.randn(8, dtype=torch.float64)  # one real vector among zeros
-    out = F.sphere_readout(weight, [z], impl=impl)
+    out = sphere_readout(weight, [z], impl=impl)
     out.square().sum().backward()
     assert torch.isfinite(z.grad).all() and torch.isfinite(weight.grad).all()
     ref_z = z.detach().clone().requires_grad_()
@@ -268,7 +270,7 @@ def test_sphere_readout_zero_vectors_have_finite_gradients(impl):
 
 @pytest.mark.parametrize("k,L", [(3, 0), (3, 4), (8, 3), (5, 2)])
 def test_harmonic_map_is_phi(k, L):
-    sh = F.HarmonicMap(k, L).double()
+    sh = HarmonicMap(k, L).double()
     z = torch.randn(7, k, dtype=torch.float64)
     torch.testing.assert_close(sh(z), F.phi(F.normalise(z), L), atol=1e-12, rtol=0)
     w, b = torch.randn(5, sh.dim, dtype=torch.float64), torch.randn(5, dtype=torch.float64)
@@ -283,10 +285,10 @@ def test_sphere_readout_frozen_weight_and_inference(impl):
     g = torch.Generator().manual_seed(1)
     weight = torch.randn(2, 5, 165, dtype=torch.float64, generator=g)
     z = torch.randn(2, 8, 19, dtype=torch.float64, generator=g, requires_grad=True)
-    out = F.sphere_readout(weight, [z], impl=impl)
+    out = sphere_readout(weight, [z], impl=impl)
     ref = _readout_reference(weight, [z], None)
     torch.testing.assert_close(out, ref, atol=1e-12, rtol=1e-12)
     gout = torch.randn(ref.shape, dtype=torch.float64, generator=g)
     torch.testing.assert_close(torch.autograd.grad(out, z, gout)[0], torch.autograd.grad(ref, z, gout)[0], atol=1e-11, rtol=1e-10)
     with torch.inference_mode():
-        torch.testing.assert_close(F.sphere_readout(weight, [z.detach()], impl=impl), ref.detach(), atol=1e-12, rtol=1e-12)
+        torch.testing.assert_close(sphere_readout(weight, [z.detach()], impl=impl), ref.detach(), atol=1e-12, rtol=1e-12)

@@ -344,17 +344,3 @@ def funk_hecke(sigma: Activation, k: int, L: int, n_quad: int = 512) -> np.ndarr
     P = gegenbauer_normalised(L, k, nodes)  # (n_quad, L+1)
     values = np.asarray(f(nodes), dtype=np.float64)
     return sphere_area(k - 1) * (weights * values) @ P
-
-
-# The read-out op and its module moved out of this math module (gm/ops/sphere_readout,
-# gm/harmonic_map.py); their old names here resolve on first use, so importing this module loads
-# no kernels and imports nothing above it.
-_MOVED = {"sphere_readout": "gmnet_sklearn.gm.ops.sphere_readout", "HarmonicMap": "gmnet_sklearn.gm.harmonic_map"}
-
-
-def __getattr__(name: str):
-    if name in _MOVED:
-        import importlib
-
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
