@@ -14,7 +14,7 @@ from gmnet_sklearn.display import TrainingCurveDisplay  # noqa: E402
 
 from ._smiles import SMILES, class_target, regression_target  # noqa: E402
 
-TINY = dict(d_model=16, n_layers=1, n_heads=2, k=4, L=2, max_epochs=4, random_state=0, descriptors=False)
+TINY = dict(d_model=16, n_layers=1, n_heads=2, k=4, L=2, max_epochs=4, random_state=0, descriptors=False, fingerprint=False)
 
 
 @pytest.fixture(scope="module")

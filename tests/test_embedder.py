@@ -28,7 +28,7 @@ def fused():
 
 @pytest.fixture(scope="module")
 def plain():
-    return GMNetRegressor(**TINY, descriptors=False).fit(SMILES, Y)
+    return GMNetRegressor(**TINY, descriptors=False, fingerprint=False).fit(SMILES, Y)
 
 
 def _head_inputs(est, smiles):
@@ -56,7 +56,7 @@ def test_pipeline_with_random_forest(fused):
         assert pred.shape == (len(test),) and np.isfinite(pred).all()
         assert pipe[-1].n_features_in_ == pipe[0].n_features_out_
     # prefit=False: fit trains a clone of the (unfitted) estimator on the pipeline's data
-    pipe = make_pipeline(GMNetEmbedder(GMNetRegressor(**{**TINY, "max_epochs": 1}, descriptors=False)), Ridge())
+    pipe = make_pipeline(GMNetEmbedder(GMNetRegressor(**{**TINY, "max_epochs": 1}, descriptors=False, fingerprint=False)), Ridge())
     pipe.fit(train, Y[:40])
     assert np.isfinite(pipe.predict(test)).all()
     assert pipe[0].estimator_.n_train_ > 0 and not hasattr(pipe[0].estimator, "nets_")
@@ -142,7 +142,7 @@ def test_params_clone_tags_and_errors(plain):
         with pytest.raises(ValueError, match=match):
             GMNetEmbedder(plain, prefit=True, **{"features": "moments", **bad}).fit(SMILES)
     with pytest.raises(ValueError, match="Gated-SFA"):
-        ska = GMNetRegressor(**{**TINY, "max_epochs": 1}, attention="ska", descriptors=False).fit(SMILES[:20], Y[:20])
+        ska = GMNetRegressor(**{**TINY, "max_epochs": 1}, attention="ska", descriptors=False, fingerprint=False).fit(SMILES[:20], Y[:20])
         GMNetEmbedder(ska, features="moments", prefit=True).fit(SMILES)
 
 
@@ -163,7 +163,7 @@ def test_chemberta_pooled_state_and_no_moments():
     from gmnet_sklearn import ChemBERTaRegressor
 
     est = ChemBERTaRegressor(d_model=16, n_layers=1, n_heads=2, intermediate_size=32, max_epochs=1, random_state=0,
-                             descriptors=False).fit(SMILES, Y)
+                             descriptors=False, fingerprint=False).fit(SMILES, Y)
     seen = []
     handle = est.net_.module_.head.register_forward_pre_hook(lambda mod, args: seen.append(args[0][:, 0].clone()))
     try:

@@ -292,3 +292,15 @@ def test_sphere_readout_frozen_weight_and_inference(impl):
     torch.testing.assert_close(torch.autograd.grad(out, z, gout)[0], torch.autograd.grad(ref, z, gout)[0], atol=1e-11, rtol=1e-10)
     with torch.inference_mode():
         torch.testing.assert_close(sphere_readout(weight, [z.detach()], impl=impl), ref.detach(), atol=1e-12, rtol=1e-12)
+
+
+def test_cached_plans_first_built_in_inference_mode_still_train():
+    """A predict (torch.inference_mode) before any fit must not leave inference tensors in the
+    cached monomial plan: a later backward through phi saves them."""
+    F._torch_plan.cache_clear()
+    x = torch.nn.functional.normalize(torch.randn(5, 4, dtype=torch.float64), dim=-1)
+    with torch.inference_mode():
+        F.phi(x, 3)
+    leaf = x.clone().requires_grad_(True)
+    F.phi(leaf, 3).sum().backward()
+    assert leaf.grad is not None and torch.isfinite(leaf.grad).all()

@@ -21,7 +21,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from gmnet_sklearn import ChemBERTaClassifier, ChemBERTaRegressor, GMNetClassifier, GMNetRegressor
 
 # Tiny models so the whole battery stays a few seconds per estimator.
-_TRAINING = dict(d_model=16, n_layers=1, n_heads=2, max_epochs=1, batch_size=16, lr=1e-3, descriptors=False,
+_TRAINING = dict(d_model=16, n_layers=1, n_heads=2, max_epochs=1, batch_size=16, lr=1e-3, descriptors=False, fingerprint=False,
                  valid_split=None, random_state=0)
 _GMNET = dict(_TRAINING, k=4, L=2)
 _CHEMBERTA = dict(_TRAINING, intermediate_size=16)

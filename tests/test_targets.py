@@ -83,7 +83,7 @@ def test_fit_warns_once_for_a_one_dimensional_y_with_nan():
 
     from ._smiles import SMILES, class_target, regression_target
 
-    tiny = dict(d_model=16, n_layers=1, n_heads=2, k=4, L=2, max_epochs=1, random_state=0, descriptors=False)
+    tiny = dict(d_model=16, n_layers=1, n_heads=2, k=4, L=2, max_epochs=1, random_state=0, descriptors=False, fingerprint=False)
     y = regression_target(SMILES)
     y[[2, 30]] = np.nan
     with pytest.warns(MissingTargetWarning) as record:

@@ -249,6 +249,13 @@ def harmonic_basis(k: int, L: int) -> HarmonicBasis:
 
 @lru_cache(maxsize=256)
 def _torch_plan(k: int, L: int, device: torch.device, dtype: torch.dtype):
+    # Cached tensors must be plain ones even when first asked for under torch.inference_mode
+    # (a predict before a fit): inference tensors cannot be saved for a later backward.
+    with torch.inference_mode(False):
+        return _build_torch_plan(k, L, device, dtype)
+
+
+def _build_torch_plan(k: int, L: int, device: torch.device, dtype: torch.dtype):
     basis = harmonic_basis(k, L)
     per_degree = []
     for l in range(1, L + 1):

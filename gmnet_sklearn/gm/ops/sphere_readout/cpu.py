@@ -41,7 +41,8 @@ def _derivative_plan(k: int, L: int) -> tuple[torch.Tensor, torch.Tensor]:
         for i, e in enumerate(lower):
             j = e[:v] + (e[v] + 1,) + e[v + 1 :]
             index[v, i], mult[v, i] = position[j], j[v]
-    return torch.as_tensor(index.reshape(-1)), torch.as_tensor(mult.reshape(-1))
+    with torch.inference_mode(False):  # cached: plain tensors even when first built in a predict
+        return torch.as_tensor(index.reshape(-1)), torch.as_tensor(mult.reshape(-1))
 
 
 class SphereReadoutCPU(torch.autograd.Function):
