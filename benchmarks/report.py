@@ -744,7 +744,8 @@ Wall time of `fit` for the estimators with their defaults, called as a user woul
 (`GMNetRegressor(random_state=s).fit(X_train, y_train)`: the internal scaffold split picks the
 best epoch), on the training part of the DeepChem scaffold split, written by
 `python -m benchmarks.fit_time --threads 2` run alone on the machine (the load average before
-each fit shows whether anything else ran). The C++ kernels are built before the clock starts."""
+each fit shows whether anything else ran: the previous fit's two threads account for about 2).
+The C++ kernels are built before the clock starts."""
 
 
 PEERS_INTRO = """\
