@@ -35,7 +35,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from . import _common as C
-from .peers import RF_TREES
+from .peers import RF_TREES, fit_per_task
 from .protocols import ENDPOINTS, by_size, get_protocol, resolve_endpoints
 
 SCHEMA = "gmnet-embedder-features/1"
@@ -72,25 +72,6 @@ def linear(task_type: str, seed: int, n_jobs: int) -> Callable[[], object]:
     if task_type == "classification":
         return lambda: make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000, random_state=seed))
     return lambda: make_pipeline(StandardScaler(), RidgeCV(alphas=np.logspace(-2, 4, 13)))
-
-
-def fit_per_task(task_type: str, make: Callable[[], object], X: np.ndarray, y: np.ndarray) -> List[object]:
-    """One model per task (column of ``y``) on its labelled rows; a classification task with one
-    class in those rows is that constant (as the RF-ECFP4 peer)."""
-    models: List[object] = []
-    for col in np.asarray(y, dtype=np.float64).reshape(len(y), -1).T:
-        obs = ~np.isnan(col)
-        if not obs.any():
-            raise ValueError("a task has no labelled training row")
-        if task_type == "classification":
-            classes = np.unique(col[obs])
-            if len(classes) < 2:
-                models.append(float(classes[0]))
-                continue
-            models.append(make().fit(X[obs], col[obs].astype(int)))
-        else:
-            models.append(make().fit(X[obs], col[obs]))
-    return models
 
 
 def predict_per_task(task_type: str, models: Sequence[object], X: np.ndarray, like: np.ndarray) -> np.ndarray:

@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import MappingProxyType
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -110,14 +110,11 @@ def _tasks(y: np.ndarray) -> np.ndarray:
     return np.asarray(y, dtype=np.float64).reshape(len(y), -1)
 
 
-def fit_rf(task_type: str, X: np.ndarray, y: np.ndarray, seed: int, n_jobs: int = 1) -> List[object]:
-    """One forest per task (column of ``y``), each on the rows where its label is present. A
-    classification task whose labelled training rows hold one class only gets that class as a
-    constant (``float``) instead of a forest."""
-    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
-
+def fit_per_task(task_type: str, make: Callable[[], object], X: np.ndarray, y: np.ndarray) -> List[object]:
+    """One model per task (column of ``y``) on its labelled rows; a classification task with one
+    class in those rows is that constant (as the RF-ECFP4 peer)."""
     models: List[object] = []
-    for col in _tasks(y).T:
+    for col in np.asarray(y, dtype=np.float64).reshape(len(y), -1).T:
         obs = ~np.isnan(col)
         if not obs.any():
             raise ValueError("a task has no labelled training row")
@@ -126,13 +123,19 @@ def fit_rf(task_type: str, X: np.ndarray, y: np.ndarray, seed: int, n_jobs: int 
             if len(classes) < 2:
                 models.append(float(classes[0]))
                 continue
-            m = RandomForestClassifier(n_estimators=RF_TREES, random_state=seed, n_jobs=n_jobs)
-            m.fit(X[obs], col[obs].astype(int))
+            models.append(make().fit(X[obs], col[obs].astype(int)))
         else:
-            m = RandomForestRegressor(n_estimators=RF_TREES, random_state=seed, n_jobs=n_jobs)
-            m.fit(X[obs], col[obs])
-        models.append(m)
+            models.append(make().fit(X[obs], col[obs]))
     return models
+
+
+def fit_rf(task_type: str, X: np.ndarray, y: np.ndarray, seed: int, n_jobs: int = 1) -> List[object]:
+    """One forest per task (column of ``y``), each on the rows where its label is present
+    (:func:`fit_per_task`)."""
+    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+    forest = RandomForestClassifier if task_type == "classification" else RandomForestRegressor
+    return fit_per_task(task_type, lambda: forest(n_estimators=RF_TREES, random_state=seed, n_jobs=n_jobs), X, y)
 
 
 def predict_rf(task_type: str, models: Sequence[object], X: np.ndarray) -> np.ndarray:
