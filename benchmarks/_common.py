@@ -254,6 +254,21 @@ def resumed_entry(est) -> Optional[Dict[str, object]]:
             "fit_seconds_before": info["fit_seconds_before"]}
 
 
+def pretrained_entry(est, arm: str) -> Optional[Dict[str, object]]:
+    """Which pretrained encoder a warm-started fit began from (None: random initialisation): its
+    folder, the weights' SHA-256 and the pretraining's budget as its config.json records it."""
+    if getattr(est, "pretrained", None) is None:
+        return None
+    from gmnet_sklearn.estimators.warm_start import resolve_path
+
+    path = resolve_path(est.pretrained, arm)
+    config = json.loads((path / "config.json").read_text())
+    pre = config.get("training", {})
+    return {"name": est.pretrained if isinstance(est.pretrained, str) else None, "path": str(path),
+            "sha256": hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest(),
+            **{k: pre.get(k) for k in ("steps", "epochs", "smiles_seen", "tokens_seen", "seconds")}}
+
+
 def whole_fit_seconds(last_part_seconds: float, resumed: Optional[Dict[str, object]]) -> float:
     """Fit time of the whole fit: the timed (last) part plus the earlier parts of a resumed one."""
     return last_part_seconds + (float(resumed["fit_seconds_before"]) if resumed else 0.0)
@@ -620,6 +635,7 @@ def build_record(*, source: str, protocol: Protocol, protocol_name: str, overrid
         # A fit resumed from a training snapshot (None: one uninterrupted fit): from which epoch,
         # and each part's commit and hardware ("git" and "hardware" above are those of the last part).
         "resumed": resumed_entry(est),
+        "pretrained": pretrained_entry(est, arm),
         "cwd": os.getcwd(),
         "timestamp_utc": utc_now(),
     }

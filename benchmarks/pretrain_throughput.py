@@ -84,6 +84,9 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=4, help="timed steps per model")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--shape", choices=("paper", "library"), default="paper",
+                   help="paper: the paper's ChemBERTa-10M shape (pretrain()'s default); library: the estimators' "
+                        "default shape (d 256, 8 heads), what pretrained=\"moses\" ships")
     p.add_argument("--note", default="", help="recorded as is, e.g. what else ran on the machine")
     p.add_argument("--output", default=None)
     args = p.parse_args(argv)
@@ -94,7 +97,7 @@ def main(argv=None) -> int:
     from gmnet_sklearn.pretrain.cache import EncodedCorpus
     from gmnet_sklearn.pretrain.corpus import iter_smiles
     from gmnet_sklearn.pretrain.masking import Masker, step_generator
-    from gmnet_sklearn.pretrain.models import DEFAULT_PARAMS, build_mlm
+    from gmnet_sklearn.pretrain.models import DEFAULT_PARAMS, LIBRARY_SHAPE, build_mlm
     from gmnet_sklearn.pretrain.trainer import _optimizer, masked_lm_loss
     from gmnet_sklearn.tokenizer import SmilesTokenizer
 
@@ -112,6 +115,8 @@ def main(argv=None) -> int:
     masker = Masker(tokenizer)
     masked = [masker(b[0], step_generator(0, i), b[1]) + (b[2],) for i, b in enumerate(batches)]
     shape = {"gmnet": DEFAULT_PARAMS["gmnet"], "chemberta": DEFAULT_PARAMS["chemberta"]}
+    if args.shape == "library":
+        shape = {name: {**params, **LIBRARY_SHAPE[name]} for name, params in shape.items()}
     models = {}
     for name in ("gmnet", "chemberta"):
         torch.manual_seed(0)
@@ -147,7 +152,7 @@ def main(argv=None) -> int:
               "batch_size": args.batch_size, "timed_steps": args.steps,
               "mean_tokens_per_smiles": float(np.mean([b[2].sum(1).float().mean().item() for b in batches])),
               "mean_padded_width": float(np.mean([b[0].shape[1] for b in batches])),
-              "shape": {"paper_shape": dict(PAPER_SHAPE), **shape}, "gmnet_path": gmnet_path(args.device),
+              "shape_preset": args.shape, "shape": {"paper_shape": dict(PAPER_SHAPE), **shape}, "gmnet_path": gmnet_path(args.device),
               "cache": cost, "models": {}}
     for name, (mlm, _) in models.items():
         med, cpu = statistics.median(times[name]), statistics.median(cpu_times[name])
@@ -161,7 +166,9 @@ def main(argv=None) -> int:
                                             / result["models"]["chemberta"]["smiles_per_second"])
     result["gmnet_over_chemberta_speed_cpu_time"] = (result["models"]["gmnet"]["smiles_per_cpu_second"]
                                                      / result["models"]["chemberta"]["smiles_per_cpu_second"])
-    out = Path(args.output) if args.output else RESULTS / f"pretrain_throughput_{args.device.split(':')[0]}.json"
+    suffix = "" if args.shape == "paper" else f"_{args.shape}_shape"
+    out = (Path(args.output) if args.output
+           else RESULTS / f"pretrain_throughput_{args.device.split(':')[0]}{suffix}_{args.threads}threads.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps({k: result[k] for k in ("cache", "gmnet_over_chemberta_speed", "gmnet_over_chemberta_speed_cpu_time")}

@@ -20,6 +20,8 @@ the seeds. Results are written under ``benchmarks/results/<protocol>/``.
 
 - ``tuned``: the library's defaults, read from the estimators' signatures (one recipe for all
   endpoints and both arms, chosen on validation splits only by ``benchmarks/recipe_search.py``).
+- ``tuned_moses``: ``tuned`` with ``pretrained="moses"`` (the paper's Table 2 under the library's
+  defaults: both arms warm-started from the MOSES-pretrained encoders that ship).
 
 Adding a protocol is one dict entry or :func:`register_protocol`.
 
@@ -173,6 +175,22 @@ def _tuned_protocol() -> Protocol:
 
 
 PROTOCOLS["tuned"] = _tuned_protocol()
+
+
+def _pretrained_protocol(base: Protocol, pretrained: str) -> Protocol:
+    """``base`` with both arms warm-started from the encoders ``pretrained=`` names (a fresh head)."""
+    return Protocol(
+        name=f"{base.name}_{pretrained}",
+        description=(f"{base.name} with pretrained={pretrained!r}: each arm's encoder starts from its masked-LM "
+                     f"pretrained weights that ship with the package (gmnet_sklearn/pretrained/{pretrained}-<arm>/, "
+                     "both arms pretrained with the same budget), a fresh head; everything else as "
+                     f"{base.name}."),
+        seeds=base.seeds, training={**base.training, "pretrained": pretrained}, gmnet=base.gmnet,
+        chemberta=base.chemberta, endpoint_overrides=base.endpoint_overrides)
+
+
+# Table 2 under the library's defaults (the shipped MOSES encoders have the defaults' shape).
+PROTOCOLS["tuned_moses"] = _pretrained_protocol(PROTOCOLS["tuned"], "moses")
 
 
 def register_protocol(protocol: Protocol, replace: bool = False) -> Protocol:

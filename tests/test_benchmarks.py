@@ -103,6 +103,15 @@ def test_paper_figures_match_the_tex_file():
         line = next(ln for ln in block.splitlines() if ln.strip().startswith(f"$k{{=}}{k}$"))
         counts = [int(x.replace("{,}", "")) for x in re.findall(r"(\d+(?:\{,\}\d+)+)", line)]
         assert counts == [PAPER_KL_PARAMS[k, L] for L in (2, 3, 4)], k
+    from gmnet_sklearn.datasets.endpoints import PAPER_TABLE2
+
+    block = _tex_block(tex, "tab:pretrain")
+    figure = re.compile(r"(\d+\.\d+)(?: \$\\pm\$ (\d+\.\d+))?")
+    for name, figures in PAPER_TABLE2.items():
+        label = ENDPOINTS[name].label
+        line = next(ln for ln in block.splitlines() if ln.strip().startswith(label.split(" (")[0] + " ") and "&" in ln)
+        found = [(m, s or None) for m, s in figure.findall(line)]
+        assert found == [figures["gmnet"], figures["chemberta"]], name
 
 
 # ------------------------------------------------------------------------------------------

@@ -169,9 +169,10 @@ def test_overfits_tiny_regression_set():
     assert losses[-1] < losses[0] / 10, (losses[0], losses[-1])
 
 
-def test_masked_lm_head():
+@pytest.mark.parametrize("lm_head", ["linear", "sphere"])
+def test_masked_lm_head(lm_head):
     torch.manual_seed(0)
-    lm = GMNetForMaskedLM(30, k=4, L=2, d_model=32, n_layers=1, n_heads=4)
+    lm = GMNetForMaskedLM(30, k=4, L=2, d_model=32, n_layers=1, n_heads=4, lm_head=lm_head)
     ids, conj, mask = batch()
     labels = torch.full_like(ids, -100)
     labels[:, 1] = ids[:, 1]

@@ -346,8 +346,8 @@ def test_sigkilled_process_resumes_bit_for_bit(corpus, tmp_path):
     assert drop(resumed["history"]) == drop(full["history"])
 
 
-@pytest.mark.parametrize("model", ["gmnet", "chemberta"])
-def test_masked_lm_starts_near_uniform_at_the_paper_shape(model, tmp_path):
+@pytest.mark.parametrize("model,head", [("gmnet", "linear"), ("gmnet", "sphere"), ("chemberta", None)])
+def test_masked_lm_starts_near_uniform_at_the_paper_shape(model, head, tmp_path):
     """An untrained masked-LM scores the masked tokens at about log V (no runaway initial logits)."""
     from gmnet_sklearn.pretrain.models import DEFAULT_PARAMS, build_mlm
     from gmnet_sklearn.pretrain.trainer import masked_lm_loss
@@ -356,7 +356,25 @@ def test_masked_lm_starts_near_uniform_at_the_paper_shape(model, tmp_path):
     ids, flags, mask = (torch.as_tensor(a) for a in tok.encode_batch(VALID * 2).padded())
     inputs, labels, flags = Masker(tok)(ids, step_generator(0, 0), flags.long())
     torch.manual_seed(0)
-    mlm = build_mlm(model, tok.vocab_size, tok.pad_id, DEFAULT_PARAMS[model]).eval()
+    params = DEFAULT_PARAMS[model] if head is None else {**DEFAULT_PARAMS[model], "lm_head": head}
+    mlm = build_mlm(model, tok.vocab_size, tok.pad_id, params).eval()
     with torch.no_grad():
         loss, _, n = masked_lm_loss(mlm, inputs, flags, mask, labels)
     assert n > 50 and abs(float(loss) - np.log(tok.vocab_size)) < 1.0, float(loss)
+
+
+def test_library_shape_is_the_estimators_default_shape():
+    """pretrain(..., **LIBRARY_SHAPE[model]) (``gmnet-pretrain --shape library``) gives the shape
+    the estimators have with no arguments, so ``pretrained=`` needs no shape arguments."""
+    import inspect
+
+    from gmnet_sklearn.estimators import ChemBERTaClassifier, ChemBERTaRegressor, GMNetClassifier, GMNetRegressor
+    from gmnet_sklearn.pretrain.models import DEFAULT_PARAMS, LIBRARY_SHAPE, SHAPE_PARAMS
+
+    for family, classes in (("gmnet", (GMNetRegressor, GMNetClassifier)),
+                            ("chemberta", (ChemBERTaRegressor, ChemBERTaClassifier))):
+        params = {**DEFAULT_PARAMS[family], **LIBRARY_SHAPE[family]}
+        for cls in classes:
+            signature = inspect.signature(cls.__init__).parameters
+            assert {name: signature[name].default for name in SHAPE_PARAMS[family]} == {
+                name: params[name] for name in SHAPE_PARAMS[family]}, cls.__name__

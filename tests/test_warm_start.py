@@ -91,16 +91,41 @@ def test_shape_conflicts_and_bad_sources(pretrained, tmp_path):
         GMNetRegressor(pretrained=pretrained["chemberta"], **FIT).fit(X, y)
     with pytest.raises(ValueError, match="brings its own vocabulary"):
         GMNetRegressor.from_pretrained(pretrained["gmnet"], vocab_file=str(tmp_path / "v.txt"), **FIT).fit(X, y)
-    with pytest.raises(FileNotFoundError, match="MOSES-pretrained Chem-GMNet encoder is not shipped"):
-        GMNetRegressor(pretrained="moses", **FIT).fit(X, y)
-    with pytest.raises(FileNotFoundError, match="MOSES-pretrained ChemBERTa encoder is not shipped"):
-        ChemBERTaClassifier.from_pretrained("moses")
+    from gmnet_sklearn.estimators.warm_start import NAMED, PACKAGE_DIR
+
+    shipped = {family: (PACKAGE_DIR / folder / "config.json").is_file() for family, folder in NAMED["moses"].items()}
+    if not shipped["gmnet"]:
+        with pytest.raises(FileNotFoundError, match="MOSES-pretrained Chem-GMNet encoder is not shipped"):
+            GMNetRegressor(pretrained="moses", **FIT).fit(X, y)
+    if not shipped["chemberta"]:
+        with pytest.raises(FileNotFoundError, match="MOSES-pretrained ChemBERTa encoder is not shipped"):
+            ChemBERTaClassifier.from_pretrained("moses")
     with pytest.raises(FileNotFoundError, match="no such folder"):
         GMNetRegressor(pretrained=tmp_path / "nothing", **FIT).fit(X, y)
     with pytest.raises(ValueError, match="'pretrained' parameter"):
         GMNetRegressor(pretrained=3, **FIT).fit(X, y)
     # dropout may differ from pretraining
     GMNetRegressor.from_pretrained(pretrained["gmnet"], dropout=0.0, descriptors=False, fingerprint=False, **FIT).fit(X, y)
+
+
+@pytest.mark.parametrize("model", ["gmnet", "chemberta"])
+def test_shipped_moses_encoder_warm_starts_the_defaults(model):
+    """pretrained="moses" with every other parameter at its default: the encoder that ships in the
+    package (the library's default shape, so no shape argument is needed) is loaded in full."""
+    from gmnet_sklearn.estimators.warm_start import NAMED, PACKAGE_DIR
+
+    folder = PACKAGE_DIR / NAMED["moses"][model]
+    if not (folder / "config.json").is_file():
+        pytest.skip(f"{folder} is not shipped in this version")
+    reg = ESTIMATORS[model][0]
+    cb = InitialWeights()
+    est = reg(pretrained="moses", max_epochs=1, random_state=0, callbacks=[cb]).fit(SMILES, regression_target(SMILES))
+    expected = _encoder_keys(model, load_file(str(folder / "model.safetensors")))
+    assert expected
+    for key, value in expected.items():
+        assert torch.equal(cb.state_[key], value), key
+    assert est.tokenizer_.vocab_size == 591  # DeepChem's vocabulary, from the folder
+    assert np.isfinite(est.predict(SMILES[:5])).all()
 
 
 @pytest.mark.parametrize("model", ["gmnet", "chemberta"])

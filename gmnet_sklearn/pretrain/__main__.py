@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from .models import DEFAULT_PARAMS
+from .models import DEFAULT_PARAMS, LIBRARY_SHAPE
 
 
 def _value(text: str):
@@ -24,8 +24,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("corpus", help="a SMILES file (.smi, .txt, .csv, optionally .gz) or a folder of them")
     p.add_argument("output_dir", help="run folder: cache, checkpoint and, when finished, the pretrained model")
     p.add_argument("--model", choices=sorted(DEFAULT_PARAMS), default="gmnet")
+    p.add_argument("--shape", choices=("paper", "library"), default="paper",
+                   help="paper: the paper's ChemBERTa-10M shape (d 384, 12 heads); library: the estimators' default "
+                        "shape (d 256, 8 heads), so GMNetRegressor(pretrained=OUTPUT_DIR) needs no shape arguments")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="an architecture parameter, e.g. --set k=8 --set d_model=384 (defaults: the paper's shape)")
+                   help="an architecture parameter, e.g. --set k=8 --set d_model=384 (over --shape)")
     p.add_argument("--test-corpus", default="auto", help="held-out SMILES file ('auto': test.* beside the corpus; 'none')")
     p.add_argument("--vocab-file", default=None, help="vocabulary (default: $GMNET_TOKENIZER_VOCAB)")
     p.add_argument("--max-length", type=int, default=None)
@@ -56,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    model_kwargs = {}
+    model_kwargs = dict(LIBRARY_SHAPE[args.model]) if args.shape == "library" else {}
     for item in args.set:
         name, sep, value = item.partition("=")
         if not sep:

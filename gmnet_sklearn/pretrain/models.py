@@ -27,11 +27,21 @@ PRETRAINED_FORMAT = "gmnet_sklearn.pretrained.v1"
 FAMILIES = ("gmnet", "chemberta")
 
 #: Architecture parameters of each family (estimator names) and pretrain()'s defaults: the paper's
-#: ChemBERTa-10M shape, Chem-GMNet at k = 8, L = 3.
+#: ChemBERTa-10M shape, Chem-GMNet at k = 8, L = 3. ``lm_head`` (Chem-GMNet's masked-LM head,
+#: ``gm/lm_head.py``) is a pretraining choice: the head is not kept for fine-tuning.
 DEFAULT_PARAMS = {
     "gmnet": {**PAPER_SHAPE, "k": 8, "L": 3, "attention": "dual_ska", "activation": "gelu", "adaptive": False,
-              "conj_shift": 1.0},
+              "conj_shift": 1.0, "lm_head": "linear"},
     "chemberta": {**PAPER_SHAPE, "intermediate_size": 464, "attention_dropout": 0.109, "max_position_embeddings": 515},
+}
+#: The estimators' default shape (``GMNetRegressor()`` / ``ChemBERTaRegressor()``): pretrain with
+#: it (``pretrain(..., **LIBRARY_SHAPE[model])``) and the estimators' defaults warm-start from the
+#: run with no shape arguments; the MOSES encoders that ship (``pretrained="moses"``) have it.
+#: Checked against the signatures in tests/test_pretrain.py.
+LIBRARY_SHAPE = {
+    "gmnet": {"d_model": 256, "n_layers": 3, "n_heads": 8, "dropout": 0.1, "k": 8, "L": 3},
+    "chemberta": {"d_model": 256, "n_layers": 3, "n_heads": 8, "dropout": 0.1, "intermediate_size": 309,
+                  "attention_dropout": 0.1},
 }
 #: The parameters that fix the weights' shapes or meaning: a fine-tuned estimator must match them.
 #: (Dropout rates may differ between pretraining and fine-tuning.)
