@@ -89,8 +89,12 @@ def test_shape_conflicts_and_bad_sources(pretrained, tmp_path):
         GMNetRegressor.from_pretrained(pretrained["gmnet"], L=3, **FIT).fit(X, y)
     with pytest.raises(ValueError, match="holds a pretrained ChemBERTa model, not a Chem-GMNet one"):
         GMNetRegressor(pretrained=pretrained["chemberta"], **FIT).fit(X, y)
+    (tmp_path / "v.txt").write_text("[PAD]\n[UNK]\nC\n")
     with pytest.raises(ValueError, match="brings its own vocabulary"):
         GMNetRegressor.from_pretrained(pretrained["gmnet"], vocab_file=str(tmp_path / "v.txt"), **FIT).fit(X, y)
+    # naming the checkpoint's own vocabulary is fine
+    GMNetRegressor.from_pretrained(pretrained["gmnet"], vocab_file=str(pretrained["gmnet"] / "vocab.txt"),
+                                   descriptors=False, fingerprint=False, **FIT).fit(X, y)
     from gmnet_sklearn.estimators.warm_start import NAMED, PACKAGE_DIR
 
     shipped = {family: (PACKAGE_DIR / folder / "config.json").is_file() for family, folder in NAMED["moses"].items()}

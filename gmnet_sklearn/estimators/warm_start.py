@@ -95,14 +95,21 @@ def check_compatible(est, source: dict, family: str) -> None:
                          f"{type(est).__name__}.from_pretrained(path, ...), which takes them from the checkpoint.")
 
 
+def _tokens(vocab_file) -> list[str]:
+    return Path(vocab_file).read_text().split()
+
+
 def tokenizer_for(est, source: dict):
     """The checkpoint's vocabulary (the estimator's ``vocab_file`` only for a Hugging Face folder
-    without vocab.txt); its size and padding id must be the checkpoint's."""
+    without vocab.txt; else it may name the same vocabulary); its size and padding id must be the
+    checkpoint's."""
     from ..tokenizer import SmilesTokenizer
 
     vocab = source["vocab_file"]
-    if source["kind"] == "gmnet_sklearn" and est.vocab_file is not None:
-        raise ValueError(f"pretrained={str(est.pretrained)!r} brings its own vocabulary; leave vocab_file=None")
+    if source["kind"] == "gmnet_sklearn" and est.vocab_file is not None and (
+            _tokens(est.vocab_file) != _tokens(source["vocab_file"])):
+        raise ValueError(f"pretrained={str(est.pretrained)!r} brings its own vocabulary and vocab_file="
+                         f"{str(est.vocab_file)!r} is another one; leave vocab_file=None")
     if vocab is None:
         if est.vocab_file is None:
             raise ValueError(f"pretrained={str(est.pretrained)!r} has no vocab.txt: pass the vocabulary it was trained "
