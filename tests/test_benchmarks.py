@@ -538,3 +538,30 @@ def test_a_killed_run_resumes_from_its_snapshot(tool, tmp_path, common_args, mon
         assert rec[key] == ref[key], key
     assert len(rec["wall_time_s"]["per_epoch"]) == 3
     assert not list(snap_dir.glob("*")), "the snapshot is deleted once the result is written"
+
+
+def test_report_table2_counts_pretrained_against_scratch_and_the_baseline(tmp_path):
+    """The Table 2 section: the paper's two columns, both arms warm-started and from scratch, and the
+    two counts the issue's targets are about (means over the seeds present)."""
+    results = tmp_path / "results"
+    recs = []
+    for seed in (0, 1):
+        recs += [_record("gmnet", "esol", seed, 0.80, protocol="tuned_moses"),  # pretrained beats scratch
+                 _record("gmnet", "esol", seed, 0.90, protocol="tuned"),
+                 _record("chemberta", "esol", seed, 0.85, protocol="tuned_moses"),  # ... and the baseline
+                 _record("gmnet", "bbbp", seed, 0.70, protocol="tuned_moses"),  # worse than scratch
+                 _record("gmnet", "bbbp", seed, 0.72, protocol="tuned"),
+                 _record("chemberta", "bbbp", seed, 0.75, protocol="tuned_moses")]  # worse than the baseline
+    _write_records(results, recs)
+    readme = tmp_path / "README.md"
+    assert report.main(["--results-dir", str(results), "--output", str(readme)]) == 0
+    text = readme.read_text()
+    section = text.split("## Table 2: pretrained encoders")[1].split("\n## ")[0]
+    esol = next(ln for ln in section.splitlines() if ln.startswith("| ESOL |"))
+    cells = [c.strip() for c in esol.split("|")[1:-1]]
+    assert cells[2:8] == ["0.970 ± 0.050", "0.961", "**0.800 ± 0.000** (n=2)", "0.850 ± 0.000 (n=2)",
+                          "0.900 ± 0.000 (n=2)", "—"]
+    assert "beats its scratch runs on **1 of 2** endpoints" in section
+    assert "beats the equally pretrained ChemBERTa on **1 of 2**" in section
+    summary = json.loads((results / "summary.json").read_text())["table2"]["tuned_moses"]
+    assert summary["counts"] == {"pretrained_beats_scratch": [1, 2], "gmnet_beats_chemberta_pretrained": [1, 2]}
