@@ -245,17 +245,24 @@ def test_killed_run_resumes_bit_for_bit(corpus, tmp_path, model):
         run(folder, out, vocab, model, cache_dir=cache, lr=1e-3)
 
 
-def test_pretrained_folder_loads_without_pickle(corpus, tmp_path):
+@pytest.mark.parametrize("lm_head", ["linear", "sphere"])
+def test_pretrained_folder_loads_without_pickle(corpus, tmp_path, lm_head):
+    from safetensors.torch import load_file
+
     from gmnet_sklearn.pretrain import load_mlm, read_config
 
     folder, vocab = corpus
-    summary = run(folder, tmp_path / "run", vocab, max_steps=6, eval_every=3)
+    summary = run(folder, tmp_path / "run", vocab, max_steps=6, eval_every=3, lm_head=lm_head)
     config = read_config(tmp_path / "run")
     assert config["model"] == "gmnet" and config["params"]["k"] == 4 and config["training"]["steps"] == 6
+    assert config["params"]["lm_head"] == lm_head
     assert (tmp_path / "run" / "vocab.txt").read_text() == Path(vocab).read_text()
     mlm, _ = load_mlm(tmp_path / "run")
-    # the LM head's directions are the embedding's (stored once, tied again on load)
-    assert mlm.lm_head.P is mlm.encoder.embedding.P
+    stored = load_file(str(tmp_path / "run" / "model.safetensors"))
+    for key, value in mlm.state_dict().items():
+        assert torch.equal(value, stored[mlm.tied_keys.get(key, key)]), key
+    if lm_head == "sphere":  # the LM head's directions are the embedding's (stored once, tied again on load)
+        assert mlm.lm_head.P is mlm.encoder.embedding.P and "lm_head.P" not in stored
     assert summary["cache"]["n_invalid"] == 2
     assert summary["history"][0]["step"] == 0 and 0 <= summary["history"][-1]["eval_accuracy"] <= 1
 
