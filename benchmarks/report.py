@@ -960,7 +960,27 @@ def table2_section(idx: Index, results_dir: Path) -> Tuple[Optional[str], dict]:
               "the end of pretraining):", "",
               md_table(["Encoder", "Budget", "Optimiser", "Held-out loss / accuracy", "Wall time", "SMILES/s",
                         "Hardware"], pretraining_rows(results_dir)), ""]
+    rows = pretrain_throughput_rows(results_dir)
+    if rows:
+        parts += ["Pretraining throughput (`python -m benchmarks.pretrain_throughput`: a masked-LM training step on the "
+                  "same batches of 256 MOSES SMILES and the same masks, both models interleaved in one process; "
+                  "target: one MOSES epoch within 60 minutes on 2 CPU cores):", "",
+                  md_table(["File", "Shape", "Threads", "Chem-GMNet SMILES/s", "ChemBERTa SMILES/s", "Ratio",
+                            "MOSES epoch, Chem-GMNet / ChemBERTa", "Note"], rows), ""]
     return "\n".join(parts), summary
+
+
+def pretrain_throughput_rows(results_dir: Path) -> List[List[str]]:
+    rows = []
+    for path in sorted(Path(results_dir).glob("pretrain_throughput_*.json")):
+        r = json.loads(path.read_text())
+        g, c = r["models"]["gmnet"], r["models"]["chemberta"]
+        d = r["shape"]["gmnet"]
+        rows.append([f"`{path.name}`", f"{r.get('shape_preset', 'paper')} (d {d['d_model']}, {d['n_heads']} heads)",
+                     str(r["threads"]), f"{g['smiles_per_second']:.0f}", f"{c['smiles_per_second']:.0f}",
+                     f"{r['gmnet_over_chemberta_speed']:.2f}x",
+                     f"{g['moses_epoch_minutes']:.0f} / {c['moses_epoch_minutes']:.0f} min", _cell(r.get("note") or None)])
+    return rows
 
 
 TABLE2_INTRO = """\
