@@ -263,6 +263,10 @@ def test_pretrained_folder_loads_without_pickle(corpus, tmp_path, lm_head):
         assert torch.equal(value, stored[mlm.tied_keys.get(key, key)]), key
     if lm_head == "sphere":  # the LM head's directions are the embedding's (stored once, tied again on load)
         assert mlm.lm_head.P is mlm.encoder.embedding.P and "lm_head.P" not in stored
+        # a folder written before lm_head was a parameter (no "lm_head" in its config) has the sphere head
+        config["params"].pop("lm_head")
+        (tmp_path / "run" / "config.json").write_text(json.dumps(config))
+        assert isinstance(load_mlm(tmp_path / "run")[0].lm_head, type(mlm.lm_head))
     assert summary["cache"]["n_invalid"] == 2
     assert summary["history"][0]["step"] == 0 and 0 <= summary["history"][-1]["eval_accuracy"] <= 1
 

@@ -132,10 +132,13 @@ def load_mlm(path, device: str = "cpu") -> tuple[torch.nn.Module, dict]:
     from safetensors.torch import load_file
 
     config = read_config(path)
-    mlm = build_mlm(config["model"], config["vocab_size"], config["pad_id"], config["params"])
+    params = dict(config["params"])
+    if config["model"] == "gmnet":
+        params.setdefault("lm_head", "sphere")  # folders written before lm_head existed have the sphere head
+    mlm = build_mlm(config["model"], config["vocab_size"], config["pad_id"], params)
     load_stored_state(mlm, load_file(str(Path(path) / "model.safetensors"), device=device))
     return mlm.to(device), config
 
 
-__all__ = ["PRETRAINED_FORMAT", "FAMILIES", "DEFAULT_PARAMS", "SHAPE_PARAMS", "build_mlm", "model_params",
+__all__ = ["PRETRAINED_FORMAT", "FAMILIES", "DEFAULT_PARAMS", "LIBRARY_SHAPE", "SHAPE_PARAMS", "build_mlm", "model_params",
            "save_pretrained", "read_config", "load_mlm", "stored_state", "load_stored_state"]
