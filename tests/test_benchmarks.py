@@ -341,6 +341,14 @@ def _write_records(results, recs):
         C.write_json_atomic(C.result_path(results, r["protocol"], r["arm"], r["endpoint"], r["seed"], r["k"], r["L"]), r)
 
 
+def _report_section(results, tmp_path, title: str):
+    """Write the report of ``results``; its whole text and the section under ``## title``."""
+    readme = tmp_path / "README.md"
+    assert report.main(["--results-dir", str(results), "--output", str(readme)]) == 0
+    text = readme.read_text()
+    return text, text.split(f"## {title}")[1].split("\n## ")[0]
+
+
 def test_report_statistics_and_win_counts(tmp_path):
     results = tmp_path / "results"
     recs = [_record("gmnet", "esol", s, v) for s, v in enumerate((1.0, 1.1, 1.2))]
@@ -553,10 +561,7 @@ def test_report_table2_counts_pretrained_against_scratch_and_the_baseline(tmp_pa
                  _record("gmnet", "bbbp", seed, 0.72, protocol="tuned"),
                  _record("chemberta", "bbbp", seed, 0.75, protocol="tuned_moses")]  # worse than the baseline
     _write_records(results, recs)
-    readme = tmp_path / "README.md"
-    assert report.main(["--results-dir", str(results), "--output", str(readme)]) == 0
-    text = readme.read_text()
-    section = text.split("## Table 2: pretrained encoders")[1].split("\n## ")[0]
+    _, section = _report_section(results, tmp_path, "Table 2: pretrained encoders")
     esol = next(ln for ln in section.splitlines() if ln.startswith("| ESOL |"))
     cells = [c.strip() for c in esol.split("|")[1:-1]]
     assert cells[2:8] == ["0.970 ± 0.050", "0.961", "**0.800 ± 0.000** (n=2)", "0.850 ± 0.000 (n=2)",

@@ -15,7 +15,7 @@ from benchmarks import _common as C
 from benchmarks import peers, report, run
 from benchmarks.protocols import ENDPOINTS
 
-from .test_benchmarks import REQUIRED, _record, _write_records
+from .test_benchmarks import REQUIRED, _record, _report_section, _write_records
 
 LIMIT = 120  # first rows of the data file: a 96/12/12 scaffold split
 
@@ -214,10 +214,7 @@ def test_report_peers_section_from_hand_made_records(tmp_path):
     tuned.update(protocol="tuned", protocol_base="tuned", k=10, L=2)
     recs.append(tuned)
     _write_records(results, recs)
-    readme = tmp_path / "README.md"
-    assert report.main(["--results-dir", str(results), "--output", str(readme)]) == 0
-    text = readme.read_text()
-    section = text.split("## Peers: what a chemist would pick instead")[1].split("\n## ")[0]
+    text, section = _report_section(results, tmp_path, "Peers: what a chemist would pick instead")
     header = next(ln for ln in section.splitlines() if ln.startswith("| Endpoint | Metric"))
     assert header.split("|")[3:9] == [" RF-ECFP4 ", " Chemprop ", " Chem-GMNet `tuned` ", " ChemBERTa `tuned` ",
                                       " Chem-GMNet `chemberta3` ", " ChemBERTa `chemberta3` "]
@@ -243,8 +240,8 @@ def test_report_peers_section_from_hand_made_records(tmp_path):
     # a record on another split is flagged
     odd = _peer_record("chemprop", "esol", 2, 1.0, sha="other")
     _write_records(results, [odd])
-    assert report.main(["--results-dir", str(results), "--output", str(readme)]) == 0
-    assert "**Warning:** the records of ESOL do not all carry the same `split_sha256`" in readme.read_text()
+    text, _ = _report_section(results, tmp_path, "Peers: what a chemist would pick instead")
+    assert "**Warning:** the records of ESOL do not all carry the same `split_sha256`" in text
 
 
 def test_fingerprints_match_the_library_transformer():

@@ -95,13 +95,12 @@ def test_shape_conflicts_and_bad_sources(pretrained, tmp_path):
     # naming the checkpoint's own vocabulary is fine
     GMNetRegressor.from_pretrained(pretrained["gmnet"], vocab_file=str(pretrained["gmnet"] / "vocab.txt"),
                                    descriptors=False, fingerprint=False, **FIT).fit(X, y)
-    from gmnet_sklearn.estimators.warm_start import NAMED, PACKAGE_DIR
+    from gmnet_sklearn.estimators import warm_start
 
-    shipped = {family: (PACKAGE_DIR / folder / "config.json").is_file() for family, folder in NAMED["moses"].items()}
-    if not shipped["gmnet"]:
+    with pytest.MonkeyPatch.context() as mp:  # a package without the shipped folders says so
+        mp.setattr(warm_start, "PACKAGE_DIR", tmp_path / "no-package-data")
         with pytest.raises(FileNotFoundError, match="MOSES-pretrained Chem-GMNet encoder is not shipped"):
             GMNetRegressor(pretrained="moses", **FIT).fit(X, y)
-    if not shipped["chemberta"]:
         with pytest.raises(FileNotFoundError, match="MOSES-pretrained ChemBERTa encoder is not shipped"):
             ChemBERTaClassifier.from_pretrained("moses")
     with pytest.raises(FileNotFoundError, match="no such folder"):

@@ -55,7 +55,9 @@ class SphereLMHead(nn.Module):
 
 class LinearLMHead(nn.Module):
     """RoBERTa's masked-LM head: dense -> GELU -> LayerNorm -> Linear(d, V) (weights N(0, 0.02), as
-    RoBERTa initialises them; the untrained model scores about log V)."""
+    RoBERTa initialises them; the untrained model scores about log V). Not the baseline's
+    ``baselines.chemberta.RobertaLMHead``: that one ties its decoder to a (V, d) word-embedding
+    table, which Chem-GMNet (tokens as directions on S^{k-1}) does not have."""
 
     def __init__(self, d_model: int, vocab_size: int):
         super().__init__()
