@@ -842,16 +842,23 @@ def extras_section(idx: Index) -> Tuple[str, dict]:
         row = [ep.label, ep.metric_label]
         row += [fmt(st["mean"], st["sd"], ep.decimals, st["n"]) if st else DASH for st in stats_.values()]
         row += [", ".join(map(str, dropped)) if dropped else DASH,
-                (pub.figure if pub and pub.figure else "not cited"), pub.source if pub else "not cited"]
+                published_cell(pub), pub.source if pub else "not cited"]
         rows.append(row)
         summary[name] = {"metric": ep.metric, "units": ep.units,
                          "ours": {f"{arm}@{p}": st for (p, arm), st in stats_.items()},
                          "dropped_invalid_smiles": dropped,
-                         "published": {"figure": pub.figure, "source": pub.source} if pub else None}
+                         "published": ({"figure": pub.figure, "model": pub.model, "source": pub.source}
+                                       if pub else None)}
     header = ["Endpoint", "Metric", *[f"{ARM_LABELS[arm]} `{p}`" for p, arm in columns],
               "SMILES left out (RDKit cannot parse)", "Best published, DeepChem scaffold split", "Source"]
     text = md_table(header, rows, ["---", "---"] + ["---:"] * len(columns) + ["---:", "---:", "---"])
     return text, {"columns": [f"{arm}@{p}" for p, arm in columns], "endpoints": summary}
+
+
+def published_cell(pub) -> str:
+    if not (pub and pub.figure):
+        return "not cited"
+    return f"{pub.figure} ({pub.model})" if pub.model else pub.figure
 
 
 EXTRAS_INTRO = """\
