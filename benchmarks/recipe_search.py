@@ -61,6 +61,13 @@ CANDIDATES: Dict[str, Dict[str, object]] = {
     "desc_d256_fp": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True},
     "desc_d256_ens3": {"descriptors": True, "d_model": 256, "n_heads": 8, "n_estimators": 3},
     "desc_d256_fp_ens3": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True, "n_estimators": 3},
+    # fourth round, on top of the frozen desc_d256_fp: the warm start from the shipped MOSES encoder
+    # (issue 26), at the recipe's learning rate and at a lower one (fine-tuning a pretrained encoder
+    # usually wants a smaller step than training from scratch)
+    "desc_d256_fp_moses": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
+                           "pretrained": "moses"},
+    "desc_d256_fp_moses_lr2e-4": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
+                                  "pretrained": "moses", "lr": 2e-4},
 }
 
 
