@@ -38,7 +38,7 @@ SCHEMA = "gmnet-recipe-search/1"
 BASE: Dict[str, object] = dict(
     k=8, L=3, d_model=128, n_layers=3, n_heads=4, dropout=0.1, optimizer="adamw", lr=5e-4, weight_decay=0.01,
     warmup=0.1, lr_schedule="cosine", batch_size=32, max_epochs=30, patience=None, n_estimators=1, augment=0,
-    tta=0, descriptors=False, fingerprint=False,
+    tta=0, descriptors=False, fingerprint=False, pretrained=None,
 )
 
 #: One lever (or a combination) per candidate, on top of BASE.
@@ -81,6 +81,16 @@ def candidate_params(name: str) -> Dict[str, object]:
     return {**BASE, **CANDIDATES[name]}
 
 
+def candidate_of(est, names: Sequence[str]) -> str:
+    """The one candidate whose parameters the fitted estimator has (every candidate sets every key
+    of BASE, so two candidates never both match)."""
+    params = est.get_params(deep=False)
+    matches = [n for n in names if all(params[k] == v for k, v in candidate_params(n).items())]
+    if len(matches) != 1:
+        raise RuntimeError(f"the estimator's parameters match {len(matches)} candidates: {matches}")
+    return matches[0]
+
+
 class ValidScorer:
     """Scores the fitted estimator on the scored fold (the valid split) and writes the cell."""
 
@@ -92,7 +102,7 @@ class ValidScorer:
         if len(X) != len(self.data.X_valid) or list(X) != list(self.data.X_valid):
             raise RuntimeError("the scored fold is not the valid split: check the PredefinedSplit")
         value, per_task = C.score(self.data.endpoint, est, self.data.X_valid, self.data.y_valid, self.data)
-        name = next(n for n in self.names if candidate_params(n) == {k: est.get_params()[k] for k in candidate_params(n)})
+        name = candidate_of(est, self.names)
         params = est.get_params(deep=False)
         record = {
             "schema": SCHEMA, "endpoint": self.data.endpoint.name, "candidate": name, "seed": self.seed,

@@ -572,3 +572,17 @@ def test_report_table2_counts_pretrained_against_scratch_and_the_baseline(tmp_pa
     assert "beats the equally pretrained ChemBERTa on **1 of 2**" in section
     summary = json.loads((results / "summary.json").read_text())["table2"]["tuned_moses"]
     assert summary["counts"] == {"pretrained_beats_scratch": [1, 2], "gmnet_beats_chemberta_pretrained": [1, 2]}
+
+
+def test_recipe_search_names_each_fit_by_its_one_candidate():
+    """Every candidate sets every key of BASE, so a candidate that adds a lever (the warm start)
+    is never mistaken for the one it extends, whose cell it would overwrite."""
+    from benchmarks.recipe_search import CANDIDATES, candidate_of, candidate_params
+    from gmnet_sklearn import GMNetRegressor
+
+    names = list(CANDIDATES)
+    for name in names:
+        est = GMNetRegressor(**candidate_params(name))
+        assert candidate_of(est, names) == name
+    with pytest.raises(RuntimeError, match="match 0 candidates"):
+        candidate_of(GMNetRegressor(**{**candidate_params("desc_d256_fp"), "lr": 0.123}), names)
