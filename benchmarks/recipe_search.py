@@ -68,6 +68,8 @@ CANDIDATES: Dict[str, Dict[str, object]] = {
                            "pretrained": "moses"},
     "desc_d256_fp_moses_lr2e-4": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
                                   "pretrained": "moses", "lr": 2e-4},
+    "desc_d256_fp_moses_lr1e-4": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
+                                  "pretrained": "moses", "lr": 1e-4},
 }
 
 
