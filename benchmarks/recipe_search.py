@@ -24,7 +24,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Dict, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -140,64 +140,103 @@ def search_endpoint(data, names: Sequence[str], seed: int, vocab_file: str, root
     return search
 
 
+def _error_ratio(endpoint: str, value: float, reference: float) -> float:
+    """Validation error of ``value`` relative to ``reference``: RMSE ratio, (1 - ROC-AUC) ratio."""
+    return (1 - value) / (1 - reference) if ENDPOINTS[endpoint].higher_is_better else value / reference
+
+
 def summary(root=SEARCH_DIR) -> str:
-    """Markdown: validation metric per endpoint and candidate (mean over seeds), and the mean
-    relative error against ``base`` (lower is better)."""
-    cells: Dict[str, Dict[str, list]] = {}
+    """Markdown: validation metric per endpoint and candidate (mean over its seeds), the mean
+    relative error against ``base`` and against the best candidate (lower is better), and each
+    warm-start candidate against the recipe it starts from. Every comparison is paired: a ratio is
+    taken per (endpoint, seed) both candidates have, averaged over seeds, then over endpoints."""
+    cells: Dict[str, Dict[str, Dict[int, float]]] = {}
     seconds: Dict[str, list] = {}
     for path in sorted(Path(root).glob("*/*.json")):
         rec = json.loads(path.read_text())
         if rec.get("schema") != SCHEMA:
             continue
-        cells.setdefault(rec["candidate"], {}).setdefault(rec["endpoint"], []).append(rec["valid_metric"])
+        cells.setdefault(rec["candidate"], {}).setdefault(rec["endpoint"], {})[rec["seed"]] = rec["valid_metric"]
         seconds.setdefault(rec["candidate"], []).append(rec["fit_seconds"])
     endpoints = by_size({e for c in cells.values() for e in c})
-    base = {e: float(np.mean(v)) for e, v in cells.get("base", {}).items()}
+
+    def paired(cand: str, other: str) -> Tuple[Optional[float], List[str]]:
+        """Mean ratio of cand's validation error to other's, and the endpoints it is taken over."""
+        per_endpoint = {}
+        for e in endpoints:
+            seeds = sorted(set(cells[cand].get(e, {})) & set(cells.get(other, {}).get(e, {})))
+            if seeds:
+                per_endpoint[e] = float(np.mean([_error_ratio(e, cells[cand][e][s], cells[other][e][s])
+                                                 for s in seeds]))
+        return (float(np.mean(list(per_endpoint.values()))) if per_endpoint else None), list(per_endpoint)
 
     def rel(cand: str) -> Optional[float]:
-        """Mean relative error over the endpoints both this candidate and base have."""
-        vals = []
-        for e in endpoints:
-            if e not in base or e not in cells[cand]:
-                continue
-            v = float(np.mean(cells[cand][e]))
-            vals.append((1 - v) / (1 - base[e]) if ENDPOINTS[e].higher_is_better else v / base[e])
-        return float(np.mean(vals)) if vals else None
+        return paired(cand, "base")[0]
 
     order = sorted(cells, key=lambda c: (rel(c) is None, rel(c) if rel(c) is not None else 0.0))
 
     def versus(cand: str, other: str) -> Optional[str]:
-        """Mean ratio of cand's validation error to other's over the endpoints both have."""
-        shared = [e for e in endpoints if e in cells[cand] and e in cells[other]]
-        if not shared:
-            return None
-        ratios = [((1 - np.mean(cells[cand][e])) / (1 - np.mean(cells[other][e])) if ENDPOINTS[e].higher_is_better
-                   else np.mean(cells[cand][e]) / np.mean(cells[other][e])) for e in shared]
-        return f"{np.mean(ratios):.3f} ({len(shared)})"
+        ratio, shared = paired(cand, other)
+        return None if ratio is None else f"{ratio:.3f} ({len(shared)})"
+
+    def mean_cell(c: str, e: str) -> str:
+        return f"{np.mean(list(cells[c][e].values())):.3f}" if e in cells[c] else "—"
+
     header = ["candidate", "levers (on top of base)"] + [f"{ENDPOINTS[e].label} ({'AUC' if ENDPOINTS[e].higher_is_better else 'RMSE'})"
-                                                          for e in endpoints] + ["rel. error vs base ↓ (endpoints)",
+                                                          for e in endpoints] + ["seeds", "rel. error vs base ↓ (endpoints)",
                                                                                  f"error vs `{order[0]}` ↓ (endpoints)", "mean fit s"]
     rows = []
     for c in order:
         r = rel(c)
+        seeds = sorted({s for e in cells[c].values() for s in e})
         rows.append([f"`{c}`", ", ".join(f"{k}={v}" for k, v in CANDIDATES.get(c, {}).items()) or "—"]
-                    + [f"{np.mean(cells[c][e]):.3f}" if e in cells[c] else "—" for e in endpoints]
-                    + ["—" if r is None else f"{r:.3f} ({sum(e in base and e in cells[c] for e in endpoints)})",
+                    + [mean_cell(c, e) for e in endpoints]
+                    + [", ".join(map(str, seeds)), "—" if r is None else f"{r:.3f} ({len(paired(c, 'base')[1])})",
                        versus(c, order[0]) or "—", f"{np.mean(seconds[c]):.0f}"])
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(row) + " |" for row in rows]
-    # The two best by that measure, head to head on every endpoint both have (ties on the
+    # The two best by that measure, head to head on every (endpoint, seed) both have (ties on the
     # shared-with-base measure are decided here).
     h2h = ""
     if len(order) >= 2 and rel(order[0]) is not None and rel(order[1]) is not None:
         a, b = order[0], order[1]
-        shared = [e for e in endpoints if e in cells[a] and e in cells[b]]
-        ratios = [((1 - np.mean(cells[a][e])) / (1 - np.mean(cells[b][e])) if ENDPOINTS[e].higher_is_better
-                   else np.mean(cells[a][e]) / np.mean(cells[b][e])) for e in shared]
+        ratio, shared = paired(a, b)
         h2h = (f"\n\nHead to head on the {len(shared)} endpoints both have: `{a}`'s validation error is "
-               f"{np.mean(ratios):.3f}x `{b}`'s (mean ratio; below 1: `{a}` is better).")
+               f"{ratio:.3f}x `{b}`'s (mean ratio; below 1: `{a}` is better).")
     base_text = ", ".join(f"{k}={v}" for k, v in BASE.items())
     return (f"Validation only (DeepChem valid split; test never loaded), seed(s) as recorded; base: {base_text}.\n\n"
-            + "\n".join(lines) + h2h)
+            + "\n".join(lines) + h2h + warm_start_table(cells, endpoints, paired))
+
+
+def warm_start_table(cells, endpoints, paired) -> str:
+    """Each warm-start candidate against the candidate it adds ``pretrained`` to, paired by seed:
+    the error ratio per endpoint (below 1: the warm start is better there)."""
+    rows = []
+    for c in cells:
+        params = CANDIDATES.get(c, {})
+        if params.get("pretrained") is None:
+            continue
+        start = {k: v for k, v in params.items() if k not in ("pretrained", "lr")}
+        ref = next((n for n, p in CANDIDATES.items() if p == start and n in cells), None)
+        if ref is None:
+            continue
+        ratio, shared = paired(c, ref)
+        if ratio is None:
+            continue
+        per = []
+        for e in endpoints:
+            seeds = sorted(set(cells[c].get(e, {})) & set(cells[ref].get(e, {})))
+            per.append(f"{np.mean([_error_ratio(e, cells[c][e][s], cells[ref][e][s]) for s in seeds]):.3f}"
+                       if seeds else "—")
+        better = sum(1 for v in per if v != "—" and float(v) < 1)
+        rows.append([f"`{c}` vs `{ref}`", *per, f"{ratio:.3f}", f"{better} of {len(shared)}"])
+    if not rows:
+        return ""
+    header = ["warm start vs its recipe from scratch", *[ENDPOINTS[e].label for e in endpoints], "mean ↓",
+              "endpoints better"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in rows]
+    return ("\n\nThe warm start from the shipped MOSES encoder (`pretrained=\"moses\"`, round four): validation "
+            "error relative to the same recipe from scratch, paired by seed (below 1: the warm start is better).\n\n"
+            + "\n".join(lines))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -586,3 +586,28 @@ def test_recipe_search_names_each_fit_by_its_one_candidate():
         assert candidate_of(est, names) == name
     with pytest.raises(RuntimeError, match="match 0 candidates"):
         candidate_of(GMNetRegressor(**{**candidate_params("desc_d256_fp"), "lr": 0.123}), names)
+
+
+def test_recipe_search_summary_pairs_candidates_by_seed(tmp_path):
+    """A candidate measured on seed 1 only is compared with the recipe on seed 1 only, not with
+    its mean over seeds it was not run on; the warm-start table says where the warm start helps."""
+    from benchmarks.recipe_search import SCHEMA, summary
+
+    def cell(endpoint, candidate, seed, value):
+        path = tmp_path / endpoint / f"{candidate}_seed{seed}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"schema": SCHEMA, "endpoint": endpoint, "candidate": candidate, "seed": seed,
+                                    "valid_metric": value, "fit_seconds": 1.0}))
+
+    cell("esol", "desc_d256_fp", 0, 0.5)  # a seed the warm start was not run on: left out of the pairing
+    cell("esol", "desc_d256_fp", 1, 1.0)
+    cell("esol", "desc_d256_fp_moses_lr2e-4", 1, 0.9)
+    cell("bbbp", "desc_d256_fp", 1, 0.80)
+    cell("bbbp", "desc_d256_fp_moses_lr2e-4", 1, 0.75)  # AUC: error 0.25 vs 0.20
+    text = summary(tmp_path)
+    row = next(ln for ln in text.splitlines() if ln.startswith("| `desc_d256_fp_moses_lr2e-4` vs `desc_d256_fp`"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    header = [c.strip() for c in next(ln for ln in text.splitlines() if ln.startswith("| warm start")).strip("|").split("|")]
+    by = dict(zip(header, cells))
+    assert by["ESOL"] == "0.900" and by["BBBP"] == "1.250"
+    assert by["mean ↓"] == "1.075" and by["endpoints better"] == "1 of 2"
