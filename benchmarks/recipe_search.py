@@ -145,6 +145,17 @@ def _error_ratio(endpoint: str, value: float, reference: float) -> float:
     return (1 - value) / (1 - reference) if ENDPOINTS[endpoint].higher_is_better else value / reference
 
 
+def paired_ratios(cells, endpoints, cand: str, other: str) -> Dict[str, float]:
+    """Per endpoint, ``cand``'s validation error relative to ``other``'s, averaged over the seeds
+    both have (endpoints where they share no seed are left out)."""
+    out = {}
+    for e in endpoints:
+        seeds = sorted(set(cells.get(cand, {}).get(e, {})) & set(cells.get(other, {}).get(e, {})))
+        if seeds:
+            out[e] = float(np.mean([_error_ratio(e, cells[cand][e][s], cells[other][e][s]) for s in seeds]))
+    return out
+
+
 def summary(root=SEARCH_DIR) -> str:
     """Markdown: validation metric per endpoint and candidate (mean over its seeds), the mean
     relative error against ``base`` and against the best candidate (lower is better), and each
@@ -162,12 +173,7 @@ def summary(root=SEARCH_DIR) -> str:
 
     def paired(cand: str, other: str) -> Tuple[Optional[float], List[str]]:
         """Mean ratio of cand's validation error to other's, and the endpoints it is taken over."""
-        per_endpoint = {}
-        for e in endpoints:
-            seeds = sorted(set(cells[cand].get(e, {})) & set(cells.get(other, {}).get(e, {})))
-            if seeds:
-                per_endpoint[e] = float(np.mean([_error_ratio(e, cells[cand][e][s], cells[other][e][s])
-                                                 for s in seeds]))
+        per_endpoint = paired_ratios(cells, endpoints, cand, other)
         return (float(np.mean(list(per_endpoint.values()))) if per_endpoint else None), list(per_endpoint)
 
     def rel(cand: str) -> Optional[float]:
@@ -204,12 +210,12 @@ def summary(root=SEARCH_DIR) -> str:
                f"{ratio:.3f}x `{b}`'s (mean ratio; below 1: `{a}` is better).")
     base_text = ", ".join(f"{k}={v}" for k, v in BASE.items())
     return (f"Validation only (DeepChem valid split; test never loaded), seed(s) as recorded; base: {base_text}.\n\n"
-            + "\n".join(lines) + h2h + warm_start_table(cells, endpoints, paired))
+            + "\n".join(lines) + h2h + warm_start_table(cells, endpoints))
 
 
-def warm_start_table(cells, endpoints, paired) -> str:
-    """Each warm-start candidate against the candidate it adds ``pretrained`` to, paired by seed:
-    the error ratio per endpoint (below 1: the warm start is better there)."""
+def warm_start_table(cells, endpoints) -> str:
+    """Each warm-start candidate against the candidate it adds ``pretrained`` (and a learning rate)
+    to, paired by seed: the error ratio per endpoint (below 1: the warm start is better there)."""
     rows = []
     for c in cells:
         params = CANDIDATES.get(c, {})
@@ -217,18 +223,12 @@ def warm_start_table(cells, endpoints, paired) -> str:
             continue
         start = {k: v for k, v in params.items() if k not in ("pretrained", "lr")}
         ref = next((n for n, p in CANDIDATES.items() if p == start and n in cells), None)
-        if ref is None:
+        per = paired_ratios(cells, endpoints, c, ref) if ref else {}
+        if not per:
             continue
-        ratio, shared = paired(c, ref)
-        if ratio is None:
-            continue
-        per = []
-        for e in endpoints:
-            seeds = sorted(set(cells[c].get(e, {})) & set(cells[ref].get(e, {})))
-            per.append(f"{np.mean([_error_ratio(e, cells[c][e][s], cells[ref][e][s]) for s in seeds]):.3f}"
-                       if seeds else "—")
-        better = sum(1 for v in per if v != "—" and float(v) < 1)
-        rows.append([f"`{c}` vs `{ref}`", *per, f"{ratio:.3f}", f"{better} of {len(shared)}"])
+        better = sum(v < 1 for v in per.values())
+        rows.append([f"`{c}` vs `{ref}`", *[f"{per[e]:.3f}" if e in per else "—" for e in endpoints],
+                     f"{np.mean(list(per.values())):.3f}", f"{better} of {len(per)}"])
     if not rows:
         return ""
     header = ["warm start vs its recipe from scratch", *[ENDPOINTS[e].label for e in endpoints], "mean ↓",
