@@ -22,6 +22,8 @@ the seeds. Results are written under ``benchmarks/results/<protocol>/``.
   endpoints and both arms, chosen on validation splits only by ``benchmarks/recipe_search.py``).
 - ``tuned_moses``: ``tuned`` with ``pretrained="moses"`` (the paper's Table 2 under the library's
   defaults: both arms warm-started from the MOSES-pretrained encoders that ship).
+- ``tuned_moses_ft``: ``tuned`` with ``MOSES_FINE_TUNING`` (the warm start and the fine-tuning
+  learning rate chosen for it on validation splits only), both arms.
 
 Adding a protocol is one dict entry or :func:`register_protocol`.
 
@@ -177,20 +179,35 @@ def _tuned_protocol() -> Protocol:
 PROTOCOLS["tuned"] = _tuned_protocol()
 
 
-def _pretrained_protocol(base: Protocol, pretrained: str) -> Protocol:
-    """``base`` with both arms warm-started from the encoders ``pretrained=`` names (a fresh head)."""
+def _pretrained_protocol(base: Protocol, pretrained: str, name: Optional[str] = None,
+                         **overrides: object) -> Protocol:
+    """``base`` with both arms warm-started from the encoders ``pretrained=`` names (a fresh head),
+    and any other training parameter in ``overrides``."""
+    changed = "".join(f", {k}={v!r}" for k, v in overrides.items())
     return Protocol(
-        name=f"{base.name}_{pretrained}",
-        description=(f"{base.name} with pretrained={pretrained!r}: each arm's encoder starts from its masked-LM "
-                     f"pretrained weights that ship with the package (gmnet_sklearn/pretrained/{pretrained}-<arm>/, "
-                     "both arms pretrained with the same budget), a fresh head; everything else as "
-                     f"{base.name}."),
-        seeds=base.seeds, training={**base.training, "pretrained": pretrained}, gmnet=base.gmnet,
+        name=name or f"{base.name}_{pretrained}",
+        description=(f"{base.name} with pretrained={pretrained!r}{changed}: each arm's encoder starts from its "
+                     f"masked-LM pretrained weights that ship with the package (gmnet_sklearn/pretrained/"
+                     f"{pretrained}-<arm>/, both arms pretrained with the same budget), a fresh head; everything "
+                     f"else as {base.name}."),
+        seeds=base.seeds, training={**base.training, "pretrained": pretrained, **overrides}, gmnet=base.gmnet,
         chemberta=base.chemberta, endpoint_overrides=base.endpoint_overrides)
 
 
-# Table 2 under the library's defaults (the shipped MOSES encoders have the defaults' shape).
+# Table 2 under the library's defaults (the shipped MOSES encoders have the defaults' shape) ...
 PROTOCOLS["tuned_moses"] = _pretrained_protocol(PROTOCOLS["tuned"], "moses")
+
+
+def _fine_tuning_protocol() -> Protocol:
+    """... and under the defaults' warm-start recipe, ``MOSES_FINE_TUNING`` (its learning rate chosen
+    on the valid splits only, benchmarks/recipe_search.py round four), the same for both arms."""
+    from gmnet_sklearn.estimators import MOSES_FINE_TUNING
+
+    preset = dict(MOSES_FINE_TUNING)
+    return _pretrained_protocol(PROTOCOLS["tuned"], preset.pop("pretrained"), name="tuned_moses_ft", **preset)
+
+
+PROTOCOLS["tuned_moses_ft"] = _fine_tuning_protocol()
 
 
 def register_protocol(protocol: Protocol, replace: bool = False) -> Protocol:

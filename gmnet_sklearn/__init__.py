@@ -11,6 +11,7 @@ _LAZY = {
     "ChemBERTaClassifier": "gmnet_sklearn.estimators",
     "PAPER_PROTOCOL": "gmnet_sklearn.estimators",
     "CHEMBERTA_PAPER_PROTOCOL": "gmnet_sklearn.estimators",
+    "MOSES_FINE_TUNING": "gmnet_sklearn.estimators",
     "GMNetEmbedder": "gmnet_sklearn.embedder",
     "TrainingCurveDisplay": "gmnet_sklearn.display",
     "SmilesTokenizer": "gmnet_sklearn.tokenizer",

@@ -12,8 +12,8 @@ from rdkit import Chem
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, PredefinedSplit
 
-from gmnet_sklearn import (CHEMBERTA_PAPER_PROTOCOL, PAPER_PROTOCOL, ChemBERTaRegressor, GMNetClassifier,
-                           GMNetRegressor)
+from gmnet_sklearn import (CHEMBERTA_PAPER_PROTOCOL, MOSES_FINE_TUNING, PAPER_PROTOCOL, ChemBERTaRegressor,
+                           GMNetClassifier, GMNetRegressor)
 from gmnet_sklearn.augment import randomized_smiles
 from gmnet_sklearn.descriptors import RDKitDescriptors, compute_descriptors
 from gmnet_sklearn.estimators import load_model
@@ -252,3 +252,7 @@ def test_benchmark_protocols_pin_their_recipes():
     assert {k: defaults[k] for k in tuned} == tuned
     cb = get_protocol("tuned").estimator_params("chemberta")
     assert {k: ChemBERTaRegressor().get_params()[k] for k in cb} == cb
+    # Table 2's fine-tuning protocol is the defaults plus the warm-start preset, for both arms
+    for arm, params in (("gmnet", tuned), ("chemberta", cb)):
+        assert get_protocol("tuned_moses_ft").estimator_params(arm) == {**params, **MOSES_FINE_TUNING}
+        assert get_protocol("tuned_moses").estimator_params(arm) == {**params, "pretrained": "moses"}

@@ -13,7 +13,7 @@ from skorch.callbacks import Callback
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
-from gmnet_sklearn import ChemBERTaClassifier, ChemBERTaRegressor, GMNetClassifier, GMNetRegressor
+from gmnet_sklearn import MOSES_FINE_TUNING, ChemBERTaClassifier, ChemBERTaRegressor, GMNetClassifier, GMNetRegressor
 from gmnet_sklearn.estimators import load_model
 from gmnet_sklearn.pretrain import pretrain
 
@@ -113,8 +113,9 @@ def test_shape_conflicts_and_bad_sources(pretrained, tmp_path):
 
 @pytest.mark.parametrize("model", ["gmnet", "chemberta"])
 def test_shipped_moses_encoder_warm_starts_the_defaults(model):
-    """pretrained="moses" with every other parameter at its default: the encoder that ships in the
-    package (the library's default shape, so no shape argument is needed) is loaded in full."""
+    """``MOSES_FINE_TUNING`` (pretrained="moses" and its learning rate) with every other parameter
+    at its default: the encoder that ships in the package (the library's default shape, so no shape
+    argument is needed) is loaded in full."""
     from gmnet_sklearn.estimators.warm_start import NAMED, PACKAGE_DIR
 
     folder = PACKAGE_DIR / NAMED["moses"][model]
@@ -122,7 +123,7 @@ def test_shipped_moses_encoder_warm_starts_the_defaults(model):
         pytest.skip(f"{folder} is not shipped in this version")
     reg = ESTIMATORS[model][0]
     cb = InitialWeights()
-    est = reg(pretrained="moses", max_epochs=1, random_state=0, callbacks=[cb]).fit(SMILES, regression_target(SMILES))
+    est = reg(**MOSES_FINE_TUNING, max_epochs=1, random_state=0, callbacks=[cb]).fit(SMILES, regression_target(SMILES))
     expected = _encoder_keys(model, load_file(str(folder / "model.safetensors")))
     assert expected
     for key, value in expected.items():

@@ -4,7 +4,7 @@ from ..exceptions import InvalidSmilesWarning
 from ._base import SmilesNetBase
 from .chemberta import ChemBERTaClassifier, ChemBERTaRegressor
 from .gmnet import GMNetClassifier, GMNetRegressor
-from .presets import CHEMBERTA_PAPER_PROTOCOL, PAPER_PROTOCOL
+from .presets import CHEMBERTA_PAPER_PROTOCOL, MOSES_FINE_TUNING, PAPER_PROTOCOL
 from .snapshot import TrainingSnapshot
 
 ESTIMATORS = {cls.__name__: cls for cls in (GMNetRegressor, GMNetClassifier, ChemBERTaRegressor, ChemBERTaClassifier)}
@@ -16,5 +16,5 @@ def load_model(path, device=None):
 
 
 __all__ = ["GMNetRegressor", "GMNetClassifier", "ChemBERTaRegressor", "ChemBERTaClassifier", "TrainingSnapshot",
-           "load_model", "ESTIMATORS", "PAPER_PROTOCOL", "CHEMBERTA_PAPER_PROTOCOL",
+           "load_model", "ESTIMATORS", "PAPER_PROTOCOL", "CHEMBERTA_PAPER_PROTOCOL", "MOSES_FINE_TUNING",
            "InvalidSmilesWarning"]
