@@ -570,7 +570,7 @@ def test_report_table2_counts_pretrained_against_scratch_and_the_baseline(tmp_pa
                           "0.900 ± 0.000 (n=2)", "—"]
     assert "beats its scratch runs on **1 of 2** endpoints" in section
     assert "beats the equally pretrained ChemBERTa on **1 of 2**" in section
-    assert "tuned_moses_ft" not in section  # a fine-tuning protocol with no runs has no block
+    assert "Fine-tuned under `tuned_moses_ft`" not in section  # a fine-tuning protocol with no runs has no block
     summary = json.loads((results / "summary.json").read_text())["table2"]["tuned_moses"]
     assert summary["counts"] == {"pretrained_beats_scratch": [1, 2], "gmnet_beats_chemberta_pretrained": [1, 2]}
 
