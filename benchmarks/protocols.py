@@ -243,6 +243,12 @@ from gmnet_sklearn.datasets.endpoints import (  # noqa: E402,F401
 )
 
 
+def error_ratio(endpoint: str, value: float, reference: float) -> float:
+    """Error of ``value`` relative to ``reference`` on an endpoint: the RMSE ratio, or the ratio of
+    1 - ROC-AUC (below 1: ``value`` is better). How recipes and warm starts are compared."""
+    return (1 - value) / (1 - reference) if ENDPOINTS[endpoint].higher_is_better else value / reference
+
+
 @dataclass(frozen=True)
 class Published:
     """The best published test figure on DeepChem's scaffold split for an endpoint the paper's

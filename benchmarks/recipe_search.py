@@ -29,7 +29,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import _common as C
-from .protocols import ENDPOINTS, by_size, resolve_endpoints
+from .protocols import ENDPOINTS, by_size, error_ratio, resolve_endpoints
 
 SEARCH_DIR = C.DEFAULT_RESULTS_DIR / "recipe_search"
 SCHEMA = "gmnet-recipe-search/1"
@@ -140,11 +140,6 @@ def search_endpoint(data, names: Sequence[str], seed: int, vocab_file: str, root
     return search
 
 
-def _error_ratio(endpoint: str, value: float, reference: float) -> float:
-    """Validation error of ``value`` relative to ``reference``: RMSE ratio, (1 - ROC-AUC) ratio."""
-    return (1 - value) / (1 - reference) if ENDPOINTS[endpoint].higher_is_better else value / reference
-
-
 def paired_ratios(cells, endpoints, cand: str, other: str) -> Dict[str, float]:
     """Per endpoint, ``cand``'s validation error relative to ``other``'s, averaged over the seeds
     both have (endpoints where they share no seed are left out)."""
@@ -152,7 +147,7 @@ def paired_ratios(cells, endpoints, cand: str, other: str) -> Dict[str, float]:
     for e in endpoints:
         seeds = sorted(set(cells.get(cand, {}).get(e, {})) & set(cells.get(other, {}).get(e, {})))
         if seeds:
-            out[e] = float(np.mean([_error_ratio(e, cells[cand][e][s], cells[other][e][s]) for s in seeds]))
+            out[e] = float(np.mean([error_ratio(e, cells[cand][e][s], cells[other][e][s]) for s in seeds]))
     return out
 
 

@@ -39,6 +39,7 @@ from .protocols import (
     PROTOCOLS,
     PUBLISHED_DEEPCHEM_SPLIT,
     TABLE1_ENDPOINTS,
+    error_ratio,
 )
 
 DASH = "—"
@@ -995,8 +996,7 @@ def warm_start_validation(idx: Index, pre: str, scratch: str) -> Optional[dict]:
         a, b = (summarise_runs(arm_runs(idx, p, "gmnet", name)) for p in (scratch, pre))
         if not (a and b and a["valid"] and b["valid"]):
             continue
-        error = (lambda v: 1 - v) if ep.higher_is_better else (lambda v: v)
-        ratios[name] = error(a["valid"]["mean"]) / error(b["valid"]["mean"])
+        ratios[name] = error_ratio(name, a["valid"]["mean"], b["valid"]["mean"])
         (better_ if ratios[name] > 1 else worse if ratios[name] < 1 else []).append(ep.label)
     if not ratios:
         return None
