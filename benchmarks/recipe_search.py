@@ -70,6 +70,10 @@ CANDIDATES: Dict[str, Dict[str, object]] = {
                                   "pretrained": "moses", "lr": 2e-4},
     "desc_d256_fp_moses_lr1e-4": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
                                   "pretrained": "moses", "lr": 1e-4},
+    # fifth round: the same warm start from an encoder pretrained four times as long (one MOSES epoch,
+    # the run folder DEVELOPERS.md's "Pretraining" command writes; relative to the repository root)
+    "desc_d256_fp_moses1ep_lr2e-4": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
+                                     "pretrained": "runs/moses1-gmnet", "lr": 2e-4},
 }
 
 
@@ -211,27 +215,46 @@ def summary(root=SEARCH_DIR) -> str:
 def warm_start_table(cells, endpoints) -> str:
     """Each warm-start candidate against the candidate it adds ``pretrained`` (and a learning rate)
     to, paired by seed: the error ratio per endpoint (below 1: the warm start is better there)."""
-    rows = []
+    def row(c: str, ref: str) -> Optional[List[str]]:
+        per = paired_ratios(cells, endpoints, c, ref)
+        if not per:
+            return None
+        better = sum(v < 1 for v in per.values())
+        return [f"`{c}` vs `{ref}`", *[f"{per[e]:.3f}" if e in per else "—" for e in endpoints],
+                f"{np.mean(list(per.values())):.3f}", f"{better} of {len(per)}"]
+
+    rows, encoder_rows = [], []
     for c in cells:
         params = CANDIDATES.get(c, {})
         if params.get("pretrained") is None:
             continue
+        # against the same recipe from scratch (its own learning rate) ...
         start = {k: v for k, v in params.items() if k not in ("pretrained", "lr")}
         ref = next((n for n, p in CANDIDATES.items() if p == start and n in cells), None)
-        per = paired_ratios(cells, endpoints, c, ref) if ref else {}
-        if not per:
-            continue
-        better = sum(v < 1 for v in per.values())
-        rows.append([f"`{c}` vs `{ref}`", *[f"{per[e]:.3f}" if e in per else "—" for e in endpoints],
-                     f"{np.mean(list(per.values())):.3f}", f"{better} of {len(per)}"])
-    if not rows:
+        rows += [r for r in [row(c, ref) if ref else None] if r]
+        # ... and against the same fine-tuning from another encoder (e.g. a shorter pretraining)
+        for other, p in CANDIDATES.items():
+            if (other != c and other in cells and p.get("pretrained") is not None
+                    and {k: v for k, v in p.items() if k != "pretrained"}
+                    == {k: v for k, v in params.items() if k != "pretrained"}):
+                encoder_rows += [r for r in [row(c, other)] if r]
+    if not rows and not encoder_rows:
         return ""
-    header = ["warm start vs its recipe from scratch", *[ENDPOINTS[e].label for e in endpoints], "mean ↓",
-              "endpoints better"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in rows]
-    return ("\n\nThe warm start from the shipped MOSES encoder (`pretrained=\"moses\"`, round four): validation "
-            "error relative to the same recipe from scratch, paired by seed (below 1: the warm start is better).\n\n"
-            + "\n".join(lines))
+    header = ["warm start vs", *[ENDPOINTS[e].label for e in endpoints], "mean ↓", "endpoints better"]
+
+    def table(rs):
+        return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+                         + ["| " + " | ".join(r) + " |" for r in rs])
+
+    text = ""
+    if rows:
+        text += ("\n\nThe warm start from a MOSES-pretrained encoder (`pretrained=`; round four: the shipped one, "
+                 "round five: one pretrained for a whole epoch): validation error relative to the same recipe from "
+                 "scratch, paired by seed (below 1: the warm start is better).\n\n" + table(rows))
+    if encoder_rows:
+        text += ("\n\nThe same fine-tuning from one encoder against another (below 1: the first encoder is "
+                 "better).\n\n" + table(encoder_rows))
+    return text
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -964,6 +964,15 @@ def table2_section(idx: Index, results_dir: Path) -> Tuple[Optional[str], dict]:
                   f"Targets: pretrained Chem-GMNet beats its scratch runs on **{n1} of {d1}** endpoints measured "
                   f"(target: 6 of 8); pretrained Chem-GMNet beats the equally pretrained ChemBERTa on **{n2} of {d2}** "
                   "(target: 6 of 8).", ""]
+        encoders = block_encoders(idx, pre)
+        if encoders:
+            parts += [("Encoders these runs started from (the records' `pretrained`): "
+                       + "; ".join(f"{ARM_LABELS[arm]}: " + ", ".join(
+                           f"`{sha[:12]}` ({e['epochs']:.2f} epoch, {e['runs']} runs)" for sha, e in shas.items())
+                                   for arm, shas in encoders.items())
+                       + (". **Mixed:** some of these runs started from another encoder than the rest; the block "
+                          "compares unlike budgets until they are all rerun." if any(len(v) > 1 for v in
+                                                                                    encoders.values()) else ".")), ""]
         valid = warm_start_validation(idx, pre, scratch)
         if valid:
             parts += [f"Validation (the split the defaults are chosen on), Chem-GMNet over the peer-target endpoints with "
@@ -971,7 +980,8 @@ def table2_section(idx: Index, results_dir: Path) -> Tuple[Optional[str], dict]:
                       "the per-endpoint ratios of the seed-mean RMSE or 1 - ROC-AUC; above 1: the warm start is "
                       f"better); better on {', '.join(valid['better']) or 'none'}, worse on "
                       f"{', '.join(valid['worse']) or 'none'}.", ""]
-        summary[pre] = {"scratch": scratch, "endpoints": esum, "counts": counts, "validation": valid}
+        summary[pre] = {"scratch": scratch, "endpoints": esum, "counts": counts, "validation": valid,
+                        "encoders": encoders}
     parts += ["The encoders these runs start from (`gmnet_sklearn/pretrained/`, their `config.json`; held-out "
               "masked-LM loss and masked-token accuracy on the first 10,000 SMILES of MOSES's test file at "
               "the end of pretraining):", "",
@@ -985,6 +995,22 @@ def table2_section(idx: Index, results_dir: Path) -> Tuple[Optional[str], dict]:
                   md_table(["File", "Shape", "Threads", "Chem-GMNet SMILES/s", "ChemBERTa SMILES/s", "Ratio",
                             "MOSES epoch, Chem-GMNet / ChemBERTa", "Note"], rows), ""]
     return "\n".join(parts), summary
+
+
+def block_encoders(idx: Index, protocol: str) -> Dict[str, Dict[str, dict]]:
+    """Per arm, the encoders (weights' SHA-256) the protocol's Table-2 runs started from, with the
+    pretraining epochs each recorded and how many runs used it."""
+    from gmnet_sklearn.datasets.endpoints import PAPER_TABLE2
+
+    out: Dict[str, Dict[str, dict]] = {}
+    for arm in ARMS:
+        for name in PAPER_TABLE2:
+            for r in arm_runs(idx, protocol, arm, name).values():
+                pre = r.get("pretrained") or {}
+                if pre.get("sha256"):
+                    e = out.setdefault(arm, {}).setdefault(pre["sha256"], {"epochs": pre.get("epochs") or 0.0, "runs": 0})
+                    e["runs"] += 1
+    return out
 
 
 def warm_start_validation(idx: Index, pre: str, scratch: str) -> Optional[dict]:

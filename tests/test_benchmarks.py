@@ -573,6 +573,27 @@ def test_report_table2_counts_pretrained_against_scratch_and_the_baseline(tmp_pa
     assert "Fine-tuned under `tuned_moses_ft`" not in section  # a fine-tuning protocol with no runs has no block
     summary = json.loads((results / "summary.json").read_text())["table2"]["tuned_moses"]
     assert summary["counts"] == {"pretrained_beats_scratch": [1, 2], "gmnet_beats_chemberta_pretrained": [1, 2]}
+    assert summary["encoders"] == {} and "**Mixed:**" not in section  # these records name no encoder
+
+
+def test_report_table2_says_when_a_block_mixes_encoders(tmp_path):
+    """Runs of one fine-tuning protocol that started from different encoders (a shipped encoder
+    replaced by a longer pretraining, before every endpoint is rerun) are flagged, not averaged
+    silently as one budget."""
+    results = tmp_path / "results"
+    recs = []
+    for seed, (sha, epochs) in enumerate([("a" * 64, 0.24), ("a" * 64, 0.24), ("b" * 64, 1.0)]):
+        for arm in ("gmnet", "chemberta"):
+            r = _record(arm, "esol", seed, 0.8, protocol="tuned_moses")
+            r["pretrained"] = ({"name": "moses", "sha256": sha, "epochs": epochs} if arm == "gmnet"
+                               else {"name": "moses", "sha256": "c" * 64, "epochs": 0.24})
+            recs.append(r)
+    _write_records(results, recs)
+    _, section = _report_section(results, tmp_path, "Table 2: pretrained encoders")
+    assert "`aaaaaaaaaaaa` (0.24 epoch, 2 runs), `bbbbbbbbbbbb` (1.00 epoch, 1 runs)" in section
+    assert "**Mixed:**" in section
+    summary = json.loads((results / "summary.json").read_text())["table2"]["tuned_moses"]
+    assert summary["encoders"]["chemberta"] == {"c" * 64: {"epochs": 0.24, "runs": 3}}
 
 
 def test_recipe_search_names_each_fit_by_its_one_candidate():
@@ -612,3 +633,10 @@ def test_recipe_search_summary_pairs_candidates_by_seed(tmp_path):
     by = dict(zip(header, cells))
     assert by["ESOL"] == "0.900" and by["BBBP"] == "1.250"
     assert by["mean ↓"] == "1.075" and by["endpoints better"] == "1 of 2"
+    assert "from one encoder against another" not in text  # one encoder so far
+
+    cell("esol", "desc_d256_fp_moses1ep_lr2e-4", 1, 0.81)  # the longer-pretrained encoder, same fine-tuning
+    text = summary(tmp_path)
+    row = next(ln for ln in text.splitlines()
+               if ln.startswith("| `desc_d256_fp_moses1ep_lr2e-4` vs `desc_d256_fp_moses_lr2e-4`"))
+    assert [c.strip() for c in row.strip("|").split("|")][1:] == ["0.900", "—", "0.900", "1 of 1"]
