@@ -24,6 +24,8 @@ the seeds. Results are written under ``benchmarks/results/<protocol>/``.
   defaults: both arms warm-started from the MOSES-pretrained encoders that ship).
 - ``tuned_moses_ft``: ``tuned`` with ``MOSES_FINE_TUNING`` (the warm start and the fine-tuning
   learning rate chosen for it on validation splits only), both arms.
+- ``chemberta3_moses``: ``chemberta3`` with ``pretrained="moses-paper"`` (the paper's Table 2
+  protocol: the paper's shape, warm-started from the paper-shape MOSES encoders).
 
 Adding a protocol is one dict entry or :func:`register_protocol`.
 
@@ -208,6 +210,10 @@ def _fine_tuning_protocol() -> Protocol:
 
 
 PROTOCOLS["tuned_moses_ft"] = _fine_tuning_protocol()
+
+# ... and under the paper's own protocol, as the paper's Table 2 is (the paper's shape, so the
+# paper-shape encoder; on CPU Chem-GMNet only, the baseline's paper-shape encoder is GPU work).
+PROTOCOLS["chemberta3_moses"] = _pretrained_protocol(PROTOCOLS["chemberta3"], "moses-paper", name="chemberta3_moses")
 
 
 def register_protocol(protocol: Protocol, replace: bool = False) -> Protocol:

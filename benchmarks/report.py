@@ -876,7 +876,8 @@ the split, as DeepChem's loaders do (each record counts them: `sizes.dropped_inv
 # Table 2: pretrained encoders
 # ------------------------------------------------------------------------------------------
 #: Fine-tuning protocols from a pretrained encoder, each beside its scratch protocol.
-PRETRAINED_PROTOCOLS: Tuple[Tuple[str, str], ...] = (("tuned_moses", "tuned"), ("tuned_moses_ft", "tuned"))
+PRETRAINED_PROTOCOLS: Tuple[Tuple[str, str], ...] = (("tuned_moses", "tuned"), ("tuned_moses_ft", "tuned"),
+                                                    ("chemberta3_moses", "chemberta3"))
 
 
 def pretraining_rows() -> List[List[str]]:

@@ -256,3 +256,9 @@ def test_benchmark_protocols_pin_their_recipes():
     for arm, params in (("gmnet", tuned), ("chemberta", cb)):
         assert get_protocol("tuned_moses_ft").estimator_params(arm) == {**params, **MOSES_FINE_TUNING}
         assert get_protocol("tuned_moses").estimator_params(arm) == {**params, "pretrained": "moses"}
+    # ... and the paper's protocol from the paper-shape encoder, everything else the paper's
+    for arm in ("gmnet", "chemberta"):
+        ref = get_protocol("chemberta3")
+        pre = get_protocol("chemberta3_moses")
+        assert pre.estimator_params(arm) == {**ref.estimator_params(arm), "pretrained": "moses-paper"}
+        assert pre.endpoint_overrides == ref.endpoint_overrides

@@ -103,6 +103,8 @@ def test_shape_conflicts_and_bad_sources(pretrained, tmp_path):
             GMNetRegressor(pretrained="moses", **FIT).fit(X, y)
         with pytest.raises(FileNotFoundError, match="MOSES-pretrained ChemBERTa encoder is not shipped"):
             ChemBERTaClassifier.from_pretrained("moses")
+        with pytest.raises(FileNotFoundError, match="MOSES-pretrained paper-shape Chem-GMNet encoder is not shipped"):
+            GMNetRegressor.from_pretrained("moses-paper")
     with pytest.raises(FileNotFoundError, match="no such folder"):
         GMNetRegressor(pretrained=tmp_path / "nothing", **FIT).fit(X, y)
     with pytest.raises(ValueError, match="'pretrained' parameter"):

@@ -3,7 +3,8 @@
 ``pretrained`` is a folder written by ``gmnet_sklearn.pretrain`` (either family), a Hugging Face
 ``RobertaForMaskedLM`` folder (``config.json`` + ``model.safetensors`` or ``pytorch_model.bin``;
 ChemBERTa estimators only), or ``"moses"``: the encoder pretrained on MOSES that ships in the
-package (``gmnet_sklearn/pretrained/moses-<family>/``).
+package (``gmnet_sklearn/pretrained/moses-<family>/``, the estimators' default shape; ``"moses-paper"``:
+the paper's shape, for ``PAPER_PROTOCOL``, ``moses-paper-<family>/``).
 
 The encoder's weights and the vocabulary come from the checkpoint; the head (and the descriptor
 fusion's projection) start fresh from the fit's seed. The estimator's shape parameters must
@@ -27,7 +28,10 @@ from .fusion import DescriptorFusion
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent / "pretrained"
 #: Names ``pretrained=`` accepts besides a path: the folder per family under PACKAGE_DIR.
-NAMED = {"moses": {"gmnet": "moses-gmnet", "chemberta": "moses-chemberta"}}
+#: "moses" has the estimators' default shape; "moses-paper" the paper's (``PAPER_PROTOCOL``'s).
+NAMED = {"moses": {"gmnet": "moses-gmnet", "chemberta": "moses-chemberta"},
+         "moses-paper": {"gmnet": "moses-paper-gmnet", "chemberta": "moses-paper-chemberta"}}
+_NAMED_LABELS = {"moses": "MOSES-pretrained", "moses-paper": "MOSES-pretrained paper-shape"}
 _FAMILY_NAMES = {"gmnet": "Chem-GMNet", "chemberta": "ChemBERTa"}
 #: Hugging Face RoBERTa config -> the ChemBERTa estimators' parameter names.
 _HF_PARAMS = {"hidden_size": "d_model", "num_hidden_layers": "n_layers", "num_attention_heads": "n_heads",
@@ -42,7 +46,7 @@ def resolve_path(pretrained, family: str) -> Path:
         path = PACKAGE_DIR / NAMED[pretrained][family]
         if not (path / "config.json").is_file():
             raise FileNotFoundError(
-                f"pretrained={pretrained!r}: the {pretrained.upper()}-pretrained {_FAMILY_NAMES[family]} encoder is not "
+                f"pretrained={pretrained!r}: the {_NAMED_LABELS[pretrained]} {_FAMILY_NAMES[family]} encoder is not "
                 f"shipped with this version of gmnet_sklearn yet (expected in {path}; it needs a full pretraining run, "
                 "DEVELOPERS.md 'Pretraining'). Pass the folder a gmnet_sklearn.pretrain run wrote instead.")
         return path
