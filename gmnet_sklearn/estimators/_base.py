@@ -64,7 +64,7 @@ TRAINING_PARAMETER_CONSTRAINTS = {
     "tta": [Interval(numbers.Integral, 0, None, closed="left")],
     "descriptors": ["boolean"],
     "fingerprint": ["boolean"],
-    "pretrained": [str, os.PathLike, None],  # a pretrain folder, a Hugging Face RoBERTa folder or "moses"
+    "pretrained": [str, os.PathLike, None],  # a pretrain folder, a Hugging Face RoBERTa folder or a NAMED one
     "dropout": [Interval(numbers.Real, 0, 1, closed="left")],
     "valid_split": [StrOptions({s for s in VALID_SPLITS if s is not None}), None],
     "valid_size": [Interval(numbers.Real, 0, 1, closed="neither")],
@@ -305,7 +305,7 @@ class SmilesNetBase(BaseEstimator):
     @classmethod
     def from_pretrained(cls, pretrained, **params):
         """An estimator warm-started from ``pretrained`` (a ``gmnet_sklearn.pretrain`` folder, a Hugging
-        Face RoBERTa folder for the ChemBERTa estimators, or "moses") with the checkpoint's shape
+        Face RoBERTa folder for the ChemBERTa estimators, "moses" or "moses-paper") with the checkpoint's shape
         parameters; ``params`` set the others (a shape parameter given here must match)."""
         from . import warm_start
 

@@ -64,7 +64,8 @@ class _GMNetParams(SmilesNetBase):
     bucket_by_length : length-bucketed (still shuffled) training batches, less padding.
     random_state, device ("auto" picks CUDA when present), verbose, callbacks (extra skorch callbacks;
         a ``TrainingSnapshot`` among them makes the fit resumable after a kill).
-    pretrained : None, a folder written by ``gmnet_sklearn.pretrain``, or "moses": start the encoder
+    pretrained : None, a folder written by ``gmnet_sklearn.pretrain``, "moses" (the shipped MOSES
+        encoder, the default shape) or "moses-paper" (the paper's shape): start the encoder
         from its masked-LM weights and vocabulary (the head is fresh). Shape parameters must match
         the checkpoint's (``ValueError`` otherwise); ``GMNetRegressor.from_pretrained(path, ...)``
         takes them from it.
