@@ -117,6 +117,7 @@ class ValidScorer:
             "n_epochs": len(est.history_), "fit_seconds": time.perf_counter() - self.t_fit[0],
             "sizes": {"train": len(self.data.X_train), "valid": len(self.data.X_valid),
                       "split_sha256": self.data.split_sha256},
+            "pretrained": C.pretrained_entry(est, "gmnet"),  # which encoder (weights' SHA-256, budget)
             "hardware": C.hardware_info(getattr(est, "device_", "cpu")), "versions": C.versions(),
             "git": C._GIT_AT_START if C._GIT_AT_START is not None else C.git_info(),
             "command": self.command, "timestamp_utc": C.utc_now(),
