@@ -71,7 +71,8 @@ CANDIDATES: Dict[str, Dict[str, object]] = {
     "desc_d256_fp_moses_lr1e-4": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
                                   "pretrained": "moses", "lr": 1e-4},
     # fifth round: the same warm start from an encoder pretrained four times as long (one MOSES epoch,
-    # the run folder DEVELOPERS.md's "Pretraining" command writes; relative to the repository root)
+    # the run folder DEVELOPERS.md's "Pretraining" command writes, relative to the repository root;
+    # benchmarks/results/pretrain/moses1_gmnet.json). It lost to the shipped encoder on 5 of 7 endpoints.
     "desc_d256_fp_moses1ep_lr2e-4": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
                                      "pretrained": "runs/moses1-gmnet", "lr": 2e-4},
 }

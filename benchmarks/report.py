@@ -988,6 +988,11 @@ def table2_section(idx: Index, results_dir: Path) -> Tuple[Optional[str], dict]:
               "the end of pretraining):", "",
               md_table(["Encoder", "Budget", "Optimiser", "Held-out loss / accuracy", "Wall time", "SMILES/s",
                         "Hardware"], pretraining_rows()), ""]
+    rows = pretraining_record_rows(results_dir)
+    if rows:
+        parts += ["Pretraining runs that were measured and not shipped (`benchmarks/results/pretrain/`; the last "
+                  "held-out evaluation):", "", md_table(["Record", "Run", "Steps (epoch)", "Held-out loss / accuracy",
+                                                           "Wall time"], rows), ""]
     rows = pretrain_throughput_rows(results_dir)
     if rows:
         parts += ["Pretraining throughput (`python -m benchmarks.pretrain_throughput`: a masked-LM training step on the "
@@ -1028,6 +1033,21 @@ def warm_start_validation(idx: Index, pre: str, scratch: str) -> Optional[dict]:
     if not ratios:
         return None
     return {"ratio": float(np.mean(list(ratios.values()))), "per_endpoint": ratios, "better": better_, "worse": worse}
+
+
+def pretraining_record_rows(results_dir: Path) -> List[List[str]]:
+    """One row per saved pretraining record: a finished run's config.json (``config``) or a stopped
+    run's checkpoint fields (``history`` at the top level)."""
+    rows = []
+    for path in sorted((Path(results_dir) / "pretrain").glob("*.json")):
+        r = json.loads(path.read_text())
+        t = r["config"]["training"] if "config" in r else r
+        last = (t.get("history") or [{}])[-1]
+        seconds = t.get("seconds", (t.get("counters") or {}).get("seconds", 0.0))
+        rows.append([f"`{path.name}`", _cell(r.get("run", "")), f"{last.get('step')} ({last.get('epoch', 0):.2f})",
+                     f"{last.get('eval_loss', float('nan')):.3f} / {last.get('eval_accuracy', float('nan')):.3f}",
+                     duration(float(seconds))])
+    return rows
 
 
 def pretrain_throughput_rows(results_dir: Path) -> List[List[str]]:

@@ -640,3 +640,22 @@ def test_recipe_search_summary_pairs_candidates_by_seed(tmp_path):
     row = next(ln for ln in text.splitlines()
                if ln.startswith("| `desc_d256_fp_moses1ep_lr2e-4` vs `desc_d256_fp_moses_lr2e-4`"))
     assert [c.strip() for c in row.strip("|").split("|")][1:] == ["0.900", "—", "0.900", "1 of 1"]
+
+
+def test_report_lists_pretraining_records_of_both_kinds(tmp_path):
+    """A finished run's saved config.json and a stopped run's checkpoint fields each give a row with
+    the last held-out evaluation and the wall time."""
+    from benchmarks.report import pretraining_record_rows
+
+    folder = tmp_path / "pretrain"
+    folder.mkdir()
+    last = {"step": 6196, "epoch": 1.0, "eval_loss": 0.5, "eval_accuracy": 0.8}
+    (folder / "finished.json").write_text(json.dumps(
+        {"run": "one epoch", "config": {"training": {"seconds": 3930.0, "history": [{"step": 0}, last]}}}))
+    (folder / "stopped.json").write_text(json.dumps(
+        {"run": "stopped", "counters": {"seconds": 150.0},
+         "history": [{"step": 250, "epoch": 0.04, "eval_loss": 5.2, "eval_accuracy": 0.2}]}))
+    rows = pretraining_record_rows(tmp_path)
+    assert [r[:4] for r in rows] == [["`finished.json`", "one epoch", "6196 (1.00)", "0.500 / 0.800"],
+                                     ["`stopped.json`", "stopped", "250 (0.04)", "5.200 / 0.200"]]
+    assert "65.5 min" in rows[0][4]
