@@ -233,13 +233,15 @@ def warm_start_table(cells, endpoints) -> str:
         # against the same recipe from scratch (its own learning rate) ...
         start = {k: v for k, v in params.items() if k not in ("pretrained", "lr")}
         ref = next((n for n, p in CANDIDATES.items() if p == start and n in cells), None)
-        rows += [r for r in [row(c, ref) if ref else None] if r]
+        if ref and row(c, ref):
+            rows.append(row(c, ref))
         # ... and against the same fine-tuning from another encoder (e.g. a shorter pretraining)
         for other, p in CANDIDATES.items():
             if (other != c and other in cells and p.get("pretrained") is not None
                     and {k: v for k, v in p.items() if k != "pretrained"}
                     == {k: v for k, v in params.items() if k != "pretrained"}):
-                encoder_rows += [r for r in [row(c, other)] if r]
+                if row(c, other):
+                    encoder_rows.append(row(c, other))
     if not rows and not encoder_rows:
         return ""
     header = ["warm start vs", *[ENDPOINTS[e].label for e in endpoints], "mean ↓", "endpoints better"]

@@ -967,13 +967,7 @@ def table2_section(idx: Index, results_dir: Path) -> Tuple[Optional[str], dict]:
                   "(target: 6 of 8).", ""]
         encoders = block_encoders(idx, pre)
         if encoders:
-            parts += [("Encoders these runs started from (the records' `pretrained`): "
-                       + "; ".join(f"{ARM_LABELS[arm]}: " + ", ".join(
-                           f"`{sha[:12]}` ({e['epochs']:.2f} epoch, {e['runs']} runs)" for sha, e in shas.items())
-                                   for arm, shas in encoders.items())
-                       + (". **Mixed:** some of these runs started from another encoder than the rest; the block "
-                          "compares unlike budgets until they are all rerun." if any(len(v) > 1 for v in
-                                                                                    encoders.values()) else ".")), ""]
+            parts += [encoders_line(encoders), ""]
         valid = warm_start_validation(idx, pre, scratch)
         if valid:
             parts += [f"Validation (the split the defaults are chosen on), Chem-GMNet over the peer-target endpoints with "
@@ -1017,6 +1011,17 @@ def block_encoders(idx: Index, protocol: str) -> Dict[str, Dict[str, dict]]:
                     e = out.setdefault(arm, {}).setdefault(pre["sha256"], {"epochs": pre.get("epochs") or 0.0, "runs": 0})
                     e["runs"] += 1
     return out
+
+
+def encoders_line(encoders: Dict[str, Dict[str, dict]]) -> str:
+    """The sentence naming a block's encoders, with a warning when one arm's runs used several."""
+    per_arm = "; ".join(f"{ARM_LABELS[arm]}: " + ", ".join(f"`{sha[:12]}` ({e['epochs']:.2f} epoch, {e['runs']} runs)"
+                                                           for sha, e in shas.items())
+                        for arm, shas in encoders.items())
+    mixed = any(len(shas) > 1 for shas in encoders.values())
+    return (f"Encoders these runs started from (the records' `pretrained`): {per_arm}"
+            + (". **Mixed:** some of these runs started from another encoder than the rest; the block compares "
+               "unlike budgets until they are all rerun." if mixed else "."))
 
 
 def warm_start_validation(idx: Index, pre: str, scratch: str) -> Optional[dict]:
