@@ -1077,7 +1077,8 @@ defaults (`tuned`) with `pretrained="moses"` (`tuned_moses`) and with the warm-s
 `MOSES_FINE_TUNING` (`tuned_moses_ft`: the same, at the fine-tuning learning rate chosen on the
 valid splits, benchmarks/RECIPE_SEARCH.md). Pretraining: `gmnet-pretrain --shape library`
 (DEVELOPERS.md "Pretraining"); fine-tuning: `python -m benchmarks.sweep --what table1 --protocol
-tuned_moses_ft --endpoints <the eight>`."""
+tuned_moses_ft --endpoints <the eight>`. The paper's own protocol from the paper-shape encoder
+(`pretrained="moses-paper"`) is `chemberta3_moses`, beside the `chemberta3` runs from scratch."""
 
 
 # ------------------------------------------------------------------------------------------
