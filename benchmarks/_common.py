@@ -269,6 +269,30 @@ def pretrained_entry(est, arm: str) -> Optional[Dict[str, object]]:
             **{k: pre.get(k) for k in ("steps", "epochs", "smiles_seen", "tokens_seen", "seconds")}}
 
 
+@contextlib.contextmanager
+def network_alone(est):
+    """Inside: ``est`` predicts with its network alone (a ``forest=True`` fit's blend weight set to 0)."""
+    weight = getattr(est, "forest_weight_", 0.0)
+    est.forest_weight_ = 0.0
+    try:
+        yield est
+    finally:
+        est.forest_weight_ = weight
+
+
+def forest_entry(est, data, splits=("valid", "test")) -> Optional[Dict[str, object]]:
+    """A ``forest=True`` fit's blend (None without a forest): the forest's weight and the metric of
+    the network alone on ``splits``, so a record shows what the blend added."""
+    if getattr(est, "forest_", None) is None:
+        return None
+    entry: Dict[str, object] = {"weight": float(est.forest_weight_)}
+    with network_alone(est):
+        for split in splits:
+            entry[f"network_{split}_metric"] = score(data.endpoint, est, getattr(data, f"X_{split}"),
+                                                     getattr(data, f"y_{split}"), data)[0]
+    return entry
+
+
 def whole_fit_seconds(last_part_seconds: float, resumed: Optional[Dict[str, object]]) -> float:
     """Fit time of the whole fit: the timed (last) part plus the earlier parts of a resumed one."""
     return last_part_seconds + (float(resumed["fit_seconds_before"]) if resumed else 0.0)
@@ -636,6 +660,7 @@ def build_record(*, source: str, protocol: Protocol, protocol_name: str, overrid
         # and each part's commit and hardware ("git" and "hardware" above are those of the last part).
         "resumed": resumed_entry(est),
         "pretrained": pretrained_entry(est, arm),
+        "forest": forest_entry(est, data),
         "cwd": os.getcwd(),
         "timestamp_utc": utc_now(),
     }

@@ -38,7 +38,7 @@ SCHEMA = "gmnet-recipe-search/1"
 BASE: Dict[str, object] = dict(
     k=8, L=3, d_model=128, n_layers=3, n_heads=4, dropout=0.1, optimizer="adamw", lr=5e-4, weight_decay=0.01,
     warmup=0.1, lr_schedule="cosine", batch_size=32, max_epochs=30, patience=None, n_estimators=1, augment=0,
-    tta=0, descriptors=False, fingerprint=False, pretrained=None,
+    tta=0, descriptors=False, fingerprint=False, pretrained=None, forest=False,
 )
 
 #: One lever (or a combination) per candidate, on top of BASE.
@@ -75,6 +75,10 @@ CANDIDATES: Dict[str, Dict[str, object]] = {
     # benchmarks/results/pretrain/moses1_gmnet.json). It lost to the shipped encoder on 5 of 7 endpoints.
     "desc_d256_fp_moses1ep_lr2e-4": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
                                      "pretrained": "runs/moses1-gmnet", "lr": 2e-4},
+    # sixth round, on top of desc_d256_fp: a random forest on the same molecule features, blended
+    # with the network at the weight the internal validation split picks (the network's training
+    # is unchanged, so each cell also records the network alone: `forest.network_valid_metric`)
+    "desc_d256_fp_forest": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True, "forest": True},
 }
 
 
@@ -119,6 +123,7 @@ class ValidScorer:
             "sizes": {"train": len(self.data.X_train), "valid": len(self.data.X_valid),
                       "split_sha256": self.data.split_sha256},
             "pretrained": C.pretrained_entry(est, "gmnet"),  # which encoder (weights' SHA-256, budget)
+            "forest": C.forest_entry(est, self.data, splits=("valid",)),  # its weight, the network alone
             "hardware": C.hardware_info(getattr(est, "device_", "cpu")), "versions": C.versions(),
             "git": C._GIT_AT_START if C._GIT_AT_START is not None else C.git_info(),
             "command": self.command, "timestamp_utc": C.utc_now(),

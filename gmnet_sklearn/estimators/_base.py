@@ -33,6 +33,7 @@ from .. import __version__
 from ..augment import randomized_smiles
 from ..descriptors import RDKitDescriptors, compute_descriptors
 from ..fingerprints import MorganFingerprint
+from ..forest import MoleculeForest, blend, choose_blend_weight
 from ..tokenizer import EncodedBatch, SmilesTokenizer
 from ..utils.validation import check_smiles_input  # the package's one SMILES coercion (also re-exported here)
 from ._invalid import skip_invalid_rows
@@ -64,6 +65,7 @@ TRAINING_PARAMETER_CONSTRAINTS = {
     "tta": [Interval(numbers.Integral, 0, None, closed="left")],
     "descriptors": ["boolean"],
     "fingerprint": ["boolean"],
+    "forest": ["boolean"],
     "pretrained": [str, os.PathLike, None],  # a pretrain folder, a Hugging Face RoBERTa folder or a NAMED one
     "dropout": [Interval(numbers.Real, 0, 1, closed="left")],
     "valid_split": [StrOptions({s for s in VALID_SPLITS if s is not None}), None],
@@ -174,6 +176,9 @@ class SmilesNetBase(BaseEstimator):
         ``invalid_valid_rows_`` keep the count and positions); otherwise they raise.
         """
         self._validate_params()
+        if self.forest and not (self.descriptors or self.fingerprint):
+            raise ValueError("forest=True fits the forest on the molecule features the head gets: "
+                             "set descriptors=True or fingerprint=True")
         seed = _seed(self.random_state)
         train_set, valid_set, fingerprint_data = self._prepare_data(X, y, X_valid, y_valid, seed)
         self.nets_, infos = [], []
@@ -182,6 +187,7 @@ class SmilesNetBase(BaseEstimator):
             self.nets_.append(net)
             infos.append(info)
         self.net_ = self.nets_[0]
+        self._fit_forest(train_set, valid_set, seed)
         self.n_train_ = int(train_set.n_molecules)
         self.n_valid_ = 0 if valid_set is None else len(valid_set)
         # How this fit came about: None without a TrainingSnapshot, else the snapshot file(s), the
@@ -250,6 +256,7 @@ class SmilesNetBase(BaseEstimator):
             order = np.argsort(enc_valid.lengths, kind="stable")  # less padding, same rows
             valid_set = EncodedSmilesDataset(enc_valid, self._transform_y(y_valid), order=order, device=self.device_,
                                              descriptors=self._molecule_features(valid_X))
+            valid_set.smiles = list(valid_X)  # the forest's blend weight is chosen on their predictions
         self.n_invalid_skipped_ = len(self.invalid_rows_) + len(self.invalid_valid_rows_)
         return train_set, valid_set, fingerprint_data
 
@@ -389,6 +396,27 @@ class SmilesNetBase(BaseEstimator):
         return net, {"snapshot": str(snapshot.path_), "parts": list(snapshot.parts_),
                      "resumed_from_epoch": epochs_done or None, "fit_seconds_before": snapshot.elapsed_before_}
 
+    def _fit_forest(self, train_set, valid_set, seed: int):
+        """With ``forest``: a random forest on the training molecules' features (the ones the head
+        gets) and its weight in the blend with the network, chosen on the validation split
+        (``gmnet_sklearn.forest``; 0.5 without one). Sets ``forest_`` and ``forest_weight_``."""
+        from ..forest import FALLBACK_WEIGHT
+
+        self.forest_, self.forest_weight_ = None, 0.0
+        if not self.forest:
+            return
+        n = int(train_set.n_molecules)  # the given SMILES come first, their randomised variants after
+        forest = MoleculeForest(self._forest_kind, multi_label=getattr(self, "n_tasks_", 1) > 1, random_state=seed,
+                                n_jobs=torch.get_num_threads())
+        forest.fit(train_set.descriptors[:n].cpu().numpy(), train_set.y[:n].cpu().numpy())
+        weight = FALLBACK_WEIGHT
+        if valid_set is not None:
+            network = self._member_outputs(valid_set.smiles)[0].mean(0)  # forest_ is None yet: the network alone
+            y_valid = valid_set.y.cpu().numpy()
+            weight = choose_blend_weight(network, forest.predict(valid_set.descriptors.cpu().numpy()),
+                                         lambda pred: self._blend_score(pred, y_valid))
+        self.forest_, self.forest_weight_ = forest, weight
+
     def _selection_callbacks(self, valid_set):
         name, lower, scorer = self._validation_metric(valid_set.y.cpu().numpy())
         self._checkpoint_dir = tempfile.mkdtemp(prefix="gmnet_ckpt_")
@@ -405,24 +433,29 @@ class SmilesNetBase(BaseEstimator):
     def _member_outputs(self, X) -> tuple[np.ndarray, np.ndarray]:
         """Module outputs of every member, (n_members, n, n_outputs) in input order, each
         averaged over ``tta`` SMILES variants besides the given SMILES (in the space
-        ``_average_space`` gives: probabilities for classifiers); NaN rows for invalid SMILES."""
+        ``_average_space`` gives: probabilities for classifiers) and blended with the forest's
+        predictions when there is one (``forest_weight_`` > 0); NaN rows for invalid SMILES."""
         check_is_fitted(self, "net_")
         X = check_smiles_input(X)
         views = [X]
         if self.tta:
             variants = randomized_smiles(X, self.tta, _seed(self.random_state) if self.random_state is not None else 0)
             views += [[vs[j] for vs in variants] for j in range(self.tta)]
-        total, valid = None, None
+        total, valid, features = None, None, None
         for view in views:
             enc = self._encode(view, self.on_invalid)
+            view_features = self._molecule_features(view)
+            features = view_features if features is None else features  # the given SMILES' (the forest's input)
             ds = EncodedSmilesDataset(enc, order=np.argsort(enc.lengths, kind="stable"), device=self.device_,
-                                      descriptors=self._molecule_features(view))
+                                      descriptors=view_features)
             outs = np.stack([self._average_space(self._module_outputs(net.module_, ds)) for net in self.nets_])
             out = np.empty_like(outs)
             out[:, ds.order.numpy()] = outs
             total = out if total is None else total + out
             valid = enc.valid if valid is None else valid
         total /= len(views)
+        if getattr(self, "forest_", None) is not None and self.forest_weight_ > 0:
+            total = blend(total, self.forest_.predict(features)[None], self.forest_weight_)
         total[:, ~valid] = np.nan
         return total, valid
 
@@ -462,8 +495,10 @@ class SmilesNetBase(BaseEstimator):
     def save(self, path) -> Path:
         """Write a directory loadable without executing code: ``model.safetensors`` (weights;
         ``model_<i>.safetensors`` for ensemble member i > 0), ``descriptors.safetensors`` (the
-        descriptor scaling, with ``descriptors=True``), ``config.json`` (estimator parameters and
-        fitted metadata) and ``vocab.txt``."""
+        descriptor scaling, with ``descriptors=True``), ``forest.skops`` (the forest, with
+        ``forest=True``; skops' format, loaded with scikit-learn's tree type as the only type
+        trusted beyond skops' defaults), ``config.json`` (estimator parameters and fitted
+        metadata) and ``vocab.txt``."""
         from safetensors.torch import save_file
 
         check_is_fitted(self, "net_")
@@ -478,6 +513,8 @@ class SmilesNetBase(BaseEstimator):
                       "references": scaler.quantiles_.references_}
             save_file({k: torch.as_tensor(np.ascontiguousarray(v)) for k, v in arrays.items()},
                       str(path / "descriptors.safetensors"))
+        if getattr(self, "forest_", None) is not None:
+            self.forest_.save(path / "forest.skops")
         vocab = sorted(self.tokenizer_.vocabulary_.items(), key=lambda kv: kv[1])
         (path / "vocab.txt").write_text("".join(tok + "\n" for tok, _ in vocab))
         params = {k: v for k, v in self.get_params(deep=False).items() if k != "callbacks"}
@@ -527,12 +564,14 @@ class SmilesNetBase(BaseEstimator):
             net.module_.load_state_dict(module.state_dict())
             est.nets_.append(net)
         est.net_ = est.nets_[0]
+        est.forest_ = MoleculeForest.load(path / "forest.skops") if (path / "forest.skops").exists() else None
         return est
 
     def _fitted_metadata(self) -> dict[str, Any]:
         return {"n_outputs_": self.n_outputs_, "max_length_": self.max_length_, "n_train_": self.n_train_,
                 "n_valid_": self.n_valid_, "n_invalid_skipped_": self.n_invalid_skipped_,
-                "invalid_rows_": self.invalid_rows_, "invalid_valid_rows_": self.invalid_valid_rows_}
+                "invalid_rows_": self.invalid_rows_, "invalid_valid_rows_": self.invalid_valid_rows_,
+                "forest_weight_": getattr(self, "forest_weight_", 0.0)}
 
     def _restore_fitted_metadata(self, meta: dict[str, Any]):
         for key, value in meta.items():
@@ -615,8 +654,14 @@ class SmilesRegressorMixin(RegressorMixin):
             return y  # validation targets arriving before the fit; transformed in fit
         return ((y.reshape(len(y), -1) - self.y_mean_) / self.y_scale_).astype(np.float32)
 
+    _forest_kind = "regression"
+
     def _criterion(self):
         return MaskedMSELoss
+
+    def _blend_score(self, pred: np.ndarray, y_valid_z: np.ndarray) -> float:
+        """Higher is better: minus the validation RMSE in original units (the selection metric)."""
+        return -masked_rmse(y_valid_z.reshape(len(y_valid_z), -1) * self.y_scale_, pred * self.y_scale_)
 
     def _validation_metric(self, y_valid_z: np.ndarray):
         return "valid_rmse", True, ValidRMSE(self.y_scale_)
@@ -703,8 +748,14 @@ class SmilesClassifierMixin(ClassifierMixin):
             return self._label_encoder.transform(y).astype(np.int64)
         return y.reshape(len(y), -1).astype(np.float32)
 
+    _forest_kind = "classification"
+
     def _criterion(self):
         return CrossEntropyLoss if self.n_tasks_ == 1 else MaskedBCEWithLogitsLoss
+
+    def _blend_score(self, probs: np.ndarray, y_valid: np.ndarray) -> float:
+        """The validation ROC-AUC of blended probabilities (NaN where the labels leave it undefined)."""
+        return probability_roc_auc(y_valid, probs, self.n_tasks_)
 
     def _scores_from_raw(self, raw: np.ndarray) -> np.ndarray:
         return scores_from_raw(raw, self.n_tasks_)
@@ -803,12 +854,17 @@ class ValidROCAUC:
         self.n_tasks = n_tasks
 
     def __call__(self, net, X, y) -> float:
-        probs = scores_from_raw(_net_outputs(net, X), self.n_tasks)
-        if self.n_tasks > 1:
-            return mean_roc_auc(y, probs)
-        if probs.shape[1] == 2:
-            return mean_roc_auc(y, probs[:, 1])
-        return mean_roc_auc(np.eye(probs.shape[1])[y.astype(int)], probs)
+        return probability_roc_auc(y, scores_from_raw(_net_outputs(net, X), self.n_tasks), self.n_tasks)
+
+
+def probability_roc_auc(y: np.ndarray, probs: np.ndarray, n_tasks: int) -> float:
+    """ROC-AUC of probabilities as ``scores_from_raw`` gives them: mean over tasks (multi-label),
+    of the positive class (binary), one-vs-rest mean (multiclass); NaN where the labels leave it undefined."""
+    if n_tasks > 1:
+        return mean_roc_auc(y, probs)
+    if probs.shape[1] == 2:
+        return mean_roc_auc(y, probs[:, 1])
+    return mean_roc_auc(np.eye(probs.shape[1])[y.astype(int)], probs)
 
 
 def _check_target(y) -> np.ndarray:

@@ -51,6 +51,10 @@ class _GMNetParams(SmilesNetBase):
     descriptors : fuse RDKit 2D descriptors (quantile-scaled on the training data) into the head.
     fingerprint : fuse a Morgan count fingerprint (radius 2, 2048 bits, log(1 + count)) into the
         head, beside the descriptors (Chemprop's ``--features-generators morgan_count``).
+    forest : also fit a random forest (500 trees) on those molecule features, on the training
+        part, and blend its predictions with the network's; the forest's weight (``forest_weight_``,
+        0 to 1 in steps of 0.1) is the one that scores best on the validation split, 0.5 without
+        one (``gmnet_sklearn.forest``). Needs ``descriptors`` or ``fingerprint``.
     valid_split, valid_size : internal validation split for best-epoch selection when ``fit`` gets
         no ``X_valid``: "scaffold" (default), "random" or None (keep the last epoch).
     max_length : longest accepted token sequence incl. [CLS]/[SEP] (None: 514, the paper's).
@@ -78,7 +82,7 @@ class _GMNetParams(SmilesNetBase):
     def __init__(self, k=8, L=3, attention="dual_ska", d_model=256, n_layers=3, n_heads=8, dropout=0.1,
                  activation="gelu", adaptive=False, conj_shift=1.0, optimizer="adamw", lr=5e-4, weight_decay=0.01,
                  warmup=0.1, lr_schedule="cosine", batch_size=32, max_epochs=30, patience=None, n_estimators=1,
-                 augment=0, tta=0, descriptors=True, fingerprint=True, valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
+                 augment=0, tta=0, descriptors=True, fingerprint=True, forest=False, valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
                  bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None, pretrained=None):
         self.k = k
         self.L = L
@@ -103,6 +107,7 @@ class _GMNetParams(SmilesNetBase):
         self.tta = tta
         self.descriptors = descriptors
         self.fingerprint = fingerprint
+        self.forest = forest
         self.valid_split = valid_split
         self.valid_size = valid_size
         self.max_length = max_length

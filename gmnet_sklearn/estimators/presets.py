@@ -22,7 +22,7 @@ from types import MappingProxyType
 PAPER_TRAINING = MappingProxyType(dict(
     optimizer="adam", lr=3e-5, weight_decay=0.0, warmup=0.0, lr_schedule="constant", batch_size=32,
     max_epochs=100, patience=None, n_estimators=1, augment=0, tta=0, descriptors=False, fingerprint=False,
-    bucket_by_length=False,
+    forest=False, bucket_by_length=False,
 ))
 
 #: The ChemBERTa-10M-MLM shape both arms of the paper share.

@@ -1,0 +1,128 @@
+"""A random forest beside the network, and the blend of the two (the estimators' ``forest=True``).
+
+On scaffold splits a forest on substructure counts and descriptors errs differently from a
+sequence model, so their average can beat both; a consensus of a neural model and a forest is
+the usual way practitioners combine them. The forest reads the molecule features the head
+already gets (the scaled RDKit descriptors and the log Morgan counts), is fitted on the training
+part only, and its weight in the blend is chosen on the validation split the best epoch is
+chosen on (:func:`choose_blend_weight`): a weight of 0 is the network alone.
+
+scikit-learn's forests, one per task on its labelled rows (as the ``rf_ecfp`` peer arm), because
+missing labels are masked rather than imputed. Outputs are in the space the estimators average
+ensemble members in: standardised targets for regression, probabilities for classification.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Trees per forest; the peer arm's 500. Features tried per split: Breiman's defaults (a third of
+#: them for regression, the square root for classification), which also keep a fit within the
+#: defaults' time budget (scikit-learn's regression default, all of them, is several times slower).
+N_TREES = 500
+MAX_FEATURES = {"regression": 1 / 3, "classification": "sqrt"}
+#: Candidate forest weights; the first best one (the smallest) wins ties.
+BLEND_GRID = tuple(round(0.1 * i, 1) for i in range(11))
+#: The weight where the validation data cannot rank the blends (no validation set, or ROC-AUC
+#: undefined on its labels): the plain average.
+FALLBACK_WEIGHT = 0.5
+
+
+class MoleculeForest:
+    """Per-task scikit-learn forests on molecule features.
+
+    ``kind`` "regression": ``y`` (n, n_tasks) standardised targets, NaN = missing; predictions
+    (n, n_tasks). "classification" with ``multi_label=False``: ``y`` (n,) class indices
+    0..n_classes-1; predictions (n, n_classes) probabilities. With ``multi_label=True``: ``y``
+    (n, n_tasks) 0/1/NaN; predictions (n, n_tasks) P(label = 1) (a task with one class in the
+    training data predicts that class's frequency).
+    """
+
+    def __init__(self, kind: str, multi_label: bool = False, random_state: int = 0, n_jobs: int = 1):
+        self.kind = kind
+        self.multi_label = multi_label
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def _new_forest(self, task: int):
+        from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+        cls = RandomForestRegressor if self.kind == "regression" else RandomForestClassifier
+        return cls(n_estimators=N_TREES, max_features=MAX_FEATURES[self.kind], n_jobs=self.n_jobs,
+                   random_state=self.random_state + task)
+
+    def fit(self, features: np.ndarray, y: np.ndarray) -> "MoleculeForest":
+        features = np.asarray(features, dtype=np.float32)
+        if self.kind == "classification" and not self.multi_label:
+            self.n_classes_ = int(y.max()) + 1
+            self.forests_ = [self._new_forest(0).fit(features, y)]
+            return self
+        y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+        self.forests_ = []
+        for task in range(y.shape[1]):
+            observed = ~np.isnan(y[:, task])
+            labels = y[observed, task]
+            if self.kind == "classification" and len(np.unique(labels)) < 2:
+                self.forests_.append(float(labels.mean()) if len(labels) else 0.5)  # a constant P(1)
+                continue
+            self.forests_.append(self._new_forest(task).fit(features[observed], labels))
+        return self
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        features = np.asarray(features, dtype=np.float32)
+        if self.kind == "classification" and not self.multi_label:
+            forest = self.forests_[0]
+            proba = np.zeros((len(features), self.n_classes_))
+            proba[:, forest.classes_.astype(int)] = forest.predict_proba(features)
+            return proba
+        columns = []
+        for forest in self.forests_:
+            if isinstance(forest, float):
+                columns.append(np.full(len(features), forest))
+            elif self.kind == "regression":
+                columns.append(forest.predict(features))
+            else:
+                positive = list(forest.classes_).index(1.0)
+                columns.append(forest.predict_proba(features)[:, positive])
+        return np.stack(columns, axis=1).astype(np.float64)
+
+
+    # ---- persistence: skops' format, not pickle (loading executes no code) -------------------
+    #: The one type beyond skops' own trusted defaults a forest needs (scikit-learn's tree).
+    TRUSTED_TYPES = ("sklearn.tree._tree.Tree",)
+
+    def save(self, path) -> None:
+        import skops.io as sio
+
+        sio.dump({"kind": self.kind, "multi_label": self.multi_label, "random_state": self.random_state,
+                  "n_jobs": self.n_jobs, "n_classes": getattr(self, "n_classes_", None), "forests": self.forests_}, path)
+
+    @classmethod
+    def load(cls, path) -> "MoleculeForest":
+        import skops.io as sio
+
+        untrusted = set(sio.get_untrusted_types(file=path)) - set(cls.TRUSTED_TYPES)
+        if untrusted:
+            raise ValueError(f"{path} holds types a forest does not have: {sorted(untrusted)}")
+        state = sio.load(path, trusted=list(cls.TRUSTED_TYPES))
+        forest = cls(state["kind"], multi_label=state["multi_label"], random_state=state["random_state"],
+                     n_jobs=state["n_jobs"])
+        forest.forests_ = list(state["forests"])
+        if state["n_classes"] is not None:
+            forest.n_classes_ = int(state["n_classes"])
+        return forest
+
+
+def blend(network: np.ndarray, forest: np.ndarray, weight: float) -> np.ndarray:
+    """``(1 - weight) * network + weight * forest`` (``network`` may carry a leading members axis)."""
+    return (1.0 - weight) * network + weight * forest
+
+
+def choose_blend_weight(network: np.ndarray, forest: np.ndarray, score) -> float:
+    """The weight in :data:`BLEND_GRID` whose blend of the validation predictions scores best
+    (``score(pred)``: higher is better); the smallest such weight on ties. ``score`` returning
+    NaN for every blend (nothing to rank them by) gives :data:`FALLBACK_WEIGHT`."""
+    scores = np.array([score(blend(network, forest, w)) for w in BLEND_GRID], dtype=np.float64)
+    if np.isnan(scores).all():
+        return FALLBACK_WEIGHT
+    return float(BLEND_GRID[int(np.nanargmax(scores))])
