@@ -211,7 +211,7 @@ def test_clone_gridsearch_joblib_and_save_keep_every_new_parameter(params, tmp_p
 @pytest.mark.parametrize("name,value", [("optimizer", "sgd"), ("lr_schedule", "step"), ("warmup", 1.0),
                                         ("weight_decay", -1), ("patience", 0), ("n_estimators", 0),
                                         ("augment", -1), ("tta", 1.5), ("descriptors", "yes"),
-                                        ("fingerprint", 1)])
+                                        ("fingerprint", 1), ("forest", "yes")])
 def test_bad_recipe_parameters_are_named(name, value):
     with pytest.raises(ValueError, match=name):
         GMNetRegressor(**{**TINY, name: value}).fit(X, Y)

@@ -138,21 +138,30 @@ class SmilesNetBase(BaseEstimator):
     def _check_y(self, y, n: int) -> np.ndarray:
         raise NotImplementedError
 
+    def _can_rank(self, y_valid: np.ndarray) -> bool:
+        """Whether a validation set with these targets can rank epochs and blends by the metric."""
+        return True
+
     # ---- encoding ---------------------------------------------------------------------------
     def _encode(self, X, on_invalid: str = "raise"):
         mask = on_invalid in ("nan", "skip")  # predict: NaN rows (fit skips them before encoding)
         return self.tokenizer_.encode_batch(X, max_length=self.max_length_, on_invalid="mask" if mask else "raise")
 
-    def _internal_split(self, smiles: list, seed: int):
-        """Train/valid indices for best-epoch selection when no validation set is passed."""
+    def _internal_split(self, smiles: list, seed: int, y: np.ndarray | None = None):
+        """Train/valid indices for best-epoch selection when no validation set is passed. The
+        scaffold split is DeepChem's; where its validation part cannot rank a classifier (one
+        class only: rare scaffolds often share a label, as in BACE and BBBP), the scaffold sets
+        are ordered as Chemprop's balanced scaffold split does instead (seeded)."""
         n = len(smiles)
         if self.valid_split == "scaffold":
-            from ..model_selection import scaffold_split
+            from ..model_selection import balanced_scaffold_split, scaffold_split
 
             train, valid, _ = scaffold_split(
                 smiles, frac_train=1 - self.valid_size, frac_valid=self.valid_size, frac_test=0.0,
                 max_smiles_length=None,
             )
+            if y is not None and len(valid) and not self._can_rank(y[valid]):
+                train, valid = balanced_scaffold_split(smiles, frac_valid=self.valid_size, random_state=seed)
         else:
             perm = np.random.RandomState(seed).permutation(n)
             n_valid = max(1, int(round(self.valid_size * n)))
@@ -176,9 +185,6 @@ class SmilesNetBase(BaseEstimator):
         ``invalid_valid_rows_`` keep the count and positions); otherwise they raise.
         """
         self._validate_params()
-        if self.forest and not (self.descriptors or self.fingerprint):
-            raise ValueError("forest=True fits the forest on the molecule features the head gets: "
-                             "set descriptors=True or fingerprint=True")
         seed = _seed(self.random_state)
         train_set, valid_set, fingerprint_data = self._prepare_data(X, y, X_valid, y_valid, seed)
         self.nets_, infos = [], []
@@ -226,7 +232,7 @@ class SmilesNetBase(BaseEstimator):
             warn_missing_targets(y_valid, name="y_valid")
             valid_X, y_valid, self.invalid_valid_rows_ = self._skip_invalid(valid_X, y_valid, "X_valid")
         elif self.valid_split is not None:
-            train_idx, valid_idx = self._internal_split(X, seed)
+            train_idx, valid_idx = self._internal_split(X, seed, y)
             if len(valid_idx) == 0 or len(train_idx) == 0:
                 warnings.warn("the internal validation split is empty; training without best-epoch selection")
                 train_idx = np.arange(len(X))
@@ -250,6 +256,7 @@ class SmilesNetBase(BaseEstimator):
                 descriptors = np.concatenate([descriptors, np.repeat(descriptors, self.augment, axis=0)])
         train_set = EncodedSmilesDataset(encoded, y_train, device=self.device_, descriptors=descriptors, groups=groups)
         train_set.n_molecules = len(train_X)
+        train_set.smiles = train_X  # the given SMILES, as the forest reads them
         valid_set = None
         if valid_X is not None:
             enc_valid = self._encode(valid_X)
@@ -408,14 +415,25 @@ class SmilesNetBase(BaseEstimator):
         n = int(train_set.n_molecules)  # the given SMILES come first, their randomised variants after
         forest = MoleculeForest(self._forest_kind, multi_label=getattr(self, "n_tasks_", 1) > 1, random_state=seed,
                                 n_jobs=torch.get_num_threads())
-        forest.fit(train_set.descriptors[:n].cpu().numpy(), train_set.y[:n].cpu().numpy())
+        head = None if train_set.descriptors is None else train_set.descriptors[:n].cpu().numpy()
+        forest.fit(self._forest_features(train_set.smiles, head), train_set.y[:n].cpu().numpy())
         weight = FALLBACK_WEIGHT
         if valid_set is not None:
             network = self._member_outputs(valid_set.smiles)[0].mean(0)  # forest_ is None yet: the network alone
             y_valid = valid_set.y.cpu().numpy()
-            weight = choose_blend_weight(network, forest.predict(valid_set.descriptors.cpu().numpy()),
+            head = None if valid_set.descriptors is None else valid_set.descriptors.cpu().numpy()
+            weight = choose_blend_weight(network, forest.predict(self._forest_features(valid_set.smiles, head)),
                                          lambda pred: self._blend_score(pred, y_valid))
         self.forest_, self.forest_weight_ = forest, weight
+
+    @staticmethod
+    def _forest_features(smiles, head_features: np.ndarray | None) -> np.ndarray:
+        """What the forest reads: the molecule features the head gets, else (neither descriptors nor
+        fingerprint fused) the same Morgan count fingerprint, log(1 + count)."""
+        if head_features is not None:
+            return head_features
+        counts = MorganFingerprint(**FUSED_FINGERPRINT, counts=True, on_invalid="zeros").transform(smiles)
+        return np.log1p(counts, dtype=np.float32)
 
     def _selection_callbacks(self, valid_set):
         name, lower, scorer = self._validation_metric(valid_set.y.cpu().numpy())
@@ -455,7 +473,7 @@ class SmilesNetBase(BaseEstimator):
             valid = enc.valid if valid is None else valid
         total /= len(views)
         if getattr(self, "forest_", None) is not None and self.forest_weight_ > 0:
-            total = blend(total, self.forest_.predict(features)[None], self.forest_weight_)
+            total = blend(total, self.forest_.predict(self._forest_features(X, features))[None], self.forest_weight_)
         total[:, ~valid] = np.nan
         return total, valid
 
@@ -749,6 +767,12 @@ class SmilesClassifierMixin(ClassifierMixin):
         return y.reshape(len(y), -1).astype(np.float32)
 
     _forest_kind = "classification"
+
+    def _can_rank(self, y_valid: np.ndarray) -> bool:
+        """ROC-AUC needs both classes (in at least one task)."""
+        if y_valid.ndim == 2:
+            return has_auc(np.asarray(y_valid, dtype=np.float64))
+        return len(np.unique(y_valid)) > 1
 
     def _criterion(self):
         return CrossEntropyLoss if self.n_tasks_ == 1 else MaskedBCEWithLogitsLoss

@@ -54,7 +54,8 @@ class _GMNetParams(SmilesNetBase):
     forest : also fit a random forest (500 trees) on those molecule features, on the training
         part, and blend its predictions with the network's; the forest's weight (``forest_weight_``,
         0 to 1 in steps of 0.1) is the one that scores best on the validation split, 0.5 without
-        one (``gmnet_sklearn.forest``). Needs ``descriptors`` or ``fingerprint``.
+        one (``gmnet_sklearn.forest``). Without descriptors or fingerprint in the head, the forest
+        reads the Morgan count fingerprint alone.
     valid_split, valid_size : internal validation split for best-epoch selection when ``fit`` gets
         no ``X_valid``: "scaffold" (default), "random" or None (keep the last epoch).
     max_length : longest accepted token sequence incl. [CLS]/[SEP] (None: 514, the paper's).

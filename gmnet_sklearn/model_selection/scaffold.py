@@ -256,6 +256,27 @@ def scaffold_split(
     )
 
 
+def balanced_scaffold_split(smiles, frac_valid: float = 0.1, random_state: int = 0) -> Tuple[np.ndarray, np.ndarray]:
+    """Train / valid scaffold split with Chemprop's ``scaffold_balanced`` ordering: scaffold sets
+    larger than half the validation size go to train, the other sets are shuffled (seeded) and
+    fill the validation part. DeepChem's order (smallest sets last) can give a validation part of
+    rare scaffolds that all share one label; the shuffled small sets rarely do. Unparsable SMILES
+    are in neither part. Returns sorted positions in ``smiles``."""
+    if not 0.0 < float(frac_valid) < 1.0:
+        raise ValueError(f"frac_valid must be in (0, 1), got {frac_valid!r}")
+    smiles = _as_smiles_array(smiles)
+    sets = _sorted_scaffold_sets(_scaffolds(smiles))
+    n_valid = int(round(frac_valid * sum(len(s) for s in sets)))
+    big = [s for s in sets if len(s) > n_valid / 2]
+    small = [s for s in sets if len(s) <= n_valid / 2]
+    np.random.RandomState(random_state).shuffle(small)
+    train: List[int] = [i for s in big for i in s]
+    valid: List[int] = []
+    for scaffold_set in small:
+        (valid if len(valid) + len(scaffold_set) <= n_valid else train).extend(scaffold_set)
+    return np.sort(np.asarray(train, dtype=np.int64)), np.sort(np.asarray(valid, dtype=np.int64))
+
+
 # ----------------------------------------------------------------------------------------
 # scikit-learn cross-validators
 # ----------------------------------------------------------------------------------------

@@ -1,0 +1,122 @@
+"""forest=True: a random forest on the molecule features beside the network, blended at the weight
+the validation split picks (gmnet_sklearn/forest.py)."""
+
+import pickle
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, PredefinedSplit
+
+from gmnet_sklearn import ChemBERTaClassifier, GMNetClassifier, GMNetRegressor
+from gmnet_sklearn.estimators import load_model
+from gmnet_sklearn.estimators.metrics import masked_rmse
+from gmnet_sklearn.forest import BLEND_GRID, FALLBACK_WEIGHT, MoleculeForest, choose_blend_weight
+
+from ._smiles import SMILES, class_target, regression_target
+
+TINY = dict(d_model=16, n_layers=1, n_heads=2, k=3, L=1, batch_size=16, max_epochs=3, lr=1e-3, random_state=0,
+            device="cpu")
+X = list(SMILES)
+Y = regression_target(SMILES)
+
+
+def test_blend_weight_is_the_best_on_validation_and_the_smallest_on_ties():
+    y = np.linspace(-1, 1, 20)[:, None]
+    noise = np.random.RandomState(0).normal(0, 1, y.shape)
+    score = lambda pred: -masked_rmse(y, pred)  # noqa: E731
+    assert choose_blend_weight(y + noise, y, score) == 1.0  # a perfect forest
+    assert choose_blend_weight(y, y + noise, score) == 0.0  # a perfect network
+    # errors of opposite sign cancel in the average
+    assert choose_blend_weight(y + 0.3, y - 0.3, score) == 0.5
+    # every blend the same: the network alone
+    assert choose_blend_weight(y, y, score) == 0.0
+    assert choose_blend_weight(y, y, lambda pred: float("nan")) == FALLBACK_WEIGHT
+
+
+def test_the_network_trains_as_without_the_forest_and_predictions_are_the_blend():
+    plain = GMNetRegressor(**TINY).fit(X, Y)
+    est = GMNetRegressor(**TINY, forest=True).fit(X, Y)
+    assert est.forest_weight_ in BLEND_GRID
+    w = est.forest_weight_
+    features = est._molecule_features(X)
+    forest = est.forest_.predict(features)[:, 0] * est.y_scale_[0] + est.y_mean_[0]
+    np.testing.assert_allclose(est.predict(X), (1 - w) * plain.predict(X) + w * forest, rtol=1e-6, atol=1e-6)
+    assert plain.forest_ is None and plain.forest_weight_ == 0.0
+
+
+def test_the_forest_sees_the_training_part_only_and_its_weight_comes_from_the_validation_set():
+    Xv, yv = X[40:], Y[40:]
+    est = GMNetRegressor(**TINY, forest=True).fit(X[:40], Y[:40], X_valid=Xv, y_valid=yv)
+    tree = est.forest_.forests_[0].estimators_[0].tree_
+    assert tree.weighted_n_node_samples[0] == 40  # bootstrap draws: as many as training molecules
+    # the chosen weight is the one that scores best on (Xv, yv), blended in original units
+    w0 = est.forest_weight_
+    with_weight = {}
+    for w in BLEND_GRID:
+        est.forest_weight_ = w
+        with_weight[w] = masked_rmse(yv, est.predict(Xv))
+    assert with_weight[w0] == min(with_weight.values())
+    est.forest_weight_ = w0
+
+
+def test_without_validation_data_the_blend_is_the_plain_average():
+    est = GMNetRegressor(**TINY, forest=True, valid_split=None).fit(X, Y)
+    assert est.forest_weight_ == FALLBACK_WEIGHT
+
+
+def test_classifier_blends_probabilities_binary_and_multi_label():
+    y = class_target(X)
+    clf = GMNetClassifier(**TINY, forest=True).fit(X, y)
+    proba = clf.predict_proba(X[:7])
+    assert proba.shape == (7, 2) and np.allclose(proba.sum(1), 1)
+    y2 = np.stack([y, (np.arange(len(X)) % 3 == 0), np.ones(len(X))], 1).astype(float)
+    y2[::5, 1] = np.nan
+    multi = GMNetClassifier(**TINY, forest=True, valid_split=None).fit(X, y2)  # every row trains the forest
+    p = multi.predict_proba(X[:7])
+    assert p.shape == (7, 3) and ((p >= 0) & (p <= 1)).all()
+    assert multi.forest_.forests_[2] == 1.0  # a task with one class: its frequency
+    assert multi.forest_.forests_[1].estimators_[0].tree_.weighted_n_node_samples[0] == np.sum(~np.isnan(y2[:, 1]))
+
+
+def test_chemberta_takes_the_forest_too():
+    est = ChemBERTaClassifier(d_model=16, n_layers=1, n_heads=2, intermediate_size=16, batch_size=16, max_epochs=2,
+                              random_state=0, device="cpu", forest=True).fit(X, class_target(X))
+    assert est.predict_proba(X[:3]).shape == (3, 2)
+
+
+def test_without_head_features_the_forest_reads_morgan_counts():
+    est = GMNetRegressor(**TINY, forest=True, descriptors=False, fingerprint=False, valid_split=None).fit(X, Y)
+    assert est.forest_.forests_[0].n_features_in_ == 2048
+    assert np.isfinite(est.predict(X[:5])).all()
+    with_head = GMNetRegressor(**TINY, forest=True, descriptors=False, fingerprint=True, valid_split=None).fit(X, Y)
+    np.testing.assert_array_equal(  # the same features: the head's fused fingerprint is those counts
+        with_head._molecule_features(X[:5]), est._forest_features(X[:5], None))
+
+
+def test_save_load_pickle_clone_and_search_keep_the_forest(tmp_path):
+    est = GMNetRegressor(**TINY, forest=True, valid_split=None)
+    assert clone(est).get_params() == est.get_params()
+    fitted = est.fit(X, Y)
+    pred = fitted.predict(X[:10])
+    loaded = load_model(fitted.save(tmp_path / "saved"))
+    assert (tmp_path / "saved" / "forest.skops").exists()
+    assert loaded.forest_weight_ == fitted.forest_weight_
+    np.testing.assert_allclose(loaded.predict(X[:10]), pred, rtol=1e-6)
+    np.testing.assert_allclose(pickle.loads(pickle.dumps(fitted)).predict(X[:10]), pred, rtol=1e-6)
+    fold = np.r_[np.full(40, -1), np.zeros(len(X) - 40, dtype=int)]
+    grid = GridSearchCV(GMNetRegressor(**{**TINY, "max_epochs": 1}), {"forest": [False, True]},
+                        cv=PredefinedSplit(fold), refit=False).fit(X, Y)
+    assert np.isfinite(grid.cv_results_["mean_test_score"]).all()
+
+
+def test_a_forest_file_with_other_types_is_refused(tmp_path):
+    import skops.io as sio
+
+    forest = MoleculeForest("regression").fit(np.random.RandomState(0).rand(20, 4), np.arange(20.0)[:, None])
+    forest.save(tmp_path / "ok.skops")
+    assert MoleculeForest.load(tmp_path / "ok.skops").predict(np.zeros((2, 4))).shape == (2, 1)
+    sio.dump({"forests": [Fraction(1, 3)]}, tmp_path / "bad.skops")  # a type skops does not trust by default
+    with pytest.raises(ValueError, match="fractions.Fraction"):
+        MoleculeForest.load(tmp_path / "bad.skops")
