@@ -169,12 +169,17 @@ def summary(root=SEARCH_DIR) -> str:
     taken per (endpoint, seed) both candidates have, averaged over seeds, then over endpoints."""
     cells: Dict[str, Dict[str, Dict[int, float]]] = {}
     seconds: Dict[str, list] = {}
+    blends: Dict[str, Dict[str, Dict[int, dict]]] = {}  # forest=True cells: the blend, the network alone, the weight
     for path in sorted(Path(root).glob("*/*.json")):
         rec = json.loads(path.read_text())
         if rec.get("schema") != SCHEMA:
             continue
         cells.setdefault(rec["candidate"], {}).setdefault(rec["endpoint"], {})[rec["seed"]] = rec["valid_metric"]
         seconds.setdefault(rec["candidate"], []).append(rec["fit_seconds"])
+        if rec.get("forest"):
+            blends.setdefault(rec["candidate"], {}).setdefault(rec["endpoint"], {})[rec["seed"]] = {
+                "blend": rec["valid_metric"], "network": rec["forest"]["network_valid_metric"],
+                "weight": rec["forest"]["weight"]}
     endpoints = by_size({e for c in cells.values() for e in c})
 
     def paired(cand: str, other: str) -> Tuple[Optional[float], List[str]]:
@@ -216,7 +221,34 @@ def summary(root=SEARCH_DIR) -> str:
                f"{ratio:.3f}x `{b}`'s (mean ratio; below 1: `{a}` is better).")
     base_text = ", ".join(f"{k}={v}" for k, v in BASE.items())
     return (f"Validation only (DeepChem valid split; test never loaded), seed(s) as recorded; base: {base_text}.\n\n"
-            + "\n".join(lines) + h2h + warm_start_table(cells, endpoints))
+            + "\n".join(lines) + h2h + warm_start_table(cells, endpoints) + forest_table(blends, endpoints))
+
+
+def forest_table(blends, endpoints) -> str:
+    """Each ``forest=True`` candidate against its own network: in every cell the network trains as
+    without the forest, so the blend and the network alone are compared on the same fit (error
+    ratio per endpoint, mean over seeds; below 1: the blend is better), with the weights picked."""
+    if not blends:
+        return ""
+    header = ["blend vs its network alone", *[ENDPOINTS[e].label for e in endpoints], "mean ↓", "endpoints better",
+              "endpoints worse"]
+    rows, weight_rows = [], []
+    for c, per_endpoint in blends.items():
+        ratios = {e: float(np.mean([error_ratio(e, v["blend"], v["network"]) for v in per_endpoint[e].values()]))
+                  for e in endpoints if e in per_endpoint}
+        rows.append([f"`{c}`", *[f"{ratios[e]:.3f}" if e in ratios else "—" for e in endpoints],
+                     f"{np.mean(list(ratios.values())):.3f}", f"{sum(v < 1 for v in ratios.values())} of {len(ratios)}",
+                     f"{sum(v > 1 for v in ratios.values())} of {len(ratios)}"])
+        weight_rows.append([f"`{c}`", *[", ".join(f"{per_endpoint[e][s]['weight']:.1f}" for s in sorted(per_endpoint[e]))
+                                        if e in per_endpoint else "—" for e in endpoints]])
+
+    def table(head, rs):
+        return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rs])
+
+    return ("\n\nThe forest blend (`forest=True`, round six) against the same fit's network alone (below 1: the blend "
+            "is better), and the forest's weight each fit picked on its internal validation split (by seed):\n\n"
+            + table(header, rows) + "\n\n" + table(["forest weight", *[ENDPOINTS[e].label for e in endpoints]],
+                                                    weight_rows))
 
 
 def warm_start_table(cells, endpoints) -> str:
