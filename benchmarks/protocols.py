@@ -197,7 +197,9 @@ def _pretrained_protocol(base: Protocol, pretrained: str, name: Optional[str] = 
 
 
 # Table 2 under the library's defaults (the shipped MOSES encoders have the defaults' shape) ...
-PROTOCOLS["tuned_moses"] = _pretrained_protocol(PROTOCOLS["tuned"], "moses")
+# Both fine-tune the network alone (forest=False): the block compares encoders, and a forest
+# blended in would carry the same share of every prediction with and without pretraining.
+PROTOCOLS["tuned_moses"] = _pretrained_protocol(PROTOCOLS["tuned"], "moses", forest=False)
 
 
 def _fine_tuning_protocol() -> Protocol:
@@ -206,7 +208,8 @@ def _fine_tuning_protocol() -> Protocol:
     from gmnet_sklearn.estimators import MOSES_FINE_TUNING
 
     preset = dict(MOSES_FINE_TUNING)
-    return _pretrained_protocol(PROTOCOLS["tuned"], preset.pop("pretrained"), name="tuned_moses_ft", **preset)
+    return _pretrained_protocol(PROTOCOLS["tuned"], preset.pop("pretrained"), name="tuned_moses_ft", forest=False,
+                                **preset)
 
 
 PROTOCOLS["tuned_moses_ft"] = _fine_tuning_protocol()

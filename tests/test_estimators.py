@@ -140,7 +140,8 @@ def test_chemberta_estimators_share_the_api():
 
 def test_restores_best_validation_epoch_regression():
     Xv, Yv = X[:12], Y[:12]
-    est = GMNetRegressor(**{**TINY, "max_epochs": 6, "lr": 3e-3}).fit(X[12:], Y[12:], X_valid=Xv, y_valid=Yv)
+    # the network alone (forest=False): its predictions are the restored epoch's
+    est = GMNetRegressor(**{**TINY, "max_epochs": 6, "lr": 3e-3, "forest": False}).fit(X[12:], Y[12:], X_valid=Xv, y_valid=Yv)
     scores = [row["valid_rmse"] for row in est.history_]
     rmse = np.sqrt(np.mean((est.predict(Xv) - Yv) ** 2))
     assert rmse == pytest.approx(min(scores), rel=1e-4)
@@ -218,8 +219,9 @@ def test_safe_save_and_load(kind, fitted_regressor, fitted_classifier, tmp_path)
     est = fitted_regressor if kind == "regressor" else fitted_classifier
     est.save(tmp_path / "m")
     files = sorted(p.name for p in (tmp_path / "m").iterdir())
-    # descriptors=True (the default) adds the descriptor scaling, stored as arrays too
-    assert files == ["config.json", "descriptors.safetensors", "model.safetensors", "vocab.txt"]
+    # descriptors=True (the default) adds the descriptor scaling, stored as arrays too, and
+    # forest=True (the default) the forest, in skops' format
+    assert files == ["config.json", "descriptors.safetensors", "forest.skops", "model.safetensors", "vocab.txt"]
     config = json.loads((tmp_path / "m" / "config.json").read_text())
     assert config["estimator"] == type(est).__name__ and config["params"]["k"] == 3
     loaded = load_model(tmp_path / "m")

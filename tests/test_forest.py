@@ -36,7 +36,7 @@ def test_blend_weight_is_the_best_on_validation_and_the_smallest_on_ties():
 
 
 def test_the_network_trains_as_without_the_forest_and_predictions_are_the_blend():
-    plain = GMNetRegressor(**TINY).fit(X, Y)
+    plain = GMNetRegressor(**TINY, forest=False).fit(X, Y)
     est = GMNetRegressor(**TINY, forest=True).fit(X, Y)
     assert est.forest_weight_ in BLEND_GRID
     w = est.forest_weight_

@@ -250,3 +250,29 @@ def test_fingerprints_match_the_library_transformer():
     smiles = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "C[C@H](N)C(=O)O"]
     ours, _ = peers.morgan_fingerprints(smiles)
     np.testing.assert_array_equal(ours, fingerprints.MorganFingerprint().fit_transform(smiles))
+
+
+def test_report_shows_a_forest_blending_arm_beside_its_network_alone(tmp_path):
+    """Chem-GMNet `tuned` records that blend in a forest: the peers table adds the network alone (never
+    the best of a row) and a second target line for it; Table 2's scratch column, beside a fine-tuning
+    protocol that trains the network alone, reads the network alone too."""
+    results = tmp_path / "results"
+    recs = [_peer_record("rf_ecfp", "esol", s, 0.95) for s in range(2)]
+    for s in range(2):
+        r = _record("gmnet", "esol", s, 0.90, protocol="tuned")
+        r["forest"] = {"weight": 0.3, "network_valid_metric": 1.1, "network_test_metric": 1.0}
+        recs += [r, _record("gmnet", "esol", s, 0.92, protocol="tuned_moses")]
+    _write_records(results, recs)
+    text, section = _report_section(results, tmp_path, "Peers: what a chemist would pick instead")
+    header = next(ln for ln in section.splitlines() if ln.startswith("| Endpoint | Metric"))
+    assert " Chem-GMNet `tuned`, network alone " in header.split("|")
+    esol = next(ln for ln in section.splitlines() if ln.startswith("| ESOL | RMSE"))
+    cells = [c.strip() for c in esol.split("|")]
+    assert "**0.900 ± 0.000** (n=2)" in cells and "1.000 ± 0.000 (n=2)" in cells
+    assert "ESOL (0.900 vs RF-ECFP4 0.950, n=2)" in section  # the target counts the blend ...
+    assert "network of Chem-GMNet `tuned` alone beats the best peer): met on 0 of 7" in section  # ... and says this
+    summary = json.loads((results / "summary.json").read_text())["peers"]
+    assert summary["endpoints"]["esol"]["best"] == ["gmnet@tuned"]
+    table2 = text.split("## Table 2: pretrained encoders")[1].split("\n## ")[0]
+    row = next(ln for ln in table2.splitlines() if ln.startswith("| ESOL |"))
+    assert [c.strip() for c in row.split("|")][5:8] == ["0.920 ± 0.000 (n=2)", "—", "1.000 ± 0.000 (n=2)"]
