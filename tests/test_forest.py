@@ -120,3 +120,9 @@ def test_a_forest_file_with_other_types_is_refused(tmp_path):
     sio.dump({"forests": [Fraction(1, 3)]}, tmp_path / "bad.skops")  # a type skops does not trust by default
     with pytest.raises(ValueError, match="fractions.Fraction"):
         MoleculeForest.load(tmp_path / "bad.skops")
+
+
+def test_invalid_smiles_give_nan_rows_with_the_forest_too():
+    est = GMNetRegressor(**TINY, forest=True, valid_split=None, on_invalid="nan").fit(X, Y)
+    pred = est.predict(["CCO", "C1CC", "c1ccccc1"])
+    assert np.isnan(pred[1]) and np.isfinite(pred[[0, 2]]).all()

@@ -472,3 +472,41 @@ def test_scaffold_split_cv_on_real_data():
     assert (len(train), len(test)) == (902, 113)
     expected = np.sqrt(np.mean((bunch.target[test] - bunch.target[train].mean()) ** 2))
     assert scores[0] == pytest.approx(-expected)
+
+
+def test_balanced_scaffold_split_keeps_scaffolds_whole_and_is_seeded():
+    from gmnet_sklearn.model_selection import balanced_scaffold_split, scaffold_groups
+
+    smiles = ["c1ccccc1C", "c1ccccc1CC", "c1ccccc1O", "c1ccccc1N", "c1ccccc1F", "c1ccccc1Cl",  # one big set
+              "C1CCCCC1O", "C1CCCCC1N", "c1ccncc1C", "c1ccncc1O", "c1ccoc1", "c1ccsc1", "C1CCOC1", "C1CCNC1",
+              "c1ccc2ccccc2c1", "C1CC1", "CCO", "CCN", "C1CC"]  # the last is unparsable
+    train, valid = balanced_scaffold_split(smiles, frac_valid=0.3, random_state=0)
+    assert len(set(train) & set(valid)) == 0 and sorted([*train, *valid]) == list(range(18))
+    groups = scaffold_groups(smiles)
+    assert set(groups[train]).isdisjoint(groups[valid])  # no scaffold on both sides
+    assert set(range(6)) <= set(train)  # the benzene set is larger than half the validation size
+    assert len(valid) <= round(0.3 * 18)
+    again = balanced_scaffold_split(smiles, frac_valid=0.3, random_state=0)
+    assert [a.tolist() for a in again] == [train.tolist(), valid.tolist()]
+    other = [balanced_scaffold_split(smiles, frac_valid=0.3, random_state=s)[1].tolist() for s in range(1, 6)]
+    assert any(o != valid.tolist() for o in other)
+
+
+def test_a_classifier_whose_scaffold_validation_part_has_one_class_uses_the_balanced_order():
+    import numpy as np
+
+    from gmnet_sklearn import GMNetClassifier, GMNetRegressor
+    from gmnet_sklearn.model_selection import scaffold_split
+
+    # the rarest scaffolds (DeepChem's validation part) are all class 0
+    smiles = [f"c1ccccc1{'C' * i}" for i in range(1, 13)] + [f"C1CCCCC1{'C' * i}" for i in range(1, 7)] + \
+             ["c1ccncc1", "c1ccoc1", "c1ccsc1", "C1CCOC1", "C1CCNC1", "c1ccc2ccccc2c1"]
+    y = np.array([1] * 6 + [0] * 6 + [1] * 6 + [0] * 5 + [1])  # DeepChem's validation part: rows 18-22
+    _, deepchem_valid, _ = scaffold_split(smiles, frac_train=0.8, frac_valid=0.2, frac_test=0.0, max_smiles_length=None)
+    assert len(np.unique(y[deepchem_valid])) == 1
+    clf = GMNetClassifier(valid_size=0.2)
+    train, valid = clf._internal_split(smiles, 0, y)
+    assert len(np.unique(y[valid])) == 2 and len(set(train) | set(valid)) == len(smiles)
+    # a regressor, or a classifier whose validation part can rank, keeps DeepChem's order
+    train_r, valid_r = GMNetRegressor(valid_size=0.2)._internal_split(smiles, 0, y.astype(float))
+    assert sorted(valid_r) == sorted(deepchem_valid)
