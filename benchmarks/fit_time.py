@@ -34,8 +34,13 @@ TARGET_SECONDS = {"esol": 120, "freesolv": 120, "bace_classification": 120, "bac
                   "clearance": 120, "lipophilicity": 360}
 
 
-def record_path(arm: str, endpoint: str, seed: int, root=FIT_TIME_DIR) -> Path:
-    return Path(root) / arm / endpoint / f"seed{seed}.json"
+#: ``--without-forest``: the same fit with the network alone (forest=False), timed beside the
+#: default to show what the forest adds; its records sit next to the default's.
+NETWORK_ALONE = "network alone (forest=False)"
+
+
+def record_path(arm: str, endpoint: str, seed: int, root=FIT_TIME_DIR, variant: Optional[str] = None) -> Path:
+    return Path(root) / arm / endpoint / (f"seed{seed}.json" if variant is None else f"seed{seed}_network_alone.json")
 
 
 def warm_up(arm: str, vocab_file: str) -> None:
@@ -45,12 +50,15 @@ def warm_up(arm: str, vocab_file: str) -> None:
     est.fit(["CCO", "CCN", "c1ccccc1", "CC(=O)O", "CCCC", "CCOC", "c1ccncc1", "CC(C)O"] * 2, list(range(16)))
 
 
-def time_fit(arm: str, endpoint: str, seed: int, vocab_file: str, data_home=None, command: str = "") -> dict:
+def time_fit(arm: str, endpoint: str, seed: int, vocab_file: str, data_home=None, command: str = "",
+             variant: Optional[str] = None) -> dict:
     ep = ENDPOINTS[endpoint]
     data = C.load_endpoint(ep, data_home=data_home)
     protocol = get_protocol("tuned")
-    est = C.estimator_class(arm, ep)(**protocol.estimator_params(arm, endpoint, random_state=seed,
-                                                                 vocab_file=vocab_file, device="cpu"))
+    params = protocol.estimator_params(arm, endpoint, random_state=seed, vocab_file=vocab_file, device="cpu")
+    if variant == NETWORK_ALONE:
+        params["forest"] = False
+    est = C.estimator_class(arm, ep)(**params)
     load_before = os.getloadavg()
     t0 = time.perf_counter()
     est.fit(data.X_train, data.to_fit(data.y_train))
@@ -58,7 +66,7 @@ def time_fit(arm: str, endpoint: str, seed: int, vocab_file: str, data_home=None
     import torch
 
     return {
-        "schema": SCHEMA, "arm": arm, "endpoint": endpoint, "seed": seed, "fit_seconds": fit_seconds,
+        "schema": SCHEMA, "arm": arm, "endpoint": endpoint, "seed": seed, "variant": variant, "fit_seconds": fit_seconds,
         "target_seconds": TARGET_SECONDS.get(endpoint), "n_train": len(data.X_train),
         "n_epochs": len(est.history_), "n_estimators": est.n_estimators, "best_epoch": int(est.best_epoch_),
         "hyperparameters": C.estimator_params_record(est), "torch_threads": torch.get_num_threads(),
@@ -79,7 +87,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--results-dir", default=str(FIT_TIME_DIR))
     p.add_argument("--data-home", default=None)
     p.add_argument("--vocab-file", default=None)
+    p.add_argument("--without-forest", action="store_true",
+                   help="time the network alone (forest=False) instead, beside the default's records")
     args = p.parse_args(argv)
+    variant = NETWORK_ALONE if args.without_forest else None
     C.set_threads(args.threads)
     vocab_file = C.resolve_vocab_file(args.vocab_file)
     data_home = C.resolve_data_home(args.data_home)
@@ -89,8 +100,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             warm_up(arm, vocab_file)
             for endpoint in resolve_endpoints(args.endpoints):
                 for seed in args.seeds:
-                    rec = time_fit(arm, endpoint, seed, vocab_file, data_home, command)
-                    C.write_json_atomic(record_path(arm, endpoint, seed, args.results_dir), rec)
+                    rec = time_fit(arm, endpoint, seed, vocab_file, data_home, command, variant)
+                    C.write_json_atomic(record_path(arm, endpoint, seed, args.results_dir, variant), rec)
                     target = rec["target_seconds"]
                     print(f"{arm} {endpoint} seed{seed}: fit {rec['fit_seconds']:.1f} s"
                           + (f" (target {target} s)" if target else "")

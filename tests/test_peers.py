@@ -270,7 +270,7 @@ def test_report_shows_a_forest_blending_arm_beside_its_network_alone(tmp_path):
     cells = [c.strip() for c in esol.split("|")]
     assert "**0.900 ± 0.000** (n=2)" in cells and "1.000 ± 0.000 (n=2)" in cells
     assert "ESOL (0.900 vs RF-ECFP4 0.950, n=2)" in section  # the target counts the blend ...
-    assert "network of Chem-GMNet `tuned` alone beats the best peer): met on 0 of 7" in section  # ... and says this
+    assert "the network of Chem-GMNet `tuned` alone beats the best peer on 0 of 7" in section  # ... and says this
     summary = json.loads((results / "summary.json").read_text())["peers"]
     assert summary["endpoints"]["esol"]["best"] == ["gmnet@tuned"]
     table2 = text.split("## Table 2: pretrained encoders")[1].split("\n## ")[0]
