@@ -772,7 +772,8 @@ Wall time of `fit` for the estimators with their defaults, called as a user woul
 best epoch), on the training part of the DeepChem scaffold split, written by
 `python -m benchmarks.fit_time --threads 2` run alone on the machine (the load average before
 each fit shows whether anything else ran: the previous fit's two threads account for about 2).
-The C++ kernels are built before the clock starts."""
+The C++ kernels are built before the clock starts. Rows "network alone" are the same fit with
+`forest=False` (`--without-forest`), timed on the same machine to show the forest's share."""
 
 
 PEERS_INTRO = """\
