@@ -2,7 +2,7 @@
 
 On scaffold splits a forest on substructure counts and descriptors errs differently from a
 sequence model, so their average can beat both; a consensus of a neural model and a forest is
-the usual way practitioners combine them. The forest reads the molecule features the head
+a common way to combine the two. The forest reads the molecule features the head
 already gets (the scaled RDKit descriptors and the log Morgan counts), is fitted on the training
 part only, and its weight in the blend is chosen on the validation split the best epoch is
 chosen on (:func:`choose_blend_weight`): a weight of 0 is the network alone.

@@ -126,3 +126,16 @@ def test_invalid_smiles_give_nan_rows_with_the_forest_too():
     est = GMNetRegressor(**TINY, forest=True, valid_split=None, on_invalid="nan").fit(X, Y)
     pred = est.predict(["CCO", "C1CC", "c1ccccc1"])
     assert np.isnan(pred[1]) and np.isfinite(pred[[0, 2]]).all()
+
+
+def test_a_model_saved_before_the_forest_existed_loads_as_a_network_alone(tmp_path):
+    import json
+
+    est = GMNetRegressor(**TINY, forest=False, valid_split=None).fit(X, Y)
+    path = est.save(tmp_path / "old")
+    config = json.loads((path / "config.json").read_text())
+    del config["params"]["forest"], config["fitted"]["forest_weight_"]
+    (path / "config.json").write_text(json.dumps(config))
+    loaded = load_model(path)
+    assert loaded.forest is False and loaded.forest_ is None
+    np.testing.assert_allclose(loaded.predict(X[:5]), est.predict(X[:5]), rtol=1e-6)

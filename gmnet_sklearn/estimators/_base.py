@@ -463,7 +463,8 @@ class SmilesNetBase(BaseEstimator):
         for view in views:
             enc = self._encode(view, self.on_invalid)
             view_features = self._molecule_features(view)
-            features = view_features if features is None else features  # the given SMILES' (the forest's input)
+            if view is X:
+                features = view_features  # the given SMILES' own: the forest's input
             ds = EncodedSmilesDataset(enc, order=np.argsort(enc.lengths, kind="stable"), device=self.device_,
                                       descriptors=view_features)
             outs = np.stack([self._average_space(self._module_outputs(net.module_, ds)) for net in self.nets_])
@@ -562,6 +563,7 @@ class SmilesNetBase(BaseEstimator):
         if cls is not SmilesNetBase and not issubclass(est_cls, cls):
             raise TypeError(f"{path} holds a {est_cls.__name__}, not a {cls.__name__}")
         params = dict(config["params"])
+        params.setdefault("forest", False)  # saved before the parameter existed: a network alone
         if device is not None:
             params["device"] = device
         est = est_cls(**params)
