@@ -269,20 +269,11 @@ def pretrained_entry(est, arm: str) -> Optional[Dict[str, object]]:
             **{k: pre.get(k) for k in ("steps", "epochs", "smiles_seen", "tokens_seen", "seconds")}}
 
 
-@contextlib.contextmanager
-def network_alone(est):
-    """Inside: ``est`` predicts with its network alone (a ``forest=True`` fit's blend weight set to 0)."""
-    weight = getattr(est, "forest_weight_", 0.0)
-    est.forest_weight_ = 0.0
-    try:
-        yield est
-    finally:
-        est.forest_weight_ = weight
-
-
 def forest_entry(est, data, splits=("valid", "test")) -> Optional[Dict[str, object]]:
     """A ``forest=True`` fit's blend (None without a forest): the forest's weight and the metric of
     the network alone on ``splits``, so a record shows what the blend added."""
+    from gmnet_sklearn.forest import network_alone
+
     if getattr(est, "forest_", None) is None:
         return None
     entry: Dict[str, object] = {"weight": float(est.forest_weight_)}

@@ -92,11 +92,12 @@ def main(argv=None) -> int:
     print(f"test {metric.upper()}{unit}: {score:.3f}   "
           f"paper: Chem-GMNet {paper_gm[0]:.3f} +- {paper_gm[1]:.3f}, ChemBERTa {paper_cb[0]:.3f} +- {paper_cb[1]:.3f}")
     if getattr(est, "forest_", None) is not None:
+        from .forest import network_alone
+
+        with network_alone(est):
+            alone = _test_score(metric, y[test], est.predict(smiles[test]) if metric == "rmse"
+                                else est.predict_proba(smiles[test])[:, 1])
         weight = est.forest_weight_
-        est.forest_weight_ = 0.0  # the network alone, for comparison
-        alone = _test_score(metric, y[test], est.predict(smiles[test]) if metric == "rmse"
-                            else est.predict_proba(smiles[test])[:, 1])
-        est.forest_weight_ = weight
         print(f"  (a blend: the network with weight {1 - weight:.1f}, the forest on the same molecule features "
               f"{weight:.1f}, chosen on the validation split; the network alone: {alone:.3f})")
     if not args.no_peers:

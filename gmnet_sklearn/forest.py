@@ -14,6 +14,8 @@ ensemble members in: standardised targets for regression, probabilities for clas
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 #: Trees per forest; the peer arm's 500. Features tried per split: Breiman's defaults (a third of
@@ -111,6 +113,18 @@ class MoleculeForest:
         if state["n_classes"] is not None:
             forest.n_classes_ = int(state["n_classes"])
         return forest
+
+
+@contextlib.contextmanager
+def network_alone(est):
+    """Inside: a fitted ``forest=True`` estimator predicts with its network alone (blend weight 0),
+    e.g. to show what the forest adds; the weight is restored on leaving."""
+    weight = getattr(est, "forest_weight_", 0.0)
+    est.forest_weight_ = 0.0
+    try:
+        yield est
+    finally:
+        est.forest_weight_ = weight
 
 
 def blend(network: np.ndarray, forest: np.ndarray, weight: float) -> np.ndarray:

@@ -419,9 +419,10 @@ class SmilesNetBase(BaseEstimator):
         forest.fit(self._forest_features(train_set.smiles, head), train_set.y[:n].cpu().numpy())
         weight = FALLBACK_WEIGHT
         if valid_set is not None:
-            network = self._member_outputs(valid_set.smiles)[0].mean(0)  # forest_ is None yet: the network alone
-            y_valid = valid_set.y.cpu().numpy()
             head = None if valid_set.descriptors is None else valid_set.descriptors.cpu().numpy()
+            # forest_ is None yet: the network alone (its features were computed with the validation set)
+            network = self._member_outputs(valid_set.smiles, features=head)[0].mean(0)
+            y_valid = valid_set.y.cpu().numpy()
             weight = choose_blend_weight(network, forest.predict(self._forest_features(valid_set.smiles, head)),
                                          lambda pred: self._blend_score(pred, y_valid))
         self.forest_, self.forest_weight_ = forest, weight
@@ -448,23 +449,24 @@ class SmilesNetBase(BaseEstimator):
         ] + stopping
 
     # ---- predict ----------------------------------------------------------------------------
-    def _member_outputs(self, X) -> tuple[np.ndarray, np.ndarray]:
+    def _member_outputs(self, X, features: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Module outputs of every member, (n_members, n, n_outputs) in input order, each
         averaged over ``tta`` SMILES variants besides the given SMILES (in the space
         ``_average_space`` gives: probabilities for classifiers) and blended with the forest's
-        predictions when there is one (``forest_weight_`` > 0); NaN rows for invalid SMILES."""
+        predictions when there is one (``forest_weight_`` > 0); NaN rows for invalid SMILES.
+        ``features``: the molecule features of ``X`` when the caller has them already."""
         check_is_fitted(self, "net_")
         X = check_smiles_input(X)
         views = [X]
         if self.tta:
             variants = randomized_smiles(X, self.tta, _seed(self.random_state) if self.random_state is not None else 0)
             views += [[vs[j] for vs in variants] for j in range(self.tta)]
-        total, valid, features = None, None, None
+        total, valid = None, None
         for view in views:
             enc = self._encode(view, self.on_invalid)
-            view_features = self._molecule_features(view)
-            if view is X:
-                features = view_features  # the given SMILES' own: the forest's input
+            if view is X and features is None:
+                features = self._molecule_features(X)  # the given SMILES' own: also the forest's input
+            view_features = features if view is X else self._molecule_features(view)
             ds = EncodedSmilesDataset(enc, order=np.argsort(enc.lengths, kind="stable"), device=self.device_,
                                       descriptors=view_features)
             outs = np.stack([self._average_space(self._module_outputs(net.module_, ds)) for net in self.nets_])
@@ -787,7 +789,7 @@ class SmilesClassifierMixin(ClassifierMixin):
         return scores_from_raw(raw, self.n_tasks_)
 
     def _validation_metric(self, y_valid: np.ndarray):
-        if not has_auc(y_valid if y_valid.ndim == 2 else np.eye(self.n_outputs_)[y_valid]):
+        if not self._can_rank(y_valid):
             warnings.warn("ROC-AUC is undefined on the validation labels (one class only); selecting by validation loss")
             return "valid_loss", True, None  # skorch records it already
 
