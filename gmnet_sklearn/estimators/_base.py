@@ -280,7 +280,8 @@ class SmilesNetBase(BaseEstimator):
         after scaling) and a zero fingerprint; rejecting it is the tokenizer's job."""
         parts = []
         if self.descriptors:
-            raw = compute_descriptors(smiles, on_invalid="raise" if fit else "nan")
+            # as many worker processes as torch has threads (the forest does the same)
+            raw = compute_descriptors(smiles, on_invalid="raise" if fit else "nan", n_jobs=torch.get_num_threads())
             if fit:
                 self.descriptor_scaler_ = RDKitDescriptors()._fit_raw(raw)
             parts.append(self.descriptor_scaler_._transform_raw(raw))

@@ -1,0 +1,61 @@
+"""RDKit 2D descriptors: the shared-intermediate loop against RDKit's own functions one by one,
+and the worker-process path against the in-process one."""
+
+import math
+
+import numpy as np
+import pytest
+from rdkit import Chem, rdBase
+from rdkit.Chem import Descriptors
+from sklearn.base import clone
+
+from gmnet_sklearn import descriptors as D
+from gmnet_sklearn.descriptors import RDKitDescriptors, compute_descriptors
+
+from ._smiles import SMILES
+
+# charged, salt, metal, isotope, stereo and a lone atom: molecules where some descriptors fail or
+# are not finite
+ODD = ["[NH4+].[Cl-]", "[Na+].[O-]C(=O)C", "[Fe]", "[2H]OC", "C[C@H](N)C(=O)O", "[He]", "C", "c1ccccc1O"]
+
+
+def _reference_row(smiles: str) -> np.ndarray:
+    """The plain loop: every function of ``Descriptors._descList`` called as RDKit ships it."""
+    mol = Chem.MolFromSmiles(smiles)
+    row = []
+    for _, f in Descriptors._descList:
+        try:
+            v = float(f(mol))
+        except Exception:
+            v = math.nan
+        row.append(v if math.isfinite(v) else math.nan)
+    return np.array(row)
+
+
+def test_shared_intermediates_give_rdkits_values_bit_for_bit():
+    smiles = list(SMILES) + ODD
+    with rdBase.BlockLogs():
+        expected = np.stack([_reference_row(s) for s in smiles])
+    got = compute_descriptors(smiles)
+    assert got.shape == (len(smiles), len(D.descriptor_names()))
+    np.testing.assert_array_equal(got, expected)  # NaNs in the same places, every value identical
+
+
+def test_worker_processes_give_the_same_rows_duplicates_and_invalid_rows_included(monkeypatch):
+    smiles = list(SMILES) + ODD + ["C1CC", list(SMILES)[3], None, "CCO", "CCO"]
+    serial = compute_descriptors(smiles, on_invalid="nan")
+    monkeypatch.setattr(D, "PARALLEL_MIN_SMILES", 4)  # parallel even for this small set
+    parallel = compute_descriptors(smiles, on_invalid="nan", n_jobs=2)
+    np.testing.assert_array_equal(parallel, serial)
+    bad = [len(SMILES) + len(ODD), len(SMILES) + len(ODD) + 2]
+    assert np.isnan(parallel[bad]).all() and not np.isnan(parallel[len(SMILES) + len(ODD) + 1]).all()
+    with pytest.raises(ValueError, match=rf"2 SMILES, e\.g\. at rows {bad[0]} \('C1CC'\), {bad[1]} \(None\)"):
+        compute_descriptors(smiles, n_jobs=2)
+
+
+def test_transformer_n_jobs_is_a_parameter_and_does_not_change_the_output(monkeypatch):
+    monkeypatch.setattr(D, "PARALLEL_MIN_SMILES", 4)
+    one = RDKitDescriptors().fit(SMILES)
+    two = clone(RDKitDescriptors(n_jobs=2)).fit(SMILES)
+    assert two.get_params()["n_jobs"] == 2
+    np.testing.assert_array_equal(one.transform(SMILES), two.transform(SMILES))
