@@ -131,38 +131,73 @@ def cost_factor(k: Optional[int], L: Optional[int], device_type: str) -> float:
     return 1.0 + (0.3 if device_type == "cpu" else 0.15) * excess
 
 
+def _per_epoch_if_made_alike(rec: dict, arm: str, *, threads: int, workers: int,
+                             here: Dict[str, object]) -> Optional[float]:
+    """A record's mean seconds per epoch when it was made the way this sweep makes its runs: same
+    device, CPU and GPU model (``here``: this machine's ``hardware_info``), torch threads, runs at
+    once (``sweep_workers``) and, for Chem-GMNet, attention path; else None."""
+    hw = rec.get("hardware") or {}
+    per_epoch = (rec.get("wall_time_s") or {}).get("per_epoch_mean")
+    if not per_epoch or hw.get("torch_threads") != threads or rec.get("sweep_workers") != workers:
+        return None
+    same = ("device", "cpu_model", "gpu_name") + (("gmnet_path",) if arm == "gmnet" else ())
+    if any(hw.get(key) != here.get(key) for key in same):
+        return None
+    return float(per_epoch)
+
+
+def _records(folder: Path):
+    import json
+
+    for path in sorted(folder.glob("seed*.json")):
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue  # a partial or foreign file: not a measurement
+        if isinstance(rec, dict):
+            yield rec
+
+
 def measured_epoch_seconds(results_dir: Path, protocol_name: str, arm: str, endpoint: str, k: Optional[int],
                            L: Optional[int], *, threads: int, workers: int,
                            machine: Callable[[], Dict[str, object]]) -> Tuple[Optional[float], int]:
     """Mean seconds per epoch of the finished runs of this (arm, endpoint, k, L) made the way this
-    sweep would make it: same device, CPU and GPU model (``machine()``: this machine's
-    ``hardware_info``), torch threads, runs at once (``sweep_workers``) and, for Chem-GMNet,
-    attention path. Returns (seconds, number of runs); (None, 0) where none match.
+    sweep would make it (``_per_epoch_if_made_alike``). Returns (seconds, number of runs); (None, 0)
+    where none match.
 
     Why: the step-cost model (``--step-seconds`` x ``cost_factor``) knows neither sequence length
     nor the machine; a measured epoch of the same run does (SR-p53's short SMILES made the model
     2.6x too high)."""
-    import json
-
     folder = C.result_path(results_dir, protocol_name, arm, endpoint, 0, k, L).parent
     times = []
-    for path in sorted(folder.glob("seed*.json")):
-        try:
-            rec = json.loads(path.read_text())
-            hw = rec.get("hardware") or {}
-            per_epoch = (rec.get("wall_time_s") or {}).get("per_epoch_mean")
-        except (OSError, ValueError, AttributeError):
-            continue  # a partial or foreign file: not a measurement
-        if not per_epoch or (arm == "gmnet" and (rec.get("k"), rec.get("L")) != (k, L)):
+    for rec in _records(folder):
+        if arm == "gmnet" and (rec.get("k"), rec.get("L")) != (k, L):
             continue
-        if hw.get("torch_threads") != threads or rec.get("sweep_workers") != workers:
-            continue
-        here = machine()
-        same = ("device", "cpu_model", "gpu_name") + (("gmnet_path",) if arm == "gmnet" else ())
-        if any(hw.get(key) != here.get(key) for key in same):
-            continue
-        times.append(float(per_epoch))
+        per_epoch = _per_epoch_if_made_alike(rec, arm, threads=threads, workers=workers, here=machine())
+        if per_epoch is not None:
+            times.append(per_epoch)
     return (sum(times) / len(times), len(times)) if times else (None, 0)
+
+
+def measured_step_seconds(results_dir: Path, protocol_name: str, arm: str, *, batch_size: int, threads: int,
+                          workers: int, machine: Callable[[], Dict[str, object]],
+                          device_type: str) -> Tuple[Optional[float], int]:
+    """Seconds per training step (at k=8, L=3 for Chem-GMNet, ``cost_factor``) of this arm under
+    this protocol, the median over its finished runs on any endpoint made the way this sweep would
+    make them. For a run with no measured like this is closer than the per-device guess, which knows
+    neither the machine nor the protocol's model shape (``tuned`` ChemBERTa runs on the 2-core CPU
+    took a fifth of the guess), but still rough: a step's cost grows with the SMILES' length, which
+    differs between endpoints. Returns (seconds, number of runs); (None, 0) where none."""
+    import statistics
+
+    per_step = []
+    for endpoint in ENDPOINTS:
+        for rec in _records(C.result_path(results_dir, protocol_name, arm, endpoint, 0, 8, 3).parent):
+            per_epoch = _per_epoch_if_made_alike(rec, arm, threads=threads, workers=workers, here=machine())
+            if per_epoch is not None:
+                factor = cost_factor(rec.get("k"), rec.get("L"), device_type) if arm == "gmnet" else 1.0
+                per_step.append(per_epoch / training_steps(endpoint, batch_size, 1) / factor)
+    return (statistics.median(per_step), len(per_step)) if per_step else (None, 0)
 
 
 def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device: str, step_seconds: Dict[str, float],
@@ -193,6 +228,16 @@ def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device
         return measured_epoch_seconds(results_dir, protocol_name, arm, ep, k, L, threads=threads, workers=workers,
                                       machine=machine)
 
+    @functools.lru_cache(maxsize=None)
+    def step_cost(arm):
+        """(seconds per step, basis) for runs with no measured like."""
+        sec, n = (measured_step_seconds(results_dir, protocol_name, arm, batch_size=batch, threads=threads,
+                                        workers=workers, machine=machine, device_type=device_type)
+                  if workers is not None else (None, 0))
+        if sec is None:
+            return step_seconds[arm], "step-cost model"
+        return sec, f"step-cost model, {n} measured run(s) of other endpoints"
+
     def add(group, arm, ep, seed, k, L, argv):
         path = C.result_path(results_dir, protocol_name, arm, ep, seed, k, L)
         if path in seen or path.exists():
@@ -201,14 +246,16 @@ def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device
             return
         seen.add(path)
         epoch_s, n_measured = measured(arm, ep, k, L) if workers is not None else (None, 0)
+        basis = f"measured, {n_measured} run(s)"
         if epoch_s is None:
-            epoch_s = training_steps(ep, batch, epochs) * step_seconds[arm] * cost_factor(k, L, device_type) / epochs
+            per_step, basis = step_cost(arm)
+            epoch_s = training_steps(ep, batch, 1) * per_step * cost_factor(k, L, device_type)
         done = min(snapshot_progress(snapshot_dir, protocol_name, arm, ep, seed, k, L, epochs), epochs)
         jobs.append(Job(group, arm, ep, seed, k, L, path, argv, startup_s + epoch_s * (epochs - done),
                         name=f"{protocol_name}-{arm}-{ep}-seed{seed}" + (f"-k{k}-L{L}" if arm == "gmnet" else ""),
                         resumable=snapshot_dir is not None, epochs_done=done,
                         min_part_s=startup_s + 2 * epoch_s,  # two epochs: at least one is kept
-                        basis=f"measured, {n_measured} run(s)" if n_measured else "step-cost model"))
+                        basis=basis))
 
     for group in groups:
         if group in ("table1", "extras"):

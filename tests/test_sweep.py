@@ -162,9 +162,18 @@ def test_plan_predicts_from_measured_runs_made_the_same_way(tmp_path):
     assert jobs[10, 4, 1].estimate_s == pytest.approx(sweep.STARTUP_SECONDS + 85.0 * 100)
     assert jobs[10, 4, 1].basis == "measured, 2 run(s)"
     assert jobs[10, 4, 1].startable_s() == jobs[10, 4, 1].estimate_s  # no snapshots: the whole run
-    modelled = jobs[8, 2, 1]  # no run of this cell yet: the step-cost model
-    assert modelled.basis == "step-cost model"
-    assert modelled.estimate_s == pytest.approx(sweep.STARTUP_SECONDS + sweep.training_steps("bbbp", 32, 100) * 0.02)
+    modelled = jobs[8, 2, 1]  # no run of this cell yet: the step-cost model at the cells' measured step cost
+    assert modelled.basis == "step-cost model, 2 measured run(s) of other endpoints"
+    steps = sweep.training_steps("bbbp", 32, 1)
+    per_step = 85.0 / steps / sweep.cost_factor(10, 4, "cpu")  # the median of the two runs like this sweep's
+    assert modelled.estimate_s == pytest.approx(sweep.STARTUP_SECONDS + 100 * steps * per_step
+                                                * sweep.cost_factor(8, 2, "cpu"))
+    # the measured step cost carries to other endpoints of the arm, scaled by their steps
+    other = plan(tmp_path, workers=1, **{**kw, "endpoints": ["esol"], "groups": ["table1"]})
+    assert {j.basis for j in other if j.arm == "gmnet"} == {"step-cost model, 2 measured run(s) of other endpoints"}
+    assert [j.estimate_s for j in other if j.arm == "gmnet"] == [pytest.approx(
+        sweep.STARTUP_SECONDS + 100 * sweep.training_steps("esol", 32, 1) * per_step)] * 3
+    assert {j.basis for j in other if j.arm == "chemberta"} == {"step-cost model"}  # none of that arm
     # with two workers only the run made with two counts; without workers, the model throughout
     two = {(j.k, j.L, j.seed): j for j in plan(tmp_path, workers=2, **kw)}
     assert two[10, 4, 1].basis == "measured, 1 run(s)"
