@@ -208,7 +208,9 @@ def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device
          machine: Optional[Callable[[], Dict[str, object]]] = None) -> List[Job]:
     """The missing runs, each with its predicted time. With ``workers``, a run whose like was
     already made the same way (``measured_epoch_seconds``) is predicted from that run's measured
-    epochs; otherwise, and always without ``workers``, from the step-cost model."""
+    epochs; otherwise from the step-cost model, at the arm's step cost measured under the protocol
+    (``measured_step_seconds``) where there is one, else (and always without ``workers``) at
+    ``step_seconds``."""
     protocol = get_protocol(protocol_name)
     seeds = list(seeds) if seeds is not None else list(protocol.seeds)
     device_type = "cuda" if device.startswith("cuda") else "cpu"
