@@ -97,13 +97,13 @@ def compute_descriptors(smiles, on_invalid: str = "raise", n_jobs=None) -> np.nd
         if isinstance(s, str) and s not in position:
             position[s] = len(position)
     distinct = list(position)
-    n_workers = min(effective_n_jobs(n_jobs), max(1, len(distinct) // (PARALLEL_MIN_SMILES // 2)))
-    if n_workers > 1 and len(distinct) >= PARALLEL_MIN_SMILES:
+    # at least half of PARALLEL_MIN_SMILES per worker: below PARALLEL_MIN_SMILES, none
+    n_workers = min(effective_n_jobs(n_jobs), len(distinct) // (PARALLEL_MIN_SMILES // 2))
+    if n_workers > 1:
         # a few chunks per worker, so one slow chunk does not hold the others up
         chunks = [list(c) for c in np.array_split(np.asarray(distinct, dtype=object), 4 * n_workers)]
         parts = Parallel(n_jobs=n_workers)(delayed(_descriptor_rows)(c) for c in chunks)
-        rows = np.concatenate([p[0] for p in parts]) if parts else np.empty((0, len(descriptor_names())))
-        parsed = np.concatenate([p[1] for p in parts]) if parts else np.empty(0, dtype=bool)
+        rows, parsed = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
     else:
         rows, parsed = _descriptor_rows(distinct)
     out = np.full((len(smiles), rows.shape[1]), np.nan)
