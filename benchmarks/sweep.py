@@ -136,8 +136,10 @@ def _per_epoch_if_made_alike(rec: dict, arm: str, *, threads: int, workers: int,
     """A record's mean seconds per epoch when it was made the way this sweep makes its runs: same
     device, CPU and GPU model (``here``: this machine's ``hardware_info``), torch threads, runs at
     once (``sweep_workers``) and, for Chem-GMNet, attention path; else None."""
-    hw = rec.get("hardware") or {}
-    per_epoch = (rec.get("wall_time_s") or {}).get("per_epoch_mean")
+    hw, wall = rec.get("hardware"), rec.get("wall_time_s")
+    if not isinstance(hw, dict) or not isinstance(wall, dict):
+        return None  # a foreign or older file: not a measurement
+    per_epoch = wall.get("per_epoch_mean")
     if not per_epoch or hw.get("torch_threads") != threads or rec.get("sweep_workers") != workers:
         return None
     same = ("device", "cpu_model", "gpu_name") + (("gmnet_path",) if arm == "gmnet" else ())
