@@ -157,6 +157,10 @@ def test_plan_predicts_from_measured_runs_made_the_same_way(tmp_path):
     record(7, 500.0, gmnet_path="eager zonal forms")
     record(8, 500.0, device="cuda")
     C.result_path(tmp_path, "chemberta3", "gmnet", "bbbp", 9, 10, 4).write_text("{not json")
+    for seed, fields in ((10, {"wall_time_s": [80.0]}), (11, {"hardware": "AMD EPYC"})):  # not mappings: not measurements
+        C.write_json_atomic(C.result_path(tmp_path, "chemberta3", "gmnet", "bbbp", seed, 10, 4), {
+            "k": 10, "L": 4, "sweep_workers": 1, "wall_time_s": {"per_epoch_mean": 500.0},
+            "hardware": {**here, "torch_threads": 2}, **fields})
     kw = dict(groups=["ablation"], endpoints=["bbbp"], device="cpu", threads=2, machine=lambda: here)
     jobs = {(j.k, j.L, j.seed): j for j in plan(tmp_path, workers=1, **kw)}
     assert jobs[10, 4, 1].estimate_s == pytest.approx(sweep.STARTUP_SECONDS + 85.0 * 100)
