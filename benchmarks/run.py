@@ -69,16 +69,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-download", action="store_true", help="let the loader download missing files")
     p.add_argument("--dry-run", action="store_true", help="print the planned runs and exit")
     p.add_argument("--verbose", type=int, default=0, help="estimator verbosity (1: progress bar)")
+    p.add_argument("--cuda-graphs", action="store_true",
+                   help="fit with cuda_graphs=True (CUDA: each batch shape's steps replayed from graphs; recorded)")
     return p
 
 
 def run_one(*, protocol, protocol_name, overrides, arm, data, seed, k, L, device, vocab_file, command,
-            max_epochs, verbose=0, snapshot_dir=None):
-    """Fit and score one (arm, endpoint, seed); returns the result record and the estimator."""
+            max_epochs, verbose=0, snapshot_dir=None, estimator_params=None):
+    """Fit and score one (arm, endpoint, seed); returns the result record and the estimator.
+    ``estimator_params``: how the fit runs on top of the protocol (e.g. ``cuda_graphs``), recorded
+    among the overrides."""
     t0 = time.perf_counter()
     snapshots = None if snapshot_dir is None else C.snapshot_dir(snapshot_dir, protocol_name, arm, data.endpoint.name)
     est = C.make_estimator(protocol, arm, data.endpoint, seed, vocab_file=vocab_file, device=device,
                            max_epochs=max_epochs, k=k, L=L, verbose=verbose, snapshots=snapshots)
+    if estimator_params:
+        est.set_params(**estimator_params)
+        overrides = {**overrides, **estimator_params}
     est.fit(data.X_train, data.to_fit(data.y_train), X_valid=data.X_valid, y_valid=data.to_fit(data.y_valid))
     fit_s = C.whole_fit_seconds(time.perf_counter() - t0, C.resumed_entry(est))
     t1 = time.perf_counter()
@@ -196,7 +203,8 @@ def _main(argv: Optional[Sequence[str]]) -> int:
             rec, est = run_one(protocol=protocol, protocol_name=pname, overrides=overrides, arm=arm, data=cache[ep],
                                seed=seed, k=k if arm == "gmnet" else None, L=L if arm == "gmnet" else None,
                                device=args.device, vocab_file=vocab_file, command=command, max_epochs=args.max_epochs,
-                               verbose=args.verbose, snapshot_dir=args.snapshot_dir)
+                               verbose=args.verbose, snapshot_dir=args.snapshot_dir,
+                               estimator_params={"cuda_graphs": True} if args.cuda_graphs else None)
             C.write_json_atomic(path, rec)
             C.discard_snapshot(est)  # the result is stored: the snapshot has served
             done += 1

@@ -8,7 +8,12 @@ machine. A training step is forward + backward + Adam step. Peak memory is measu
 a fresh subprocess.
 
     python -m benchmarks.throughput [--device auto] [--rounds 5] [--steps 10] [--threads N] [--batching plain]
-                                    [--esol-seed gmnet chemberta] [--esol-seed-only]
+                                    [--esol-seed gmnet chemberta] [--esol-seed-only] [--esol-seed-graphs]
+
+On CUDA three more arms run beside them: ``gmnet_graphs`` and ``chemberta_graphs`` (each batch
+shape's forward and backward replayed from CUDA graphs, gm/cuda_graphs.py) and
+``gmnet_graphs_bf16`` (the same under bf16 autocast). An arm that fails is recorded with its error
+and left out of the timings, so one broken path does not lose the others' figures.
 
 ``--esol-seed`` also times one whole ESOL seed per arm under the chemberta3 protocol (100 epochs,
 plain shuffled batches, best validation epoch restored and scored on test), as
@@ -83,6 +88,22 @@ def load_batches(name: str, tokenizer, batch_size: int, n_batches: int, seed: in
 # available); "gmnet_eager" runs pure PyTorch (the eager zonal forms, no compiled CPU kernels: what
 # a machine without a compiler gets), so the kernels' gain is measured too.
 ARMS = ("gmnet", "gmnet_eager", "chemberta")
+CUDA_ARMS = ("gmnet_graphs", "gmnet_graphs_bf16", "chemberta_graphs")
+
+
+class _Graphed(torch.nn.Module):
+    """A model called through its CUDA graphs (gm/cuda_graphs.py), as the estimators' net does
+    with ``cuda_graphs=True``."""
+
+    def __init__(self, model, precision="float32"):
+        super().__init__()
+        from gmnet_sklearn.gm.cuda_graphs import CUDAGraphs
+
+        self.model = model
+        self.graphs = CUDAGraphs(model, pad_id=0, precision=precision)
+
+    def forward(self, **X):
+        return self.graphs(**X)
 
 
 class _Eager(torch.nn.Module):
@@ -103,8 +124,11 @@ def build(arm: str, vocab_size: int, device: str):
     from gmnet_sklearn.gm import GMNet
 
     torch.manual_seed(0)
-    model = ChemBERTa(vocab_size, 1) if arm == "chemberta" else GMNet(vocab_size, 1)
-    model = (_Eager(model) if arm == "gmnet_eager" else model).to(device)
+    model = (ChemBERTa(vocab_size, 1) if arm.startswith("chemberta") else GMNet(vocab_size, 1)).to(device)
+    if arm == "gmnet_eager":
+        model = _Eager(model)
+    elif arm.endswith("_graphs") or arm.endswith("_graphs_bf16"):
+        model = _Graphed(model, "bf16" if arm.endswith("_bf16") else "float32")
     return model, torch.optim.Adam(model.parameters(), lr=3e-5, **adam_options(device))
 
 
@@ -175,7 +199,7 @@ def peak_memory(arm, vocab_size, device, batches) -> dict:
     return result
 
 
-def time_esol_seed(arm: str, device: str, seed: int) -> dict:
+def time_esol_seed(arm: str, device: str, seed: int, estimator_params: dict | None = None) -> dict:
     """Wall time of one ESOL seed under the chemberta3 protocol, run as `benchmarks.run` runs it
     (fit + scoring; the data preparation is not counted)."""
     from . import _common as C
@@ -185,9 +209,9 @@ def time_esol_seed(arm: str, device: str, seed: int) -> dict:
     protocol = PROTOCOLS["chemberta3"]
     rec, _ = run_one(protocol=protocol, protocol_name=protocol.name, overrides={}, arm=arm,
                      data=C.load_endpoint(ENDPOINTS["esol"]), seed=seed, k=None, L=None, device=device,
-                     vocab_file=C.resolve_vocab_file(), command="", max_epochs=None)
+                     vocab_file=C.resolve_vocab_file(), command="", max_epochs=None, estimator_params=estimator_params)
     wall = rec["wall_time_s"]
-    return {"seed": seed, "epochs": rec["n_epochs"], "seconds": wall["fit"] + wall["score"], "fit_seconds": wall["fit"],
+    return {"estimator_params": estimator_params or {}, "seed": seed, "epochs": rec["n_epochs"], "seconds": wall["fit"] + wall["score"], "fit_seconds": wall["fit"],
             "seconds_per_epoch": wall["fit"] / rec["n_epochs"], "best_epoch": rec["best_epoch"], "test_rmse": rec["test_metric"]}
 
 
@@ -205,6 +229,11 @@ def main(argv=None) -> int:
                         help="also time one ESOL seed (chemberta3 protocol, 100 epochs) of these arms")
     parser.add_argument("--esol-seed-index", type=int, default=0, help="the seed of that run (default 0)")
     parser.add_argument("--esol-seed-only", action="store_true", help="only the ESOL seed timing, no step timings")
+    parser.add_argument("--no-peak-memory", action="store_true", help="skip the per-arm peak-memory subprocesses")
+    parser.add_argument("--esol-seed-graphs", action="store_true",
+                        help="the ESOL seed with cuda_graphs=True (the estimators' CUDA-graph path)")
+    parser.add_argument("--arms", nargs="+", default=None,
+                        help=f"arms to time (default: {', '.join(ARMS)}, and on CUDA also {', '.join(CUDA_ARMS)})")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     if args.esol_seed_only and not args.esol_seed:
@@ -226,16 +255,24 @@ def main(argv=None) -> int:
               "batching": args.batching, "batch_size": args.batch_size,
               "rounds": args.rounds, "steps_per_round": args.steps, "command": " ".join([sys.executable, "-m", "benchmarks.throughput", *sys.argv[1:]]),
               "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git": git_info(), "datasets": {}}
-    models = {} if args.esol_seed_only else {arm: build(arm, tokenizer.vocab_size, device) for arm in ARMS}
+    arms = args.arms or (ARMS + CUDA_ARMS if device.startswith("cuda") else ARMS)
+    models = {} if args.esol_seed_only else {arm: build(arm, tokenizer.vocab_size, device) for arm in arms}
+    report["arms"] = list(models)
     report["n_parameters"] = {arm: sum(p.numel() for p in m.parameters()) for arm, (m, _) in models.items()}
+    failed = report["failed_arms"] = {}
     for name in [] if args.esol_seed_only else args.datasets:
         batches, shape = load_batches(DATASETS[name], tokenizer, args.batch_size, args.steps, batching=args.batching)
         batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
         entry = {"batches": shape}
         for mode, train in (("train", True), ("inference", False)):
+            for arm, (m, o) in list(models.items()):  # warm-up (graph arms capture their shapes here)
+                try:
+                    time_steps(m, o, batches, device, train, len(batches))
+                except Exception as exc:  # recorded, and the arm leaves the timings
+                    failed[arm] = f"{name} {mode}: {type(exc).__name__}: {exc}"
+                    print(f"arm {arm} failed: {failed[arm]}", flush=True)
+                    del models[arm]
             times = {arm: [] for arm in models}
-            for arm, (m, o) in models.items():  # warm-up
-                time_steps(m, o, batches, device, train, 2)
             for _ in range(args.rounds):
                 for arm, (m, o) in models.items():
                     times[arm].append(time_steps(m, o, batches, device, train, args.steps))
@@ -245,16 +282,29 @@ def main(argv=None) -> int:
                 "molecules_per_second": {arm: args.batch_size / t for arm, t in med.items()},
                 "ratio_gmnet_over_chemberta": med["chemberta"] / med["gmnet"],
                 "ratio_gmnet_eager_over_chemberta": med["chemberta"] / med["gmnet_eager"],
+                # every arm against the baseline as it ships (eager ChemBERTa), and the graphed
+                # arms against the graphed baseline too, so neither side gets a path the other lacks
+                "ratio_over_chemberta": {arm: med["chemberta"] / t for arm, t in med.items()},
+                **({"ratio_over_chemberta_graphs": {arm: med["chemberta_graphs"] / t for arm, t in med.items()}}
+                   if "chemberta_graphs" in med else {}),
                 "per_round_ratio": [c / g for g, c in zip(times["gmnet"], times["chemberta"])],
             }
-            print(f"{name:14s} {mode:9s} " + "   ".join(f"{arm} {args.batch_size / med[arm]:7.1f} mol/s" for arm in ARMS)
-                  + f"   ratio {entry[mode]['ratio_gmnet_over_chemberta']:.2f} (eager {entry[mode]['ratio_gmnet_eager_over_chemberta']:.2f})")
-        entry["peak_memory"] = {arm: peak_memory(arm, tokenizer.vocab_size, device, [{k: v.cpu() for k, v in b.items()} for b in batches[:3]]) for arm in models}
+            print(f"{name:14s} {mode:9s} " + "   ".join(f"{arm} {args.batch_size / med[arm]:7.1f} mol/s" for arm in models)
+                  + f"   ratio {entry[mode]['ratio_gmnet_over_chemberta']:.2f} (eager {entry[mode]['ratio_gmnet_eager_over_chemberta']:.2f})",
+                  flush=True)
+        entry["peak_memory"] = {}
+        for arm in [] if args.no_peak_memory else models:
+            try:
+                entry["peak_memory"][arm] = peak_memory(arm, tokenizer.vocab_size, device,
+                                                        [{k: v.cpu() for k, v in b.items()} for b in batches[:3]])
+            except Exception as exc:
+                entry["peak_memory"][arm] = {"error": f"{type(exc).__name__}: {exc}"}
         report["datasets"][name] = entry
     if args.esol_seed:
         report["esol_seed"] = {}
         for arm in args.esol_seed:
-            report["esol_seed"][arm] = rec = time_esol_seed(arm, device, args.esol_seed_index)
+            report["esol_seed"][arm] = rec = time_esol_seed(arm, device, args.esol_seed_index,
+                                                            {"cuda_graphs": True} if args.esol_seed_graphs else None)
             print(f"esol seed {rec['seed']} {arm:10s} {rec['seconds']:7.1f} s ({rec['seconds_per_epoch']:.2f} s/epoch), "
                   f"test RMSE {rec['test_rmse']:.3f}")
     out = Path(args.out) if args.out else RESULTS / f"throughput_{device.split(':')[0]}.json"

@@ -25,7 +25,7 @@ from sklearn.utils import check_consistent_length, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
-from skorch import NeuralNet
+from skorch import NeuralNet  # noqa: F401  (the type of net_; SmilesNet is one)
 from skorch.callbacks import Checkpoint, EarlyStopping, EpochScoring, ProgressBar
 from skorch.helper import predefined_split
 
@@ -40,6 +40,7 @@ from ._invalid import skip_invalid_rows
 from ._targets import warn_missing_targets
 from .data import BucketedLoader, EncodedSmilesDataset, sequential_loader
 from .fusion import DescriptorFusion
+from .net import SmilesNet
 from .losses import CrossEntropyLoss, MaskedBCEWithLogitsLoss, MaskedMSELoss
 from .metrics import has_auc, masked_rmse, mean_roc_auc
 from .schedule import SCHEDULES, WarmupDecay
@@ -77,6 +78,8 @@ TRAINING_PARAMETER_CONSTRAINTS = {
     "bucket_by_length": ["boolean"],
     "random_state": ["random_state"],
     "device": [str, torch.device],
+    "cuda_graphs": ["boolean"],
+    "precision": [StrOptions({"float32", "bf16"})],
     "verbose": ["verbose"],
     "callbacks": [list, tuple, None],
 }
@@ -351,7 +354,7 @@ class SmilesNetBase(BaseEstimator):
     def _build_net(self, module, callbacks, valid_set, loader) -> NeuralNet:
         optimizer = torch.optim.AdamW if self.optimizer == "adamw" else torch.optim.Adam
         options = {**adam_options(self.device_), "weight_decay": self.weight_decay}
-        return NeuralNet(
+        return SmilesNet(
             module=module,
             criterion=self._criterion(),
             optimizer=optimizer,
@@ -365,6 +368,9 @@ class SmilesNetBase(BaseEstimator):
             callbacks=callbacks,
             device=self.device_,
             verbose=int(self.verbose),
+            cuda_graphs=self.cuda_graphs,
+            precision=self.precision,
+            pad_id=self.tokenizer_.pad_id,
         )
 
     def _fit_member(self, member: int, seed: int, train_set, valid_set, fingerprint_data):
@@ -378,8 +384,11 @@ class SmilesNetBase(BaseEstimator):
         callbacks = self._callbacks(valid_set, n_batches)
         snapshot = snapshots[0] if snapshots else None
         if snapshot is not None:  # last, so it sees this epoch's scores and best weights
-            params = {k: v for k, v in self.get_params(deep=False).items() if k not in ("callbacks", "verbose", "device")
-                      and not (k == "pretrained" and v is None)}  # snapshots from before `pretrained` existed still fit
+            # how a fit runs (device, graphs) is not what it computes; parameters at their old
+            # defaults stay out so snapshots from before they existed still fit
+            params = {k: v for k, v in self.get_params(deep=False).items()
+                      if k not in ("callbacks", "verbose", "device", "cuda_graphs")
+                      and not (k == "pretrained" and v is None) and not (k == "precision" and v == "float32")}
             snapshot.bind(fingerprint=fit_fingerprint({"estimator": type(self).__name__, **params,
                                                        **({"member": member} if member else {})},
                                                       seed - member, fingerprint_data),
@@ -470,7 +479,7 @@ class SmilesNetBase(BaseEstimator):
             view_features = features if view is X else self._molecule_features(view)
             ds = EncodedSmilesDataset(enc, order=np.argsort(enc.lengths, kind="stable"), device=self.device_,
                                       descriptors=view_features)
-            outs = np.stack([self._average_space(self._module_outputs(net.module_, ds)) for net in self.nets_])
+            outs = np.stack([self._average_space(self._module_outputs(net, ds)) for net in self.nets_])
             out = np.empty_like(outs)
             out[:, ds.order.numpy()] = outs
             total = out if total is None else total + out
@@ -481,10 +490,10 @@ class SmilesNetBase(BaseEstimator):
         total[:, ~valid] = np.nan
         return total, valid
 
-    def _module_outputs(self, module, ds) -> np.ndarray:
-        module.eval()
-        with torch.inference_mode():
-            outs = [module(**Xb) for Xb, _ in sequential_loader(ds, batch_size=max(self.batch_size, 128))]
+    def _module_outputs(self, net, ds) -> np.ndarray:
+        net.module_.eval()
+        with torch.inference_mode():  # net.infer: the module, or its CUDA graphs / autocast when asked
+            outs = [net.infer(Xb) for Xb, _ in sequential_loader(ds, batch_size=max(self.batch_size, 128))]
             return torch.cat(outs).float().cpu().numpy().astype(np.float64)  # one copy back
 
     def _average_space(self, raw: np.ndarray) -> np.ndarray:
@@ -581,8 +590,9 @@ class SmilesNetBase(BaseEstimator):
         for i in range(est.n_estimators):
             module = est._make_module()
             module.load_state_dict(load_file(str(path / _weights_file(i))))
-            net = NeuralNet(module=module, criterion=est._criterion(), device=est.device_,
-                            iterator_valid=sequential_loader, train_split=None)
+            net = SmilesNet(module=module, criterion=est._criterion(), device=est.device_,
+                            iterator_valid=sequential_loader, train_split=None, cuda_graphs=est.cuda_graphs,
+                            precision=est.precision, pad_id=est.tokenizer_.pad_id)
             net.initialize()
             net.module_.load_state_dict(module.state_dict())
             est.nets_.append(net)

@@ -34,6 +34,8 @@ class _ChemBERTaParams(SmilesNetBase):
         of X and X_valid whose SMILES RDKit rejects out of fit, with a warning naming them and
         ``n_invalid_skipped_`` / ``invalid_rows_`` / ``invalid_valid_rows_`` recording them), as
         for the Chem-GMNet estimators.
+    cuda_graphs, precision : CUDA graphs of each batch shape's steps, bf16 autocast; as for the
+        Chem-GMNet estimators.
     """
 
     _pretrain_family = "chemberta"
@@ -44,7 +46,8 @@ class _ChemBERTaParams(SmilesNetBase):
                  attention_dropout=0.1, max_position_embeddings=515, optimizer="adamw", lr=5e-4, weight_decay=0.01, warmup=0.1,
                  lr_schedule="cosine", batch_size=32, max_epochs=30, patience=None, n_estimators=1, augment=0, tta=0,
                  descriptors=True, fingerprint=True, forest=True, valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
-                 bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None, pretrained=None):
+                 bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None, pretrained=None,
+                 cuda_graphs=False, precision="float32"):
         self.d_model = d_model
         self.n_layers = n_layers
         self.n_heads = n_heads
@@ -75,6 +78,8 @@ class _ChemBERTaParams(SmilesNetBase):
         self.random_state = random_state
         self.device = device
         self.verbose = verbose
+        self.cuda_graphs = cuda_graphs
+        self.precision = precision
         self.callbacks = callbacks
         self.pretrained = pretrained
 

@@ -74,6 +74,11 @@ class _GMNetParams(SmilesNetBase):
         from its masked-LM weights and vocabulary (the head is fresh). Shape parameters must match
         the checkpoint's (``ValueError`` otherwise); ``GMNetRegressor.from_pretrained(path, ...)``
         takes them from it.
+    cuda_graphs : on CUDA, replay each batch shape's forward and backward from CUDA graphs
+        (``gm/cuda_graphs.py``: one launch instead of hundreds per step; batches pad to a multiple
+        of 8 tokens, which changes no output). Ignored on CPU.
+    precision : "float32" (default) or "bf16" (bfloat16 autocast of the network's matrix work;
+        the fused attention kernel stays float32 inside).
     """
 
     _pretrain_family = "gmnet"
@@ -84,7 +89,8 @@ class _GMNetParams(SmilesNetBase):
                  activation="gelu", adaptive=False, conj_shift=1.0, optimizer="adamw", lr=5e-4, weight_decay=0.01,
                  warmup=0.1, lr_schedule="cosine", batch_size=32, max_epochs=30, patience=None, n_estimators=1,
                  augment=0, tta=0, descriptors=True, fingerprint=True, forest=True, valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
-                 bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None, pretrained=None):
+                 bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None, pretrained=None,
+                 cuda_graphs=False, precision="float32"):
         self.k = k
         self.L = L
         self.attention = attention
@@ -118,6 +124,8 @@ class _GMNetParams(SmilesNetBase):
         self.random_state = random_state
         self.device = device
         self.verbose = verbose
+        self.cuda_graphs = cuda_graphs
+        self.precision = precision
         self.callbacks = callbacks
         self.pretrained = pretrained
 

@@ -1,0 +1,47 @@
+"""The estimators' skorch net: skorch's ``NeuralNet`` whose forward can replay CUDA graphs and run
+under bf16 autocast.
+
+Only ``infer`` (skorch's one place where the module is called, for training and validation
+batches alike) changes, so skorch's training loop, callbacks, checkpoints and pickling stay as
+they are. The graphs (``gm/cuda_graphs.py``) are made for the current ``module_`` on first use and
+never pickled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from skorch import NeuralNet
+from skorch.utils import to_tensor
+
+from ..gm.cuda_graphs import CUDAGraphs
+
+
+class SmilesNet(NeuralNet):
+    """``NeuralNet`` plus ``cuda_graphs`` (bool), ``precision`` ("float32" or "bf16") and
+    ``pad_id`` (the token that pads a batch to the graphs' multiple of 8 positions)."""
+
+    def __init__(self, module, criterion, *, cuda_graphs: bool = False, precision: str = "float32", pad_id: int = 0,
+                 **kwargs):
+        super().__init__(module, criterion, **kwargs)
+        self.cuda_graphs = cuda_graphs
+        self.precision = precision
+        self.pad_id = pad_id
+
+    def graphs(self) -> CUDAGraphs:
+        """The graph cache of the current ``module_`` (a new one when skorch re-initialised it)."""
+        graphs = getattr(self, "graphs_", None)
+        if graphs is None or graphs.module is not self.module_:
+            graphs = self.graphs_ = CUDAGraphs(self.module_, pad_id=self.pad_id, precision=self.precision,
+                                               enabled=bool(self.cuda_graphs))
+        return graphs
+
+    def infer(self, x, **fit_params):
+        if (self.cuda_graphs or self.precision != "float32") and isinstance(x, Mapping) and not fit_params:
+            return self.graphs()(**to_tensor(x, device=self.device))
+        return super().infer(x, **fit_params)
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("graphs_", None)  # device state of one process, remade on use
+        return state
