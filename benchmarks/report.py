@@ -489,6 +489,35 @@ def _throughput_table(data: dict) -> str:
                     f"| {name} | {tokens} | {mode} | {mps['gmnet']:.1f} | "
                     f"{mps['chemberta']:.1f} | {e['ratio_gmnet_over_chemberta']:.2f} | {mib('gmnet')} / {mib('chemberta')} |"
                 )
+    graph_labels = {"gmnet_graphs": "Chem-GMNet graphs", "gmnet_graphs_bf16": "Chem-GMNet graphs bf16",
+                    "chemberta_graphs": "ChemBERTa graphs"}
+    graph_arms = [a for a in graph_labels
+                  if any(a in e.get(m, {}).get("molecules_per_second", {}) for e in data.get("datasets", {}).values()
+                         for m in ("train", "inference"))]
+    if graph_arms:
+        lines += ["", "The CUDA-graph arms (`gm/cuda_graphs.py`: each batch shape's forward and backward replayed "
+                  "from graphs; `_bf16`: under bf16 autocast), in the same interleaved rounds, against the baseline "
+                  "as it ships (eager) and against the baseline on CUDA graphs too:", "",
+                  "| data | mode | " + " | ".join(f"{graph_labels[a]} mol/s" for a in graph_arms)
+                  + " | " + " | ".join(f"{graph_labels[a]} / ChemBERTa eager | {graph_labels[a]} / ChemBERTa graphs"
+                                       for a in graph_arms if a.startswith("gmnet")) + " |",
+                  "| --- | --- |" + " ---: |" * (len(graph_arms) + 2 * sum(a.startswith("gmnet") for a in graph_arms))]
+        for name, entry in data.get("datasets", {}).items():
+            for mode in ("train", "inference"):
+                e = entry.get(mode)
+                if not e:
+                    continue
+                mps = e["molecules_per_second"]
+                vs_eager, vs_graphs = e.get("ratio_over_chemberta", {}), e.get("ratio_over_chemberta_graphs", {})
+                cells = [f"{mps[a]:.0f}" if a in mps else "failed" for a in graph_arms]
+                for a in graph_arms:
+                    if a.startswith("gmnet"):
+                        cells += [f"{vs_eager[a]:.2f}" if a in vs_eager else "—", f"{vs_graphs[a]:.2f}" if a in vs_graphs else "—"]
+                lines.append(f"| {name} | {mode} | " + " | ".join(cells) + " |")
+        if data.get("failed_arms"):
+            lines += ["", "Failed arms: " + "; ".join(f"`{a}`: {err}" for a, err in data["failed_arms"].items())]
+    if data.get("complete") is False:
+        lines += ["", "**Incomplete**: the run was stopped before its end; the rows above are what it had measured."]
     if data.get("datasets"):
         lines.append("")
         lines.append("Train = forward + backward + Adam step. CPU memory is the growth of peak RSS while training "

@@ -256,6 +256,8 @@ def main(argv=None) -> int:
               "rounds": args.rounds, "steps_per_round": args.steps, "command": " ".join([sys.executable, "-m", "benchmarks.throughput", *sys.argv[1:]]),
               "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git": git_info(), "datasets": {}}
     arms = args.arms or (ARMS + CUDA_ARMS if device.startswith("cuda") else ARMS)
+    out = Path(args.out) if args.out else RESULTS / f"throughput_{device.split(':')[0]}.json"
+    report["complete"] = False
     models = {} if args.esol_seed_only else {arm: build(arm, tokenizer.vocab_size, device) for arm in arms}
     report["arms"] = list(models)
     report["n_parameters"] = {arm: sum(p.numel() for p in m.parameters()) for arm, (m, _) in models.items()}
@@ -300,6 +302,7 @@ def main(argv=None) -> int:
             except Exception as exc:
                 entry["peak_memory"][arm] = {"error": f"{type(exc).__name__}: {exc}"}
         report["datasets"][name] = entry
+        write_report(report, out)
     if args.esol_seed:
         report["esol_seed"] = {}
         for arm in args.esol_seed:
@@ -307,13 +310,20 @@ def main(argv=None) -> int:
                                                             {"cuda_graphs": True} if args.esol_seed_graphs else None)
             print(f"esol seed {rec['seed']} {arm:10s} {rec['seconds']:7.1f} s ({rec['seconds_per_epoch']:.2f} s/epoch), "
                   f"test RMSE {rec['test_rmse']:.3f}")
-    out = Path(args.out) if args.out else RESULTS / f"throughput_{device.split(':')[0]}.json"
+            write_report(report, out)
+    report["complete"] = True
+    write_report(report, out)
+    print(f"wrote {out}")
+    return 0
+
+
+def write_report(report: dict, out: Path) -> None:
+    """Atomic write; called after every dataset too (``complete`` false until the end), so a run
+    stopped by a time limit keeps what it measured."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(report, indent=2))
     os.replace(tmp, out)
-    print(f"wrote {out}")
-    return 0
 
 
 if __name__ == "__main__":
