@@ -8,7 +8,7 @@ machine. A training step is forward + backward + Adam step. Peak memory is measu
 a fresh subprocess.
 
     python -m benchmarks.throughput [--device auto] [--rounds 5] [--steps 10] [--threads N] [--batching plain]
-                                    [--esol-seed gmnet chemberta] [--esol-seed-only] [--esol-seed-graphs]
+                                    [--esol-seed gmnet chemberta] [--esol-seed-only] [--esol-seed-no-graphs]
 
 On CUDA three more arms run beside them: ``gmnet_graphs`` and ``chemberta_graphs`` (each batch
 shape's forward and backward replayed from CUDA graphs, gm/cuda_graphs.py) and
@@ -230,8 +230,8 @@ def main(argv=None) -> int:
     parser.add_argument("--esol-seed-index", type=int, default=0, help="the seed of that run (default 0)")
     parser.add_argument("--esol-seed-only", action="store_true", help="only the ESOL seed timing, no step timings")
     parser.add_argument("--no-peak-memory", action="store_true", help="skip the per-arm peak-memory subprocesses")
-    parser.add_argument("--esol-seed-graphs", action="store_true",
-                        help="the ESOL seed with cuda_graphs=True (the estimators' CUDA-graph path)")
+    parser.add_argument("--esol-seed-no-graphs", action="store_true",
+                        help="the ESOL seed with cuda_graphs=False (default: the estimators' default, CUDA graphs on CUDA)")
     parser.add_argument("--arms", nargs="+", default=None,
                         help=f"arms to time (default: {', '.join(ARMS)}, and on CUDA also {', '.join(CUDA_ARMS)})")
     parser.add_argument("--out", default=None)
@@ -307,7 +307,7 @@ def main(argv=None) -> int:
         report["esol_seed"] = {}
         for arm in args.esol_seed:
             report["esol_seed"][arm] = rec = time_esol_seed(arm, device, args.esol_seed_index,
-                                                            {"cuda_graphs": True} if args.esol_seed_graphs else None)
+                                                            {"cuda_graphs": False} if args.esol_seed_no_graphs else None)
             print(f"esol seed {rec['seed']} {arm:10s} {rec['seconds']:7.1f} s ({rec['seconds_per_epoch']:.2f} s/epoch), "
                   f"test RMSE {rec['test_rmse']:.3f}")
             write_report(report, out)

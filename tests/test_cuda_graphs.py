@@ -13,7 +13,7 @@ import torch
 from gmnet_sklearn import ChemBERTaRegressor, GMNetRegressor
 from gmnet_sklearn.baselines import ChemBERTa
 from gmnet_sklearn.gm import GMNet
-from gmnet_sklearn.gm.cuda_graphs import CUDAGraphs
+from gmnet_sklearn.gm.cuda_graphs import CUDAGraphs, padded_width
 
 from ._smiles import SMILES, regression_target
 
@@ -46,6 +46,14 @@ def batch(B, T, seed, device="cpu", chemberta_model=False):
     if not chemberta_model:
         X["conj_flags"] = torch.randint(0, 2, (B, T), generator=g) * mask
     return {k: v.to(device) for k, v in X.items()}
+
+
+def test_padded_widths_are_few_and_tight():
+    widths = [padded_width(t) for t in range(1, 513)]
+    assert all(t <= w <= max(t + 7, int(t * 1.125) + 1) for t, w in zip(range(1, 513), widths))
+    assert len(set(widths)) <= 32 + 1  # 8 shapes up to 64 tokens, then 8 per doubling (and 1 at 512)
+    assert [padded_width(t) for t in (1, 8, 13, 64, 65, 100, 129, 300, 400)] == [8, 8, 16, 64, 72, 104, 144, 320, 416]
+    assert padded_width(13, 1) == 13
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -103,9 +111,12 @@ def test_estimator_parameters_validated_and_pickled(cls):
     common = dict(max_epochs=1, batch_size=16, descriptors=False, fingerprint=False, forest=False, random_state=0, device="cpu")
     with pytest.raises(ValueError, match="precision"):
         cls(**shape, **common, precision="fp16").fit(X, y)
-    plain = cls(**shape, **common).fit(X, y)
+    assert cls().cuda_graphs is True  # the default: on for CUDA
+    plain = cls(**shape, **common, cuda_graphs=False).fit(X, y)
     graphed = cls(**shape, **common, cuda_graphs=True).fit(X, y)  # on CPU the graphs stand aside
     np.testing.assert_array_equal(graphed.predict(X), plain.predict(X))
+    assert "graphs_" not in graphed.net_.__dict__  # skorch's own module call ran
+    graphed.net_.graphs()  # made on demand, and never pickled
     again = pickle.loads(pickle.dumps(graphed))
     assert "graphs_" in graphed.net_.__dict__ and "graphs_" not in again.net_.__dict__
     np.testing.assert_array_equal(again.predict(X), plain.predict(X))
@@ -172,9 +183,9 @@ def test_cuda_estimator_with_graphs_matches_without(cls):
         dict(k=4, L=2) if cls is GMNetRegressor else dict(intermediate_size=32, attention_dropout=0.0))
     X, y = SMILES, regression_target(SMILES)
     common = dict(max_epochs=3, batch_size=16, random_state=0, device="cuda", forest=False)
-    plain = cls(**shape, **common).fit(X, y)
+    plain = cls(**shape, **common, cuda_graphs=False).fit(X, y)
     graphed = cls(**shape, **common, cuda_graphs=True).fit(X, y)
-    assert graphed.net_.graphs().captures > 0
+    assert graphed.net_.graphs().captures > 0 and "graphs_" not in plain.net_.__dict__
     np.testing.assert_allclose(graphed.history_[:, "train_loss"], plain.history_[:, "train_loss"], rtol=1e-3)
     np.testing.assert_allclose(graphed.predict(X), plain.predict(X), rtol=1e-3, atol=1e-3)
     bf16 = cls(**shape, **common, cuda_graphs=True, precision="bf16").fit(X, y)

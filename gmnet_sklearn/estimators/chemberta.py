@@ -47,7 +47,7 @@ class _ChemBERTaParams(SmilesNetBase):
                  lr_schedule="cosine", batch_size=32, max_epochs=30, patience=None, n_estimators=1, augment=0, tta=0,
                  descriptors=True, fingerprint=True, forest=True, valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
                  bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None, pretrained=None,
-                 cuda_graphs=False, precision="float32"):
+                 cuda_graphs=True, precision="float32"):
         self.d_model = d_model
         self.n_layers = n_layers
         self.n_heads = n_heads

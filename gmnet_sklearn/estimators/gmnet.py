@@ -74,9 +74,10 @@ class _GMNetParams(SmilesNetBase):
         from its masked-LM weights and vocabulary (the head is fresh). Shape parameters must match
         the checkpoint's (``ValueError`` otherwise); ``GMNetRegressor.from_pretrained(path, ...)``
         takes them from it.
-    cuda_graphs : on CUDA, replay each batch shape's forward and backward from CUDA graphs
-        (``gm/cuda_graphs.py``: one launch instead of hundreds per step; batches pad to a multiple
-        of 8 tokens, which changes no output). Ignored on CPU.
+    cuda_graphs : on CUDA (default True), replay each batch shape's forward and backward from
+        CUDA graphs (``gm/cuda_graphs.py``: one launch instead of hundreds per step; batches pad
+        to a multiple of 8 tokens, which changes no output). False runs the plain module call.
+        Ignored on CPU.
     precision : "float32" (default) or "bf16" (bfloat16 autocast of the network's matrix work;
         the fused attention kernel stays float32 inside).
     """
@@ -90,7 +91,7 @@ class _GMNetParams(SmilesNetBase):
                  warmup=0.1, lr_schedule="cosine", batch_size=32, max_epochs=30, patience=None, n_estimators=1,
                  augment=0, tta=0, descriptors=True, fingerprint=True, forest=True, valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
                  bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None, pretrained=None,
-                 cuda_graphs=False, precision="float32"):
+                 cuda_graphs=True, precision="float32"):
         self.k = k
         self.L = L
         self.attention = attention

@@ -21,7 +21,7 @@ class SmilesNet(NeuralNet):
     """``NeuralNet`` plus ``cuda_graphs`` (bool), ``precision`` ("float32" or "bf16") and
     ``pad_id`` (the token that pads a batch to the graphs' multiple of 8 positions)."""
 
-    def __init__(self, module, criterion, *, cuda_graphs: bool = False, precision: str = "float32", pad_id: int = 0,
+    def __init__(self, module, criterion, *, cuda_graphs: bool = True, precision: str = "float32", pad_id: int = 0,
                  **kwargs):
         super().__init__(module, criterion, **kwargs)
         self.cuda_graphs = cuda_graphs
@@ -37,7 +37,8 @@ class SmilesNet(NeuralNet):
         return graphs
 
     def infer(self, x, **fit_params):
-        if (self.cuda_graphs or self.precision != "float32") and isinstance(x, Mapping) and not fit_params:
+        on_cuda = str(self.device).startswith("cuda")  # on CPU both options stand aside: skorch's own call
+        if on_cuda and (self.cuda_graphs or self.precision != "float32") and isinstance(x, Mapping) and not fit_params:
             return self.graphs()(**to_tensor(x, device=self.device))
         return super().infer(x, **fit_params)
 

@@ -13,9 +13,12 @@ A captured graph launches all of a pass's kernels with one host call.
 - otherwise (validation, prediction) the forward alone is captured with ``torch.cuda.graph``.
 Graphs are keyed by the batch's tensor shapes and dtypes, the module's mode and which parameters
 train (a Freezer/Unfreezer changes that), so a new shape is captured once and replayed after.
-Sequence tensors are right-padded to a multiple of ``pad_to_multiple_of`` tokens (as Hugging Face
-collators' ``pad_to_multiple_of``) so length-bucketed batches make few shapes; the models are
-invariant to padding (tests/test_cuda_graphs.py), so outputs do not change.
+Sequence tensors are right-padded (``padded_width``) to a multiple of ``pad_to_multiple_of`` tokens
+(as Hugging Face collators' ``pad_to_multiple_of``), and of a coarser step for long batches (an
+eighth of the width's power of two: at most about 12% more positions), so length-bucketed batches
+of any length make at most about 8 shapes per doubling of the width: 32 up to 512 tokens, few
+enough to keep every graph (HIV's widths reach 400). The models are invariant to padding
+(tests/test_cuda_graphs.py), so outputs do not change.
 
 All graphs share one memory pool. That is safe because each replay is self-contained: a training
 forward is always followed by its own backward before another graph replays, and nothing a graph
@@ -32,8 +35,16 @@ from contextlib import nullcontext
 import torch
 from torch import nn
 
-#: Batches pad to a multiple of this many tokens: at most 8 extra positions, a few shapes per epoch.
+#: Batches pad to a multiple of this many tokens (and of a coarser step when long: `padded_width`).
 PAD_TO_MULTIPLE_OF = 8
+
+
+def padded_width(width: int, multiple: int = PAD_TO_MULTIPLE_OF) -> int:
+    """``width`` rounded up to a multiple of max(``multiple``, 2**floor(log2(width)) / 8)."""
+    if multiple <= 1 or width <= 0:
+        return width
+    step = max(multiple, (1 << (int(width).bit_length() - 1)) >> 3)
+    return -(-width // step) * step
 
 
 def autocast_context(device: torch.device | str, precision: str):
@@ -65,7 +76,7 @@ class CUDAGraphs:
     """Replays ``module(**batch)`` from CUDA graphs captured per batch shape (see the module docstring)."""
 
     def __init__(self, module: nn.Module, pad_id: int = 0, pad_to_multiple_of: int = PAD_TO_MULTIPLE_OF,
-                 precision: str = "float32", max_graphs: int = 64, enabled: bool = True, warmup: int = 3):
+                 precision: str = "float32", max_graphs: int = 128, enabled: bool = True, warmup: int = 3):
         autocast_context("cpu", precision)  # validates precision
         self.module, self.pad_id, self.multiple = module, int(pad_id), int(pad_to_multiple_of)
         self.precision, self.max_graphs, self.enabled, self.warmup = precision, int(max_graphs), enabled, int(warmup)
@@ -75,13 +86,13 @@ class CUDAGraphs:
 
     # -- padding ------------------------------------------------------------------------------
     def pad(self, batch: dict) -> dict:
-        """Right-pad every (B, T, ...) tensor of ``batch`` to a multiple of ``pad_to_multiple_of``
-        positions: ``input_ids`` with the pad id, the others (mask, flags) with zeros."""
+        """Right-pad every (B, T, ...) tensor of ``batch`` to ``padded_width(T)`` positions:
+        ``input_ids`` with the pad id, the others (mask, flags) with zeros."""
         ids = batch.get("input_ids")
         if ids is None or ids.dim() != 2 or self.multiple <= 1:
             return batch
         B, T = ids.shape
-        extra = -T % self.multiple
+        extra = padded_width(T, self.multiple) - T
         if not extra:
             return batch
         out = {}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Fill .gpu/ (ignored through .git/info/exclude, named in the device tool's `carry`) with what a
+# GPU session's calls need and the device image lacks: Python 3.12 wheels of the packages below
+# (the versions installed here), the MoleculeNet files of the runs (gzipped: the tree and carried
+# folders must stay under 64 MiB), the vocabulary, a MOSES slice, and the commit to record.
+#     bash benchmarks/gpu/prepare.sh [ENDPOINT_FILES...]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+SHARED=${SHARED:-../shared}
+grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo '/.gpu/' >> .git/info/exclude; }
+rm -rf .gpu && mkdir -p .gpu/whl .gpu/data .gpu/moses
+pins=$(python -m pip list --format=freeze 2>/dev/null | grep -iE '^(rdkit|skorch|pooch|skops|platformdirs|prettytable|wcwidth)==')
+python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 -d .gpu/whl $pins
+files=${*:-delaney-processed.csv Lipophilicity.csv HIV.csv bace.csv BBBP.csv clintox.csv.gz tox21.csv clearance.csv}
+for f in $files; do
+  case $f in *.gz) cp "$SHARED/data/moleculenet/$f" .gpu/data/ ;; *) gzip -9c "$SHARED/data/moleculenet/$f" > ".gpu/data/$f.gz" ;; esac
+done
+cp "$SHARED/data/tokenizer/deepchem_smiles_vocab.txt" .gpu/data/
+{ zcat "$SHARED/data/pretrain/moses/train.csv.gz" || true; } | head -20001 | gzip > .gpu/moses/train.csv.gz  # (zcat stops early: SIGPIPE)
+git rev-parse HEAD > .gpu/commit  # commit first: records name this code
+echo "carried: $(du -sb .gpu | cut -f1) bytes; tracked tree: $(git ls-files -z | xargs -0 du -cb | tail -1 | cut -f1) bytes (64 MiB together at most)"
