@@ -490,6 +490,7 @@ def _throughput_table(data: dict) -> str:
                     f"{mps['chemberta']:.1f} | {e['ratio_gmnet_over_chemberta']:.2f} | {mib('gmnet')} / {mib('chemberta')} |"
                 )
     graph_labels = {"gmnet_graphs": "Chem-GMNet graphs", "gmnet_graphs_bf16": "Chem-GMNet graphs bf16",
+                    "gmnet_graphs_triton_readout": "Chem-GMNet graphs, Triton read-outs",
                     "chemberta_graphs": "ChemBERTa graphs"}
     graph_arms = [a for a in graph_labels
                   if any(a in e.get(m, {}).get("molecules_per_second", {}) for e in data.get("datasets", {}).values()

@@ -10,9 +10,10 @@ a fresh subprocess.
     python -m benchmarks.throughput [--device auto] [--rounds 5] [--steps 10] [--threads N] [--batching plain]
                                     [--esol-seed gmnet chemberta] [--esol-seed-only] [--esol-seed-no-graphs]
 
-On CUDA three more arms run beside them: ``gmnet_graphs`` and ``chemberta_graphs`` (each batch
-shape's forward and backward replayed from CUDA graphs, gm/cuda_graphs.py) and
-``gmnet_graphs_bf16`` (the same under bf16 autocast). An arm that fails is recorded with its error
+On CUDA four more arms run beside them: ``gmnet_graphs`` and ``chemberta_graphs`` (each batch
+shape's forward and backward replayed from CUDA graphs, gm/cuda_graphs.py), ``gmnet_graphs_bf16``
+(the same under bf16 autocast) and ``gmnet_graphs_triton_readout`` (graphs, with every read-out on
+the fused Triton kernels, gm/ops/sphere_readout/triton.py). An arm that fails is recorded with its error
 and left out of the timings, so one broken path does not lose the others' figures.
 
 ``--esol-seed`` also times one whole ESOL seed per arm under the chemberta3 protocol (100 epochs,
@@ -88,7 +89,19 @@ def load_batches(name: str, tokenizer, batch_size: int, n_batches: int, seed: in
 # available); "gmnet_eager" runs pure PyTorch (the eager zonal forms, no compiled CPU kernels: what
 # a machine without a compiler gets), so the kernels' gain is measured too.
 ARMS = ("gmnet", "gmnet_eager", "chemberta")
-CUDA_ARMS = ("gmnet_graphs", "gmnet_graphs_bf16", "chemberta_graphs")
+CUDA_ARMS = ("gmnet_graphs", "gmnet_graphs_bf16", "gmnet_graphs_triton_readout", "chemberta_graphs")
+
+
+class _ReadoutImpl(torch.nn.Module):
+    """Chem-GMNet with its read-outs on one form (``impl={"sphere_readout": form}``), the
+    attention on its default."""
+
+    def __init__(self, model, form):
+        super().__init__()
+        self.model, self.form = model, form
+
+    def forward(self, **X):
+        return self.model(**X, impl={"sphere_readout": self.form})
 
 
 class _Graphed(torch.nn.Module):
@@ -127,6 +140,8 @@ def build(arm: str, vocab_size: int, device: str):
     model = (ChemBERTa(vocab_size, 1) if arm.startswith("chemberta") else GMNet(vocab_size, 1)).to(device)
     if arm == "gmnet_eager":
         model = _Eager(model)
+    elif arm == "gmnet_graphs_triton_readout":
+        model = _Graphed(_ReadoutImpl(model, "triton"))
     elif arm.endswith("_graphs") or arm.endswith("_graphs_bf16"):
         model = _Graphed(model, "bf16" if arm.endswith("_bf16") else "float32")
     return model, torch.optim.Adam(model.parameters(), lr=3e-5, **adam_options(device))

@@ -20,6 +20,7 @@ from gmnet_sklearn.gm.ops import IMPLS, impl_for
 from gmnet_sklearn.gm.ops import dropout as dropout_op
 from gmnet_sklearn.gm.ops import dual_ska as dual_ska_op
 from gmnet_sklearn.gm.ops import sphere_readout as readout_op
+from gmnet_sklearn.gm.triton import triton_available
 
 GM = Path(__file__).resolve().parents[1] / "gmnet_sklearn" / "gm"
 needs_kernel = pytest.mark.skipif(not cpu_kernels_available(), reason="fused CPU kernel could not be built")
@@ -113,8 +114,13 @@ def test_sphere_readout_dispatch_takes_its_former_names():
     assert readout_op.select("reference", w[..., :1], [torch.zeros(1, 8, 3)], 0) == "parallel"  # L = 0: nothing to gather
     assert readout_op.select("auto", w, z, 3) == ("cpu" if cpu_kernels_available() else "parallel")
     assert readout_op.select("auto", w.half(), [z[0].half()], 3) == "parallel"  # the kernel takes float32/64 only
-    with pytest.raises(ValueError, match="no Triton form"):
-        readout_op.select("triton", w, z, 3)
+    if triton_available():  # CUDA, or the interpreter (tests/test_triton.py sets it for the session)
+        assert readout_op.select("triton", w, z, 3) == "triton"
+    else:
+        with pytest.raises(ValueError, match="Triton form needs Triton"):
+            readout_op.select("triton", w, z, 3)
+    with pytest.raises(ValueError, match="at most two branches"):
+        readout_op.select("triton", w, z * 3, 3)
 
 
 def test_dropout_dispatch():

@@ -3,7 +3,7 @@
 Every op (``OPS``) takes the same names: "auto" (the fastest form this device and build have),
 "reference" (the plain form the fast ones are tested against), "parallel" (eager PyTorch: the
 zonal forms of the attention, the slice-wise read-out, torch's own dropout), "cpu" (the C++
-extension, `gm/cpu`) and "triton" (the fused Triton kernel; DualSKA only). Each op's
+extension, `gm/cpu`) and "triton" (fused Triton kernels: DualSKA and the read-out). Each op's
 ``__init__`` holds its one dispatch from these names to its forms.
 
 A model's (and a composite module's) ``impl`` is either one name, which picks the attention's

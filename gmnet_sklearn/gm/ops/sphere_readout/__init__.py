@@ -1,8 +1,10 @@
 """The Phi read-out op: sum_b s_b W @ monomials(normalise(z_b)), and its one dispatch.
 
 Forms: `naive` (the reference: explicit monomials and autograd; also what "auto" runs on CUDA),
-`eager` (torch, hand-written backward: "parallel") and `cpu` (the C++ kernel,
-`gm/cpu/sphere_readout.cpp`). Tests compare every form with the reference, forward and backward.
+`eager` (torch, hand-written backward: "parallel"), `cpu` (the C++ kernel,
+`gm/cpu/sphere_readout.cpp`) and `triton` (fused Triton kernels, no monomial tensor in memory:
+"triton", on request until a GPU session has timed it against the reference). Tests compare every
+form with the reference, forward and backward.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import torch
 
 from ... import functional as F
+from ...triton import triton_available
 from ..impl import check_impl
 from .cpu import SphereReadoutCPU, extension_for
 from .eager import SphereReadoutEager, suffix_starts
@@ -22,14 +25,16 @@ FORMER_NAMES = {"gather": "reference", "torch": "parallel"}
 
 
 def select(impl: str, weight: torch.Tensor, zs, L: int) -> str:
-    """The form that runs: "reference", "parallel" or "cpu".
+    """The form that runs: "reference", "parallel", "cpu" or "triton".
 
     "auto": on CUDA the reference (fewest kernel launches); on CPU float tensors the C++ kernel
-    when it builds, else the eager form.
+    when it builds, else the eager form. "triton" needs Triton and CUDA tensors (or the
+    interpreter), and at most two branches.
     """
     impl = check_impl(FORMER_NAMES.get(impl, impl))
-    if impl == "triton":
-        raise ValueError("sphere_readout has no Triton form (impl: 'auto', 'reference', 'parallel' or 'cpu')")
+    if impl == "triton" and not (triton_available() and len(zs) <= 2):
+        raise ValueError("sphere_readout's Triton form needs Triton with CUDA (or TRITON_INTERPRET=1) and at most "
+                         "two branches")
     if impl == "auto":
         impl = "reference" if weight.is_cuda else ("cpu" if extension_for(weight, *zs) is not None else "parallel")
     if impl == "reference" and L == 0:
@@ -55,6 +60,10 @@ def sphere_readout(weight: torch.Tensor, zs, scales=None, eps: float = 1e-6, imp
     form = select(impl, weight, zs, L)
     if form == "reference":
         return sphere_readout_reference(weight, zs, scales, eps, L)
+    if form == "triton":
+        from .triton import sphere_readout_triton  # lazy: Triton is optional and reads TRITON_INTERPRET on import
+
+        return sphere_readout_triton(weight, zs, scales, eps, L)
     if form == "cpu":
         if extension_for(weight) is None:
             raise RuntimeError("the CPU extension is not available for these tensors "

@@ -1,0 +1,262 @@
+"""Fused Triton kernels for the Phi read-out: sum_b s_b W_g @ monomials(normalise(z_b)) (``impl="triton"``).
+
+Why: the other forms materialise every monomial of every token, (G, n_monomials, N) per branch
+(165 per token and group at k = 8, L = 3), write it to memory, read it back for the matmul, and
+keep it for the backward. At large batches on a GPU that traffic, not launches, is what the
+read-outs of the attention, the SH-FFN and the SH-embedding cost. Here a program takes one group,
+a block of BN tokens and a block of CB output channels; it normalises its tokens' z in registers
+and builds the monomials chunk by chunk (MC at a time) as products of at most L gathered
+coordinates (a host-side table lists each monomial's variables, ``k`` standing for the constant 1),
+feeding each chunk straight into `tl.dot` with the matching columns of W. Nothing monomial-wide
+reaches memory.
+
+Backward, one program per (group, token block), channels looped over: per monomial chunk,
+dM = W^T dOut (the gradient of the fused monomials), dW += dOut M^T (float32 atomics across token
+blocks: the only non-deterministic sum), ds_b += sum(dM * M_b), and dx_b via the product rule:
+each factor's coordinate gets dM times the product of the other factors, gathered back onto the
+k coordinates with a one-hot `tl.dot`. The normalisation's backward then runs in registers.
+
+Arithmetic is float32 (inputs of other dtypes are cast, gradients cast back) and every `tl.dot`
+asks for IEEE precision, as the DualSKA kernel does. Reference: `naive.py` (the tests compare
+forward and backward, odd sizes, zero vectors, one and two branches, with and without scales).
+Tile sizes are untimed first choices (a GPU session tunes them).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import torch
+import triton
+import triton.language as tl
+from torch.autograd.function import once_differentiable
+
+from ... import functional as F
+
+__all__ = ["sphere_readout_triton", "SphereReadoutTriton", "INTERPRETED"]
+
+
+@triton.jit
+def _monomial_chunk(Z, zg, szk, szn, n, nmask, inv, IDX, mm, mmask, k, L: tl.constexpr, SKIP: tl.constexpr):
+    """(MC, BN): the monomials mm of the normalised tokens n, leaving out factor SKIP (-1: none)."""
+    out = tl.full((mm.shape[0], n.shape[0]), 1.0, tl.float32)
+    for j in tl.static_range(L):
+        if j != SKIP:
+            v = tl.load(IDX + mm * L + j, mask=mmask, other=k)
+            real = v < k
+            x = tl.load(Z + zg + v[:, None] * szk + n[None, :] * szn, mask=real[:, None] & nmask[None, :], other=0.0)
+            out = out * tl.where(real[:, None], x.to(tl.float32) * inv[None, :], 1.0)
+    return out
+
+
+@triton.jit
+def _inverse_norms(Z, zg, szk, szn, kk, n, nmask, k, eps):
+    z = tl.load(Z + zg + kk[:, None] * szk + n[None, :] * szn, mask=(kk < k)[:, None] & nmask[None, :], other=0.0)
+    z = z.to(tl.float32)
+    r = tl.maximum(tl.sqrt(tl.sum(z * z, 0)), eps)
+    return z, r, 1.0 / r
+
+
+@triton.jit
+def _fwd_kernel(W, Z0, Z1, S, IDX, OUT, N, C, NM, k, eps,
+                swg, swc, swm, s0g, s0k, s0n, s1g, s1k, s1n, sog, soc, son,
+                NB: tl.constexpr, HAS_SCALE: tl.constexpr, L: tl.constexpr, KP: tl.constexpr,
+                CB: tl.constexpr, MC: tl.constexpr, BN: tl.constexpr):
+    g = tl.program_id(0)
+    n = tl.program_id(1) * BN + tl.arange(0, BN)
+    cc = tl.program_id(2) * CB + tl.arange(0, CB)
+    nmask, cmask = n < N, cc < C
+    kk = tl.arange(0, KP)
+    _, _, inv0 = _inverse_norms(Z0, g * s0g, s0k, s0n, kk, n, nmask, k, eps)
+    inv1 = inv0
+    if NB == 2:
+        _, _, inv1 = _inverse_norms(Z1, g * s1g, s1k, s1n, kk, n, nmask, k, eps)
+    sc0 = 1.0
+    sc1 = 1.0
+    if HAS_SCALE:
+        sc0 = tl.load(S + g * NB).to(tl.float32)
+        if NB == 2:
+            sc1 = tl.load(S + g * NB + 1).to(tl.float32)
+    acc = tl.zeros((CB, BN), tl.float32)
+    for m0 in range(0, NM, MC):
+        mm = m0 + tl.arange(0, MC)
+        mmask = mm < NM
+        M = sc0 * _monomial_chunk(Z0, g * s0g, s0k, s0n, n, nmask, inv0, IDX, mm, mmask, k, L, -1)
+        if NB == 2:
+            M += sc1 * _monomial_chunk(Z1, g * s1g, s1k, s1n, n, nmask, inv1, IDX, mm, mmask, k, L, -1)
+        w = tl.load(W + g * swg + cc[:, None] * swc + mm[None, :] * swm, mask=cmask[:, None] & mmask[None, :], other=0.0)
+        acc += tl.dot(w.to(tl.float32), M, input_precision="ieee")
+    tl.store(OUT + g * sog + cc[:, None] * soc + n[None, :] * son, acc, mask=cmask[:, None] & nmask[None, :])
+
+
+@triton.jit
+def _branch_grad(Z, zg, szk, szn, n, nmask, inv, IDX, mm, mmask, k, kk, dM, L: tl.constexpr):
+    """sum over the chunk's monomials of dM * d(monomial)/dx, onto the k coordinates: (KP, BN)."""
+    dx = tl.zeros((kk.shape[0], n.shape[0]), tl.float32)
+    for j in tl.static_range(L):
+        v = tl.load(IDX + mm * L + j, mask=mmask, other=k)
+        others = _monomial_chunk(Z, zg, szk, szn, n, nmask, inv, IDX, mm, mmask, k, L, j)
+        contrib = tl.where((v < k)[:, None], dM * others, 0.0)
+        onehot = (kk[:, None] == v[None, :]).to(tl.float32)  # (KP, MC)
+        dx += tl.dot(onehot, contrib, input_precision="ieee")
+    return dx
+
+
+@triton.jit
+def _normalise_backward(dx, z, r, inv, eps):
+    """Through x = z / max(|z|, eps): the tangential part over |z|, or dx / eps where clamped."""
+    x = z * inv[None, :]
+    radial = tl.sum(dx * x, 0)
+    return tl.where((r > eps)[None, :], (dx - x * radial[None, :]) * inv[None, :], dx / eps)
+
+
+@triton.jit
+def _bwd_kernel(W, Z0, Z1, S, IDX, DOUT, DW, DZ0, DZ1, DS, N, C, NM, k, eps,
+                swg, swc, swm, s0g, s0k, s0n, s1g, s1k, s1n, sdg, sdc, sdn,
+                NB: tl.constexpr, HAS_SCALE: tl.constexpr, L: tl.constexpr, KP: tl.constexpr,
+                CB: tl.constexpr, MC: tl.constexpr, BN: tl.constexpr):
+    g = tl.program_id(0)
+    n = tl.program_id(1) * BN + tl.arange(0, BN)
+    nmask = n < N
+    kk = tl.arange(0, KP)
+    z0, r0, inv0 = _inverse_norms(Z0, g * s0g, s0k, s0n, kk, n, nmask, k, eps)
+    z1, r1, inv1 = z0, r0, inv0
+    if NB == 2:
+        z1, r1, inv1 = _inverse_norms(Z1, g * s1g, s1k, s1n, kk, n, nmask, k, eps)
+    sc0 = 1.0
+    sc1 = 1.0
+    if HAS_SCALE:
+        sc0 = tl.load(S + g * NB).to(tl.float32)
+        if NB == 2:
+            sc1 = tl.load(S + g * NB + 1).to(tl.float32)
+    dx0 = tl.zeros((KP, BN), tl.float32)
+    dx1 = tl.zeros((KP, BN), tl.float32)
+    ds0 = tl.zeros((MC, BN), tl.float32)  # summed at the end: a loop-carried tensor, not a scalar
+    ds1 = tl.zeros((MC, BN), tl.float32)
+    for m0 in range(0, NM, MC):
+        mm = m0 + tl.arange(0, MC)
+        mmask = mm < NM
+        M0 = _monomial_chunk(Z0, g * s0g, s0k, s0n, n, nmask, inv0, IDX, mm, mmask, k, L, -1)
+        M = sc0 * M0
+        if NB == 2:
+            M1 = _monomial_chunk(Z1, g * s1g, s1k, s1n, n, nmask, inv1, IDX, mm, mmask, k, L, -1)
+            M += sc1 * M1
+        dM = tl.zeros((MC, BN), tl.float32)
+        for c0 in range(0, C, CB):
+            cc = c0 + tl.arange(0, CB)
+            cmask = cc < C
+            dout = tl.load(DOUT + g * sdg + cc[:, None] * sdc + n[None, :] * sdn,
+                           mask=cmask[:, None] & nmask[None, :], other=0.0).to(tl.float32)
+            w = tl.load(W + g * swg + cc[:, None] * swc + mm[None, :] * swm,
+                        mask=cmask[:, None] & mmask[None, :], other=0.0).to(tl.float32)
+            dM += tl.dot(tl.trans(w), dout, input_precision="ieee")
+            dw = tl.dot(dout, tl.trans(M), input_precision="ieee")  # (CB, MC)
+            tl.atomic_add(DW + (g * C + cc[:, None]) * NM + mm[None, :], dw, mask=cmask[:, None] & mmask[None, :])
+        ds0 += dM * M0
+        dx0 += sc0 * _branch_grad(Z0, g * s0g, s0k, s0n, n, nmask, inv0, IDX, mm, mmask, k, kk, dM, L)
+        if NB == 2:
+            ds1 += dM * M1
+            dx1 += sc1 * _branch_grad(Z1, g * s1g, s1k, s1n, n, nmask, inv1, IDX, mm, mmask, k, kk, dM, L)
+    zmask = (kk < k)[:, None] & nmask[None, :]
+    tl.store(DZ0 + (g * k + kk[:, None]) * N + n[None, :], _normalise_backward(dx0, z0, r0, inv0, eps), mask=zmask)
+    if HAS_SCALE:
+        tl.atomic_add(DS + g * NB, tl.sum(ds0))
+    if NB == 2:
+        tl.store(DZ1 + (g * k + kk[:, None]) * N + n[None, :], _normalise_backward(dx1, z1, r1, inv1, eps), mask=zmask)
+        if HAS_SCALE:
+            tl.atomic_add(DS + g * NB + 1, tl.sum(ds1))
+
+
+@lru_cache(maxsize=None)
+def _variables_host(k: int, L: int) -> tuple[int, ...]:
+    """Each monomial's variables in HarmonicBasis order, L per monomial, ``k`` for "no variable"."""
+    out = []
+    for degree in range(L + 1):
+        for exps in F._exponents(k, degree):
+            vs = [v for v, e in enumerate(exps) for _ in range(e)]
+            out.extend(vs + [k] * (L - len(vs)))
+    return tuple(out)
+
+
+_TABLES: dict = {}
+
+
+def _variables(k: int, L: int, device: torch.device) -> torch.Tensor:
+    key = (k, L, str(device))
+    if key not in _TABLES:
+        _TABLES[key] = torch.tensor(_variables_host(k, L), dtype=torch.int32, device=device)
+    return _TABLES[key]
+
+
+# triton.jit reads TRITON_INTERPRET when the kernels above are defined: this says which they are.
+INTERPRETED = type(_fwd_kernel).__name__ == "InterpretedFunction"
+
+MC, BN = 32, 32
+
+
+def _blocks(C: int) -> int:
+    return min(128, max(16, triton.next_power_of_2(C)))
+
+
+class SphereReadoutTriton(torch.autograd.Function):
+    """Forward and backward of `sphere_readout` as the fused kernels above (float32 inside)."""
+
+    @staticmethod
+    def forward(ctx, L, eps, weight, *inputs):
+        nb = len(inputs) // 2
+        zs, scales = inputs[:nb], inputs[nb:]
+        has_scale = scales[0] is not None
+        G, C, NM = weight.shape
+        k, N = zs[0].shape[1], zs[0].shape[2]
+        w32 = weight.detach().to(torch.float32)
+        z32 = [z.detach().to(torch.float32) for z in zs]
+        z1 = z32[1] if nb == 2 else z32[0]
+        s = (torch.stack([t.detach().to(torch.float32) for t in scales], 1).contiguous() if has_scale
+             else w32.new_zeros(1))
+        table = _variables(k, L, weight.device)
+        out = torch.empty(G, C, N, dtype=torch.float32, device=weight.device)
+        KP, CB = max(16, triton.next_power_of_2(k)), _blocks(C)
+        if G * C * N:
+            grid = (G, triton.cdiv(N, BN), triton.cdiv(C, CB))
+            _fwd_kernel[grid](w32, z32[0], z1, s, table, out, N, C, NM, k, eps,
+                              *w32.stride(), *z32[0].stride(), *z1.stride(), *out.stride(),
+                              NB=nb, HAS_SCALE=has_scale, L=L, KP=KP, CB=CB, MC=MC, BN=BN)
+        ctx.save_for_backward(w32, *z32, s, table)
+        ctx.meta = (L, eps, nb, has_scale, KP, CB, weight.dtype, [z.dtype for z in zs],
+                    [t.dtype for t in scales] if has_scale else None)
+        return out.to(weight.dtype)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        L, eps, nb, has_scale, KP, CB, w_dtype, z_dtypes, s_dtypes = ctx.meta
+        saved = ctx.saved_tensors
+        w32, z32, s, table = saved[0], saved[1 : 1 + nb], saved[1 + nb], saved[2 + nb]
+        z1 = z32[1] if nb == 2 else z32[0]
+        G, C, NM = w32.shape
+        k, N = z32[0].shape[1], z32[0].shape[2]
+        dout = grad.to(torch.float32)
+        dw = torch.zeros(G, C, NM, dtype=torch.float32, device=w32.device)  # contiguous: the kernel indexes it so
+        dz = [torch.empty(G, k, N, dtype=torch.float32, device=w32.device) for _ in range(nb)]
+        ds = torch.zeros(G, nb, dtype=torch.float32, device=w32.device)
+        if G * C * N:
+            _bwd_kernel[(G, triton.cdiv(N, BN))](
+                w32, z32[0], z1, s, table, dout, dw, dz[0], dz[-1], ds, N, C, NM, k, eps,
+                *w32.stride(), *z32[0].stride(), *z1.stride(), *dout.stride(),
+                NB=nb, HAS_SCALE=has_scale, L=L, KP=KP, CB=CB, MC=MC, BN=BN)
+        g_scales = [ds[:, b].to(s_dtypes[b]) for b in range(nb)] if has_scale else [None] * nb
+        return (None, None, dw.to(w_dtype), *[d.to(t) for d, t in zip(dz, z_dtypes)], *g_scales)
+
+
+def sphere_readout_triton(weight, zs, scales, eps: float, L: int) -> torch.Tensor:
+    """`sphere_readout` (weight (G, c, n_mono), one or two zs (G, k, N), optional scales (G,)) from
+    the fused kernels: (G, c, N)."""
+    if len(zs) not in (1, 2):
+        raise ValueError(f"the Triton read-out takes one or two branches, got {len(zs)}")
+    if not (weight.is_cuda or INTERPRETED):
+        raise RuntimeError("sphere_readout_triton needs CUDA tensors, or TRITON_INTERPRET=1 (set before importing "
+                           "gmnet_sklearn.gm.ops.sphere_readout.triton) to run the interpreter on CPU tensors")
+    scales = list(scales)
+    if any(s is None for s in scales) and not all(s is None for s in scales):
+        raise ValueError("give a scale for every branch or for none")
+    return SphereReadoutTriton.apply(L, eps, weight, *zs, *scales)

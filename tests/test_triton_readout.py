@@ -1,0 +1,107 @@
+"""The fused Triton read-out kernels (gm/ops/sphere_readout/triton.py) against the float64
+reference, forward and backward: one and two branches, with and without scales, odd token and
+channel counts (a channel count above one tile, as the SH-FFN has), zero vectors (the clamped
+norm), L = 0 to 3, and inside the whole model.
+
+Without CUDA the kernels run on CPU tensors under the Triton interpreter (set here before triton
+is imported, as in tests/test_triton.py); with CUDA, compiled on the GPU.
+"""
+
+import math
+import os
+
+import pytest
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+pytest.importorskip("triton")
+
+from gmnet_sklearn.gm import GMNet  # noqa: E402
+from gmnet_sklearn.gm.ops.sphere_readout import sphere_readout  # noqa: E402
+from gmnet_sklearn.gm.ops.sphere_readout import triton as kernels  # noqa: E402
+
+DEVICES = [
+    pytest.param("cpu", marks=pytest.mark.skipif(not kernels.INTERPRETED, reason="kernels compiled for GPU (TRITON_INTERPRET unset)")),
+    pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")),
+]
+CASES = {  # (k, L, groups, channels, tokens, branches, scales)
+    "attention": (8, 3, 3, 8, 37, 2, True),
+    "small": (4, 2, 2, 5, 7, 2, True),
+    "one-branch": (3, 1, 1, 40, 5, 1, False),
+    "ffn-wide": (8, 3, 1, 130, 9, 1, False),
+    "scaled-one": (6, 2, 2, 17, 33, 1, True),
+    "L0": (5, 0, 2, 3, 4, 1, False),
+}
+
+
+def n_monomials(k, L):
+    return sum(math.comb(k + l - 1, l) for l in range(L + 1))
+
+
+def inputs(k, L, G, C, N, nb, scaled, device, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    W = torch.randn(G, C, n_monomials(k, L), generator=g, dtype=torch.float64)
+    zs = [torch.randn(G, k, N, generator=g, dtype=torch.float64) for _ in range(nb)]
+    zs[0][:, :, 0] = 0  # a zero vector: the clamped norm and its gradient
+    zs[-1][:, :, -1] *= 1e-8  # below eps too
+    scales = [torch.rand(G, generator=g, dtype=torch.float64) for _ in range(nb)] if scaled else None
+    leaves = [W, *zs, *(scales or [])]
+    return [t.to(device).requires_grad_(True) for t in leaves]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", CASES)
+def test_triton_readout_matches_reference_forward_and_backward(case, device):
+    k, L, G, C, N, nb, scaled = CASES[case]
+    leaves = inputs(k, L, G, C, N, nb, scaled, device)
+    W, zs, scales = leaves[0], leaves[1 : 1 + nb], (leaves[1 + nb :] or None)
+    ref_leaves = [t.detach().cpu().double().requires_grad_(True) for t in leaves]
+    rW, rzs, rscales = ref_leaves[0], ref_leaves[1 : 1 + nb], (ref_leaves[1 + nb :] or None)
+    ref = sphere_readout(rW, rzs, rscales, impl="reference" if L else "parallel")
+    out = sphere_readout(W.float(), [z.float() for z in zs], None if scales is None else [s.float() for s in scales],
+                         impl="triton")
+    assert out.shape == ref.shape and out.dtype == torch.float32
+    g = torch.randn(ref.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    grads_ref = torch.autograd.grad((ref * g).sum(), ref_leaves)
+    grads = torch.autograd.grad((out.double() * g.to(device)).sum(), leaves)
+    rel = lambda a, b: ((a.cpu() - b).norm() / b.norm().clamp_min(1e-30)).item()  # noqa: E731
+    assert rel(out.double(), ref) < 1e-5
+    for name, a, b in zip(["W"] + [f"z{i}" for i in range(nb)] + [f"s{i}" for i in range(nb if scaled else 0)], grads, grads_ref):
+        assert a.dtype == torch.float64  # cast back to the input's dtype
+        assert (b.norm() == 0 and a.abs().max() == 0) or rel(a, b) < 1e-5, (name, rel(a, b))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_triton_readout_inside_the_model(device):
+    # The whole model with every read-out on the Triton kernels (attention on its own reference
+    # form, so only the read-out differs) against the all-reference model: outputs and gradients.
+    torch.manual_seed(0)
+    m = GMNet(30, 2, k=4, L=2, d_model=32, n_layers=1, n_heads=4, dropout=0.0).to(device).eval()
+    g = torch.Generator().manual_seed(2)
+    ids = torch.randint(1, 30, (3, 11), generator=g)
+    mask = torch.ones(3, 11, dtype=torch.bool)
+    mask[1, 5:] = False
+    ids[~mask] = 0
+    conj = torch.randint(0, 2, (3, 11), generator=g) * mask
+    args = [t.to(device) for t in (ids, conj, mask)]
+    results = {}
+    for name, impl in (("triton", {"dual_ska": "reference", "sphere_readout": "triton"}),
+                       ("reference", {"dual_ska": "reference", "sphere_readout": "reference"})):
+        m.zero_grad()
+        out = m(*args, impl=impl, pack=False)
+        out.square().sum().backward()
+        results[name] = (out.detach(), {n: p.grad.clone() for n, p in m.named_parameters() if p.grad is not None})
+    (out_t, g_t), (out_r, g_r) = results["triton"], results["reference"]
+    torch.testing.assert_close(out_t, out_r, rtol=1e-5, atol=1e-6)
+    assert g_t.keys() == g_r.keys()
+    for n in g_r:
+        torch.testing.assert_close(g_t[n], g_r[n], rtol=1e-4, atol=1e-6, msg=n)
+
+
+def test_triton_readout_rejects_three_branches_and_partial_scales():
+    W, z = torch.zeros(1, 2, 15), torch.zeros(1, 4, 3)
+    with pytest.raises(ValueError, match="one or two branches"):
+        kernels.sphere_readout_triton(W, [z, z, z], [None] * 3, 1e-6, 2)
+    with pytest.raises(ValueError, match="every branch or for none"):
+        kernels.sphere_readout_triton(W, [z, z], [torch.ones(1), None], 1e-6, 2)
