@@ -87,6 +87,9 @@ def main(argv=None) -> int:
     p.add_argument("--shape", choices=("paper", "library"), default="paper",
                    help="paper: the paper's ChemBERTa-10M shape (pretrain()'s default); library: the estimators' "
                         "default shape (d 256, 8 heads), what pretrained=\"moses\" ships")
+    p.add_argument("--gmnet-readout", default=None, choices=("reference", "parallel", "cpu", "triton"),
+                   help="also time Chem-GMNet with its read-outs on this form (model 'gmnet_<form>_readout', "
+                        "through gm.ops.prefer), interleaved with the others")
     p.add_argument("--note", default="", help="recorded as is, e.g. what else ran on the machine")
     p.add_argument("--output", default=None)
     args = p.parse_args(argv)
@@ -117,18 +120,24 @@ def main(argv=None) -> int:
     shape = {"gmnet": DEFAULT_PARAMS["gmnet"], "chemberta": DEFAULT_PARAMS["chemberta"]}
     if args.shape == "library":
         shape = {name: {**params, **LIBRARY_SHAPE[name]} for name, params in shape.items()}
-    models = {}
-    for name in ("gmnet", "chemberta"):
+    from gmnet_sklearn.gm.ops import prefer
+
+    models, forms = {}, {"gmnet": {}, "chemberta": {}}
+    if args.gmnet_readout:
+        forms[f"gmnet_{args.gmnet_readout}_readout"] = {"sphere_readout": args.gmnet_readout}
+    for name in forms:
         torch.manual_seed(0)
-        mlm = build_mlm(name, tokenizer.vocab_size, tokenizer.pad_id, shape[name]).to(args.device).train()
+        family = "chemberta" if name == "chemberta" else "gmnet"
+        mlm = build_mlm(family, tokenizer.vocab_size, tokenizer.pad_id, shape[family]).to(args.device).train()
         models[name] = (mlm, _optimizer(mlm, 5e-4, 0.01, args.device))
 
     def step(name, i):
         mlm, opt = models[name]
         inputs, labels, fl, mask = (t.to(args.device) for t in masked[i])
         t0, c0 = time.perf_counter(), time.process_time()
-        loss, _, _ = masked_lm_loss(mlm, inputs, fl, mask, labels)
-        loss.backward()
+        with prefer(**forms[name]):
+            loss, _, _ = masked_lm_loss(mlm, inputs, fl, mask, labels)
+            loss.backward()  # inside: an autograd Function's backward was chosen in the forward anyway
         torch.nn.utils.clip_grad_norm_(mlm.parameters(), 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)

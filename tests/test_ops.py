@@ -190,3 +190,24 @@ def test_reference_dropout_draws_the_kernels_masks_in_the_model():
     m = _tiny(dropout=0.3).train()
     torch.manual_seed(5)
     assert not torch.equal(m(ids, conj, mask, impl={"dropout": "parallel"}).detach(), a)  # torch's own draws differ
+
+
+def test_prefer_changes_what_auto_runs_inside_the_block_only():
+    from gmnet_sklearn.gm.ops import prefer
+
+    w, z = torch.zeros(1, 2, 165), [torch.zeros(1, 8, 3)]
+    outside = readout_op.select("auto", w, z, 3)
+    with prefer(sphere_readout="parallel", dropout="reference"):
+        assert readout_op.select("auto", w, z, 3) == "parallel"
+        assert readout_op.select("reference", w, z, 3) == "reference"  # explicit names stay
+        assert dropout_op.select("auto", torch.ones(4), 0.2, True, False) == "reference"
+        with prefer(sphere_readout="reference"):
+            assert readout_op.select("auto", w, z, 3) == "reference"
+        assert readout_op.select("auto", w, z, 3) == "parallel"
+    assert readout_op.select("auto", w, z, 3) == outside
+    with pytest.raises(ValueError, match="unknown ops"):
+        with prefer(attention="parallel"):
+            pass
+    with pytest.raises(ValueError, match="impl must be one of"):
+        with prefer(dual_ska="fused"):
+            pass

@@ -15,6 +15,6 @@ op runs under a model's ``impl``.
 
 # The op subpackages are not imported here: each name stays its subpackage (`ops.dual_ska` is the
 # folder, `ops.dual_ska.dual_ska` its function), and importing the vocabulary loads no op.
-from .impl import IMPLS, OPS, check_impl, impl_for
+from .impl import IMPLS, OPS, check_impl, impl_for, prefer, resolve_auto
 
-__all__ = ["IMPLS", "OPS", "check_impl", "impl_for"]
+__all__ = ["IMPLS", "OPS", "check_impl", "impl_for", "prefer", "resolve_auto"]

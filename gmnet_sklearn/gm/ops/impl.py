@@ -15,6 +15,7 @@ path draw the same dropout masks), or a mapping from op to name, e.g.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import contextmanager
 from typing import Union
 
 IMPLS = ("auto", "parallel", "reference", "triton", "cpu")
@@ -39,3 +40,31 @@ def impl_for(impl: Impl, op: str) -> str:
         return check_impl(impl.get(op, "auto"))
     check_impl(impl)
     return impl if op == "dual_ska" else "auto"
+
+
+# What "auto" runs instead, per op, inside `prefer` (empty: each op's own choice).
+_PREFERRED: dict[str, str] = {}
+
+
+@contextmanager
+def prefer(**forms: str):
+    """Within the block, "auto" runs these forms, e.g. ``prefer(sphere_readout="triton")``: for
+    code that does not pass ``impl`` down (the pretraining loop, the estimators), and for
+    benchmarks that time one form inside whole models. Explicit names are not changed."""
+    unknown = set(forms) - set(OPS)
+    if unknown:
+        raise ValueError(f"prefer() names unknown ops {sorted(unknown)}; the ops are {OPS}")
+    for name in forms.values():
+        check_impl(name)
+    saved = dict(_PREFERRED)
+    _PREFERRED.update(forms)
+    try:
+        yield
+    finally:
+        _PREFERRED.clear()
+        _PREFERRED.update(saved)
+
+
+def resolve_auto(op: str, impl: str) -> str:
+    """``impl``, or the form `prefer` set for ``op`` when ``impl`` is "auto"."""
+    return _PREFERRED.get(op, impl) if impl == "auto" else impl

@@ -12,7 +12,7 @@ import torch
 from torch.nn import functional as torch_F
 
 from ... import cpu as cpu_extension
-from ..impl import check_impl
+from ..impl import check_impl, resolve_auto
 from .cpu import dropout_cpu
 from .naive import dropout_reference, dropout_threshold, keep_mask_reference
 
@@ -21,7 +21,7 @@ __all__ = ["dropout", "select", "dropout_cpu", "dropout_reference", "dropout_thr
 
 def select(impl: str, x: torch.Tensor, p: float, training: bool, inplace: bool) -> str:
     """The form that runs: "cpu", "reference" or "parallel" (also every no-op: eval, p = 0)."""
-    check_impl(impl)
+    impl = resolve_auto("dropout", check_impl(impl))
     if impl == "triton":
         raise ValueError("dropout has no Triton form (impl: 'auto', 'reference', 'parallel' or 'cpu')")
     if not (training and 0.0 < p < 1.0):

@@ -13,7 +13,7 @@ import torch
 
 from ... import cpu as cpu_extension
 from ...triton import triton_available
-from ..impl import check_impl
+from ..impl import check_impl, resolve_auto
 from .cpu import dual_ska_cpu, dual_ska_cpu_fm, dual_ska_supported
 from .naive import bidir_sfa_scan, sfa_scan, ska_features
 from .zonal import bidir_sfa_parallel, decay_weights, sfa_parallel, ska_zonal, zonal_terms
@@ -35,7 +35,7 @@ def select(impl: str, device: torch.device, T: int, k: int, L: int, fused: bool 
     else the eager zonal forms, and above `PARALLEL_MAX_LEN` tokens "recurrent" (the Gated-SFA
     scan, zonal SKA). Without fused kernels "cpu" and "triton" run the eager zonal forms.
     """
-    check_impl(impl)
+    impl = resolve_auto("dual_ska", check_impl(impl))
     if impl == "auto":
         if fused and device.type == "cpu" and T <= PARALLEL_MAX_LEN and dual_ska_supported(k, L) \
                 and cpu_extension.cpu_kernels_available():

@@ -13,7 +13,7 @@ import torch
 
 from ... import functional as F
 from ...triton import triton_available
-from ..impl import check_impl
+from ..impl import check_impl, resolve_auto
 from .cpu import SphereReadoutCPU, extension_for
 from .eager import SphereReadoutEager, suffix_starts
 from .naive import sphere_readout_reference
@@ -31,7 +31,7 @@ def select(impl: str, weight: torch.Tensor, zs, L: int) -> str:
     when it builds, else the eager form. "triton" needs Triton and CUDA tensors (or the
     interpreter), and at most two branches.
     """
-    impl = check_impl(FORMER_NAMES.get(impl, impl))
+    impl = resolve_auto("sphere_readout", check_impl(FORMER_NAMES.get(impl, impl)))
     if impl == "triton" and not (triton_available() and len(zs) <= 2):
         raise ValueError("sphere_readout's Triton form needs Triton with CUDA (or TRITON_INTERPRET=1) and at most "
                          "two branches")
