@@ -25,7 +25,7 @@ from sklearn.utils import check_consistent_length, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
-from skorch import NeuralNet  # noqa: F401  (the type of net_; SmilesNet is one)
+from skorch import NeuralNet
 from skorch.callbacks import Checkpoint, EarlyStopping, EpochScoring, ProgressBar
 from skorch.helper import predefined_split
 
@@ -40,9 +40,9 @@ from ._invalid import skip_invalid_rows
 from ._targets import warn_missing_targets
 from .data import BucketedLoader, EncodedSmilesDataset, sequential_loader
 from .fusion import DescriptorFusion
-from .net import SmilesNet
 from .losses import CrossEntropyLoss, MaskedBCEWithLogitsLoss, MaskedMSELoss
 from .metrics import has_auc, masked_rmse, mean_roc_auc
+from .net import SmilesNet
 from .schedule import SCHEDULES, WarmupDecay
 from .snapshot import TrainingSnapshot, fit_fingerprint
 

@@ -75,11 +75,11 @@ class _GMNetParams(SmilesNetBase):
         the checkpoint's (``ValueError`` otherwise); ``GMNetRegressor.from_pretrained(path, ...)``
         takes them from it.
     cuda_graphs : on CUDA (default True), replay each batch shape's forward and backward from
-        CUDA graphs (``gm/cuda_graphs.py``: one launch instead of hundreds per step; batches pad
-        to a multiple of 8 tokens, which changes no output). False runs the plain module call.
+        CUDA graphs (``gm/cuda_graphs.py``: one launch instead of hundreds per step; batches are
+        right-padded to a few widths, which changes no output). False runs the plain module call.
         Ignored on CPU.
-    precision : "float32" (default) or "bf16" (bfloat16 autocast of the network's matrix work;
-        the fused attention kernel stays float32 inside).
+    precision : "float32" (default) or "bf16": bfloat16 autocast of the network's matrix work on
+        CUDA (the fused attention kernel stays float32 inside). Ignored on CPU.
     """
 
     _pretrain_family = "gmnet"

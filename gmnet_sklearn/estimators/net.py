@@ -19,7 +19,7 @@ from ..gm.cuda_graphs import CUDAGraphs
 
 class SmilesNet(NeuralNet):
     """``NeuralNet`` plus ``cuda_graphs`` (bool), ``precision`` ("float32" or "bf16") and
-    ``pad_id`` (the token that pads a batch to the graphs' multiple of 8 positions)."""
+    ``pad_id`` (the token that pads a batch to the graphs' widths, `gm.cuda_graphs.padded_width`)."""
 
     def __init__(self, module, criterion, *, cuda_graphs: bool = True, precision: str = "float32", pad_id: int = 0,
                  **kwargs):

@@ -2,8 +2,10 @@
 
 Why: the other forms materialise every monomial of every token, (G, n_monomials, N) per branch
 (165 per token and group at k = 8, L = 3), write it to memory, read it back for the matmul, and
-keep it for the backward. At large batches on a GPU that traffic, not launches, is what the
-read-outs of the attention, the SH-FFN and the SH-embedding cost. Here a program takes one group,
+keep it for the backward. At large batches, where launches no longer matter, that traffic is the
+likely cost of the read-outs of the attention, the SH-FFN and the SH-embedding (profiled on CPU,
+the reference form's gathers, multiplies and scatter-adds are about half of a padded training
+step; on a GPU it is still to be timed). Here a program takes one group,
 a block of BN tokens and a block of CB output channels; it normalises its tokens' z in registers
 and builds the monomials chunk by chunk (MC at a time) as products of at most L gathered
 coordinates (a host-side table lists each monomial's variables, ``k`` standing for the constant 1),
