@@ -248,7 +248,8 @@ def main(argv=None) -> int:
     parser.add_argument("--esol-seed-no-graphs", action="store_true",
                         help="the ESOL seed with cuda_graphs=False (default: the estimators' default, CUDA graphs on CUDA)")
     parser.add_argument("--arms", nargs="+", default=None,
-                        help=f"arms to time (default: {', '.join(ARMS)}, and on CUDA also {', '.join(CUDA_ARMS)})")
+                        help=f"arms to time besides {', '.join(ARMS)} (always timed: the ratios' terms; default: "
+                             f"on CUDA {', '.join(CUDA_ARMS)})")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     if args.esol_seed_only and not args.esol_seed:
@@ -270,7 +271,8 @@ def main(argv=None) -> int:
               "batching": args.batching, "batch_size": args.batch_size,
               "rounds": args.rounds, "steps_per_round": args.steps, "command": " ".join([sys.executable, "-m", "benchmarks.throughput", *sys.argv[1:]]),
               "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git": git_info(), "datasets": {}}
-    arms = args.arms or (ARMS + CUDA_ARMS if device.startswith("cuda") else ARMS)
+    # the ratios' terms always run; --arms adds to them (default: every arm this device has)
+    arms = tuple(dict.fromkeys([*ARMS, *(args.arms or (CUDA_ARMS if device.startswith("cuda") else ()))]))
     out = Path(args.out) if args.out else RESULTS / f"throughput_{device.split(':')[0]}.json"
     report["complete"] = False
     models = {} if args.esol_seed_only else {arm: build(arm, tokenizer.vocab_size, device) for arm in arms}
