@@ -492,8 +492,11 @@ class SmilesNetBase(BaseEstimator):
 
     def _module_outputs(self, net, ds) -> np.ndarray:
         net.module_.eval()
+        # big batches of length-sorted rows (little padding); on a GPU bigger still: prediction is
+        # no longer launch-bound there at 512 rows (benchmarks/results/throughput_cuda_batch512.json)
+        batch_size = max(self.batch_size, 512 if str(self.device_).startswith("cuda") else 128)
         with torch.inference_mode():  # net.infer: the module, or its CUDA graphs / autocast when asked
-            outs = [net.infer(Xb) for Xb, _ in sequential_loader(ds, batch_size=max(self.batch_size, 128))]
+            outs = [net.infer(Xb) for Xb, _ in sequential_loader(ds, batch_size=batch_size)]
             return torch.cat(outs).float().cpu().numpy().astype(np.float64)  # one copy back
 
     def _average_space(self, raw: np.ndarray) -> np.ndarray:
