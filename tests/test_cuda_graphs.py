@@ -67,7 +67,10 @@ def test_padding_to_a_multiple_changes_no_output(name):
     assert (padded["input_ids"][:, 13:] == PAD).all()
     with torch.no_grad():
         torch.testing.assert_close(m(**padded), m(**X), atol=1e-12, rtol=0)
-    assert graphs.pad(batch(3, 16, seed=2)) is not None and graphs.pad(batch(3, 16, seed=2))["input_ids"].shape[1] == 16
+    assert graphs.pad(batch(3, 16, seed=2))["input_ids"].shape[1] == 16
+    # molecule-level rows as wide as the batch (13 descriptors here) are not token-wise: left alone
+    with_rows = graphs.pad({**X, "descriptors": torch.ones(5, 13)})
+    assert with_rows["descriptors"].shape == (5, 13) and with_rows["input_ids"].shape == (5, 16)
 
 
 def test_off_cuda_the_call_is_the_module():

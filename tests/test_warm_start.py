@@ -238,7 +238,8 @@ def test_pretrain_then_fine_tune_smoke(tmp_path):
 
 
 def test_training_snapshot_fingerprint_ignores_pretrained_none(tmp_path):
-    """Snapshots written before `pretrained` existed (long benchmark fits) still resume."""
+    """Snapshots written before `pretrained`, `cuda_graphs` and `precision` existed (long benchmark
+    fits) still resume: the fingerprint is the one of the parameters they had."""
     from pathlib import Path
 
     from gmnet_sklearn.estimators import TrainingSnapshot
@@ -248,6 +249,6 @@ def test_training_snapshot_fingerprint_ignores_pretrained_none(tmp_path):
     est = ChemBERTaRegressor(**TINY["chemberta"], descriptors=False, fingerprint=False, callbacks=[TrainingSnapshot(tmp_path)], **FIT)
     est.fit(X, y)
     params = {k: v for k, v in est.get_params(deep=False).items()
-              if k not in ("callbacks", "verbose", "device", "pretrained")}
+              if k not in ("callbacks", "verbose", "device", "pretrained", "cuda_graphs", "precision")}
     expected = fit_fingerprint({"estimator": "ChemBERTaRegressor", **params}, 0, [np.asarray(X, dtype=object), y, None, None])
     assert Path(est.resume_info_["snapshot"]).name.startswith(expected)

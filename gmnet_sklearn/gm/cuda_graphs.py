@@ -37,6 +37,9 @@ from torch import nn
 
 #: Batches pad to a multiple of this many tokens (and of a coarser step when long: `padded_width`).
 PAD_TO_MULTIPLE_OF = 8
+#: The batch entries that run along the tokens (padded); others (descriptor rows) are left alone,
+#: whatever their width.
+SEQUENCE_KEYS = ("input_ids", "attention_mask", "conj_flags", "token_type_ids")
 
 
 def padded_width(width: int, multiple: int = PAD_TO_MULTIPLE_OF) -> int:
@@ -86,8 +89,8 @@ class CUDAGraphs:
 
     # -- padding ------------------------------------------------------------------------------
     def pad(self, batch: dict) -> dict:
-        """Right-pad every (B, T, ...) tensor of ``batch`` to ``padded_width(T)`` positions:
-        ``input_ids`` with the pad id, the others (mask, flags) with zeros."""
+        """Right-pad the token-wise entries of ``batch`` (`SEQUENCE_KEYS`) to ``padded_width(T)``
+        positions: ``input_ids`` with the pad id, the others (mask, flags) with zeros."""
         ids = batch.get("input_ids")
         if ids is None or ids.dim() != 2 or self.multiple <= 1:
             return batch
@@ -97,7 +100,7 @@ class CUDAGraphs:
             return batch
         out = {}
         for name, t in batch.items():
-            if isinstance(t, torch.Tensor) and t.dim() >= 2 and tuple(t.shape[:2]) == (B, T):
+            if name in SEQUENCE_KEYS and isinstance(t, torch.Tensor) and tuple(t.shape[:2]) == (B, T):
                 fill = self.pad_id if name == "input_ids" else 0
                 t = torch.cat([t, t.new_full((B, extra, *t.shape[2:]), fill)], dim=1)
             out[name] = t
