@@ -85,7 +85,7 @@ class CUDAGraphs:
         self.precision, self.max_graphs, self.enabled, self.warmup = precision, int(max_graphs), enabled, int(warmup)
         self.graphs: OrderedDict = OrderedDict()
         self.captures = 0  # graphs captured so far (the benchmarks report it)
-        self._pool = None
+        self._pools: dict = {}  # one memory pool per GPU
 
     # -- padding ------------------------------------------------------------------------------
     def pad(self, batch: dict) -> dict:
@@ -114,12 +114,15 @@ class CUDAGraphs:
             with autocast_context(tensors[0].device if tensors else "cpu", self.precision):
                 out = self.module(**batch)
             return out.float() if out.dtype == torch.bfloat16 else out
-        batch = self.pad(batch)
+        with torch.cuda.device(tensors[0].device):  # streams, pools and graphs of the batch's GPU (cuda:1 too)
+            return self._replay(self.pad(batch))
+
+    def _replay(self, batch: dict):
         names = tuple(batch)
         args = tuple(batch[n] for n in names)
         train = self.module.training and torch.is_grad_enabled()
-        key = (train, self.module.training, torch.is_inference_mode_enabled(), names, tuple((tuple(t.shape), t.dtype) for t in args),
-               tuple(p.requires_grad for p in self.module.parameters()))
+        key = (args[0].device, train, self.module.training, torch.is_inference_mode_enabled(), names,
+               tuple((tuple(t.shape), t.dtype) for t in args), tuple(p.requires_grad for p in self.module.parameters()))
         entry = self.graphs.get(key)
         if entry is None:
             entry = self.graphs[key] = self._capture_train(names, args) if train else self._capture_eval(names, args)
@@ -138,9 +141,10 @@ class CUDAGraphs:
         return static_out.clone()
 
     def _pool_handle(self):
-        if self._pool is None:
-            self._pool = torch.cuda.graph_pool_handle()
-        return self._pool
+        device = torch.cuda.current_device()
+        if device not in self._pools:
+            self._pools[device] = torch.cuda.graph_pool_handle()
+        return self._pools[device]
 
     def _capture_train(self, names, args):
         wrapper = _Positional(self.module, names, self.precision).train(self.module.training)
@@ -168,4 +172,4 @@ class CUDAGraphs:
         self.graphs.clear()
 
     def __getstate__(self):  # graphs live on one device in one process; they are recaptured on use
-        return {**self.__dict__, "graphs": OrderedDict(), "_pool": None}
+        return {**self.__dict__, "graphs": OrderedDict(), "_pools": {}}
