@@ -38,7 +38,7 @@ SCHEMA = "gmnet-recipe-search/1"
 BASE: Dict[str, object] = dict(
     k=8, L=3, d_model=128, n_layers=3, n_heads=4, dropout=0.1, optimizer="adamw", lr=5e-4, weight_decay=0.01,
     warmup=0.1, lr_schedule="cosine", batch_size=32, max_epochs=30, patience=None, n_estimators=1, augment=0,
-    tta=0, descriptors=False, fingerprint=False, pretrained=None, forest=False,
+    tta=0, descriptors=False, fingerprint=False, pretrained=None, forest=False, freeze_encoder_epochs=0,
 )
 
 #: One lever (or a combination) per candidate, on top of BASE.
@@ -79,6 +79,13 @@ CANDIDATES: Dict[str, Dict[str, object]] = {
     # with the network at the weight the internal validation split picks (the network's training
     # is unchanged, so each cell also records the network alone: `forest.network_valid_metric`)
     "desc_d256_fp_forest": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True, "forest": True},
+    # seventh round (issue 26: the warm start beats scratch on too few endpoints): LP-FT, the head
+    # alone for the first 3 of 30 epochs so a random head does not drag the pretrained features,
+    # at the recipe's learning rate and at the warm-start preset's
+    "desc_d256_fp_moses_lpft3": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
+                                 "pretrained": "moses", "freeze_encoder_epochs": 3},
+    "desc_d256_fp_moses_lr2e-4_lpft3": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
+                                        "pretrained": "moses", "lr": 2e-4, "freeze_encoder_epochs": 3},
 }
 
 

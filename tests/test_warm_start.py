@@ -238,7 +238,7 @@ def test_pretrain_then_fine_tune_smoke(tmp_path):
 
 
 def test_training_snapshot_fingerprint_ignores_pretrained_none(tmp_path):
-    """Snapshots written before `pretrained`, `cuda_graphs` and `precision` existed (long benchmark
+    """Snapshots written before `pretrained`, `cuda_graphs`, `precision` and `freeze_encoder_epochs` existed (long benchmark
     fits) still resume: the fingerprint is the one of the parameters they had."""
     from pathlib import Path
 
@@ -249,6 +249,43 @@ def test_training_snapshot_fingerprint_ignores_pretrained_none(tmp_path):
     est = ChemBERTaRegressor(**TINY["chemberta"], descriptors=False, fingerprint=False, callbacks=[TrainingSnapshot(tmp_path)], **FIT)
     est.fit(X, y)
     params = {k: v for k, v in est.get_params(deep=False).items()
-              if k not in ("callbacks", "verbose", "device", "pretrained", "cuda_graphs", "precision")}
+              if k not in ("callbacks", "verbose", "device", "pretrained", "cuda_graphs", "precision",
+                           "freeze_encoder_epochs")}
     expected = fit_fingerprint({"estimator": "ChemBERTaRegressor", **params}, 0, [np.asarray(X, dtype=object), y, None, None])
     assert Path(est.resume_info_["snapshot"]).name.startswith(expected)
+
+
+class WeightsPerEpoch(Callback):
+    """The module's weights at the end of every epoch."""
+
+    def on_epoch_end(self, net, **kwargs):
+        self.states_ = getattr(self, "states_", []) + [{k: v.detach().clone() for k, v in net.module_.state_dict().items()}]
+
+
+@pytest.mark.parametrize("model", ["gmnet", "chemberta"])
+def test_freeze_encoder_epochs_trains_the_head_first_then_everything(pretrained, model):
+    # LP-FT: for freeze_encoder_epochs epochs only the head (and the descriptor projection) moves;
+    # the epoch after, the encoder trains too.
+    from gmnet_sklearn.estimators.warm_start import is_encoder_parameter
+
+    reg = ESTIMATORS[model][0]
+    start, per_epoch = InitialWeights(), WeightsPerEpoch()
+    est = reg.from_pretrained(pretrained[model], callbacks=[start, per_epoch], freeze_encoder_epochs=2,
+                              **{**FIT, "max_epochs": 3}).fit(SMILES, regression_target(SMILES))
+    encoder = [k for k in start.state_ if is_encoder_parameter(k) and start.state_[k].is_floating_point()
+               and k in dict(est.net_.module_.named_parameters())]
+    head = [k for k in start.state_ if not is_encoder_parameter(k)]
+    assert encoder and head and any(k.startswith("descriptor_proj.") for k in head)
+    for epoch in (0, 1):
+        assert all(torch.equal(per_epoch.states_[epoch][k], start.state_[k]) for k in encoder), epoch
+        assert any(not torch.equal(per_epoch.states_[epoch][k], start.state_[k]) for k in head), epoch
+    assert any(not torch.equal(per_epoch.states_[2][k], start.state_[k]) for k in encoder)
+    assert all(p.requires_grad for p in est.net_.module_.parameters())  # unfrozen at the end
+    assert clone(est).get_params()["freeze_encoder_epochs"] == 2
+
+
+def test_freeze_encoder_epochs_needs_pretrained_weights():
+    with pytest.raises(ValueError, match="needs pretrained weights"):
+        GMNetRegressor(freeze_encoder_epochs=1, **FIT).fit(SMILES, regression_target(SMILES))
+    with pytest.raises(ValueError, match="freeze_encoder_epochs"):
+        GMNetRegressor(freeze_encoder_epochs=-1, **FIT).fit(SMILES, regression_target(SMILES))

@@ -68,6 +68,7 @@ TRAINING_PARAMETER_CONSTRAINTS = {
     "fingerprint": ["boolean"],
     "forest": ["boolean"],
     "pretrained": [str, os.PathLike, None],  # a pretrain folder, a Hugging Face RoBERTa folder or a NAMED one
+    "freeze_encoder_epochs": [Interval(numbers.Integral, 0, None, closed="left")],  # LP-FT with `pretrained`
     "dropout": [Interval(numbers.Real, 0, 1, closed="left")],
     "valid_split": [StrOptions({s for s in VALID_SPLITS if s is not None}), None],
     "valid_size": [Interval(numbers.Real, 0, 1, closed="neither")],
@@ -188,6 +189,9 @@ class SmilesNetBase(BaseEstimator):
         ``invalid_valid_rows_`` keep the count and positions); otherwise they raise.
         """
         self._validate_params()
+        if self.freeze_encoder_epochs and self.pretrained is None:
+            raise ValueError(f"freeze_encoder_epochs={self.freeze_encoder_epochs} keeps the encoder fixed, which "
+                             "needs pretrained weights: pass pretrained=... or freeze_encoder_epochs=0")
         seed = _seed(self.random_state)
         train_set, valid_set, fingerprint_data = self._prepare_data(X, y, X_valid, y_valid, seed)
         self.nets_, infos = [], []
@@ -345,6 +349,10 @@ class SmilesNetBase(BaseEstimator):
         callbacks = [cb for cb in (self.callbacks or []) if not isinstance(cb, TrainingSnapshot)]
         if valid_set is not None:
             callbacks += self._selection_callbacks(valid_set)
+        if self.freeze_encoder_epochs:
+            from .warm_start import encoder_freeze_callbacks
+
+            callbacks += encoder_freeze_callbacks(self.freeze_encoder_epochs)
         if self.warmup > 0 or self.lr_schedule != "constant":
             callbacks.append(WarmupDecay(self.lr, n_batches * self.max_epochs, self.warmup, self.lr_schedule))
         if self.verbose:
@@ -388,7 +396,8 @@ class SmilesNetBase(BaseEstimator):
             # defaults stay out so snapshots from before they existed still fit
             params = {k: v for k, v in self.get_params(deep=False).items()
                       if k not in ("callbacks", "verbose", "device", "cuda_graphs")
-                      and not (k == "pretrained" and v is None) and not (k == "precision" and v == "float32")}
+                      and not (k == "pretrained" and v is None) and not (k == "precision" and v == "float32")
+                      and not (k == "freeze_encoder_epochs" and v == 0)}
             snapshot.bind(fingerprint=fit_fingerprint({"estimator": type(self).__name__, **params,
                                                        **({"member": member} if member else {})},
                                                       seed - member, fingerprint_data),

@@ -74,6 +74,9 @@ class _GMNetParams(SmilesNetBase):
         from its masked-LM weights and vocabulary (the head is fresh). Shape parameters must match
         the checkpoint's (``ValueError`` otherwise); ``GMNetRegressor.from_pretrained(path, ...)``
         takes them from it.
+    freeze_encoder_epochs : with ``pretrained``, train only the fresh head (and the descriptor
+        projection) for this many first epochs, then everything (LP-FT). 0 (default): all from
+        the start.
     cuda_graphs : on CUDA (default True), replay each batch shape's forward and backward from
         CUDA graphs (``gm/cuda_graphs.py``: one launch instead of hundreds per step; batches are
         right-padded to a few widths, which changes no output). False runs the plain module call.
@@ -91,7 +94,7 @@ class _GMNetParams(SmilesNetBase):
                  warmup=0.1, lr_schedule="cosine", batch_size=32, max_epochs=30, patience=None, n_estimators=1,
                  augment=0, tta=0, descriptors=True, fingerprint=True, forest=True, valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
                  bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None, pretrained=None,
-                 cuda_graphs=True, precision="float32"):
+                 cuda_graphs=True, precision="float32", freeze_encoder_epochs=0):
         self.k = k
         self.L = L
         self.attention = attention
@@ -129,6 +132,7 @@ class _GMNetParams(SmilesNetBase):
         self.precision = precision
         self.callbacks = callbacks
         self.pretrained = pretrained
+        self.freeze_encoder_epochs = freeze_encoder_epochs
 
     def _model_max_length(self):
         return 514  # the paper's max sequence length; the model itself has no position table

@@ -177,4 +177,34 @@ def load_encoder(module: torch.nn.Module, state: dict[str, torch.Tensor]) -> lis
     return sorted(state)
 
 
-__all__ = ["resolve_path", "read_source", "check_compatible", "tokenizer_for", "encoder_state", "load_encoder", "NAMED"]
+#: Parameter names of the fresh head (and the descriptor projection beside it), with or without the
+#: descriptor-fusion wrapper's "model." prefix: everything else is the (pretrained) encoder.
+HEAD_PREFIXES = ("head.", "dense.", "out_proj.", "descriptor_proj.")
+
+
+def is_encoder_parameter(name: str) -> bool:
+    return not name.removeprefix("model.").startswith(HEAD_PREFIXES)
+
+
+def _within_first_epochs(net, n_epochs: int) -> bool:
+    return len(net.history) <= n_epochs  # re-frozen at each of those epochs: a resumed fit too
+
+
+def _at_epoch(net, epoch: int) -> bool:
+    return len(net.history) == epoch
+
+
+def encoder_freeze_callbacks(n_epochs: int) -> list:
+    """skorch callbacks that train only the head for the first ``n_epochs`` epochs, then everything
+    (LP-FT: linear probing, then fine-tuning; Kumar et al. 2022): a fresh head first fits the
+    pretrained features instead of pulling them towards its random start."""
+    from functools import partial
+
+    from skorch.callbacks import Freezer, Unfreezer
+
+    return [Freezer(is_encoder_parameter, at=partial(_within_first_epochs, n_epochs=n_epochs)),
+            Unfreezer(is_encoder_parameter, at=partial(_at_epoch, epoch=n_epochs + 1))]
+
+
+__all__ = ["resolve_path", "read_source", "check_compatible", "tokenizer_for", "encoder_state", "load_encoder", "NAMED",
+           "encoder_freeze_callbacks", "is_encoder_parameter"]
