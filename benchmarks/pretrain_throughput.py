@@ -30,6 +30,7 @@ import itertools
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 from datetime import datetime, timezone
@@ -158,6 +159,7 @@ def main(argv=None) -> int:
     result = {"benchmark": "pretrain_throughput", "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
               "git": git_info(), "hardware": hardware(args.device), "threads": args.threads,
               "load_average_at_end": load, "note": args.note, "corpus": str(args.corpus), "n_smiles": len(smiles),
+              "command": " ".join([sys.executable, "-m", "benchmarks.pretrain_throughput", *sys.argv[1:]]),
               "batch_size": args.batch_size, "timed_steps": args.steps,
               "mean_tokens_per_smiles": float(np.mean([b[2].sum(1).float().mean().item() for b in batches])),
               "mean_padded_width": float(np.mean([b[0].shape[1] for b in batches])),

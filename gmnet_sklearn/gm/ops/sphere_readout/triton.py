@@ -52,6 +52,12 @@ def _monomial_chunk(Z, zg, szk, szn, n, nmask, inv, IDX, mm, mmask, k, L: tl.con
 
 
 @triton.jit
+def _scale(S, g, NB: tl.constexpr, b: tl.constexpr):
+    """Branch b's scale of group g (the wrapper passes ones when the read-out has no scales)."""
+    return tl.load(S + g * NB + b).to(tl.float32)
+
+
+@triton.jit
 def _inverse_norms(Z, zg, szk, szn, kk, n, nmask, k, eps):
     z = tl.load(Z + zg + kk[:, None] * szk + n[None, :] * szn, mask=(kk < k)[:, None] & nmask[None, :], other=0.0)
     z = z.to(tl.float32)
@@ -62,7 +68,7 @@ def _inverse_norms(Z, zg, szk, szn, kk, n, nmask, k, eps):
 @triton.jit
 def _fwd_kernel(W, Z0, Z1, S, IDX, OUT, N, C, NM, k, eps,
                 swg, swc, swm, s0g, s0k, s0n, s1g, s1k, s1n, sog, soc, son,
-                NB: tl.constexpr, HAS_SCALE: tl.constexpr, L: tl.constexpr, KP: tl.constexpr,
+                NB: tl.constexpr, L: tl.constexpr, KP: tl.constexpr,
                 CB: tl.constexpr, MC: tl.constexpr, BN: tl.constexpr):
     g = tl.program_id(0)
     n = tl.program_id(1) * BN + tl.arange(0, BN)
@@ -73,12 +79,8 @@ def _fwd_kernel(W, Z0, Z1, S, IDX, OUT, N, C, NM, k, eps,
     inv1 = inv0
     if NB == 2:
         _, _, inv1 = _inverse_norms(Z1, g * s1g, s1k, s1n, kk, n, nmask, k, eps)
-    sc0 = 1.0
-    sc1 = 1.0
-    if HAS_SCALE:
-        sc0 = tl.load(S + g * NB).to(tl.float32)
-        if NB == 2:
-            sc1 = tl.load(S + g * NB + 1).to(tl.float32)
+    sc0 = _scale(S, g, NB, 0)
+    sc1 = _scale(S, g, NB, NB - 1)
     acc = tl.zeros((CB, BN), tl.float32)
     for m0 in range(0, NM, MC):
         mm = m0 + tl.arange(0, MC)
@@ -125,12 +127,8 @@ def _bwd_kernel(W, Z0, Z1, S, IDX, DOUT, DW, DZ0, DZ1, DS, N, C, NM, k, eps,
     z1, r1, inv1 = z0, r0, inv0
     if NB == 2:
         z1, r1, inv1 = _inverse_norms(Z1, g * s1g, s1k, s1n, kk, n, nmask, k, eps)
-    sc0 = 1.0
-    sc1 = 1.0
-    if HAS_SCALE:
-        sc0 = tl.load(S + g * NB).to(tl.float32)
-        if NB == 2:
-            sc1 = tl.load(S + g * NB + 1).to(tl.float32)
+    sc0 = _scale(S, g, NB, 0)
+    sc1 = _scale(S, g, NB, NB - 1)
     dx0 = tl.zeros((KP, BN), tl.float32)
     dx1 = tl.zeros((KP, BN), tl.float32)
     ds0 = tl.zeros((MC, BN), tl.float32)  # summed at the end: a loop-carried tensor, not a scalar
@@ -214,7 +212,7 @@ class SphereReadoutTriton(torch.autograd.Function):
         z32 = [z.detach().to(torch.float32) for z in zs]
         z1 = z32[1] if nb == 2 else z32[0]
         s = (torch.stack([t.detach().to(torch.float32) for t in scales], 1).contiguous() if has_scale
-             else w32.new_zeros(1))
+             else w32.new_ones(G, nb))  # the kernels always read a scale
         table = _variables(k, L, weight.device)
         out = torch.empty(G, C, N, dtype=torch.float32, device=weight.device)
         KP, CB = max(16, triton.next_power_of_2(k)), _blocks(C)
@@ -222,7 +220,7 @@ class SphereReadoutTriton(torch.autograd.Function):
             grid = (G, triton.cdiv(N, BN), triton.cdiv(C, CB))
             _fwd_kernel[grid](w32, z32[0], z1, s, table, out, N, C, NM, k, eps,
                               *w32.stride(), *z32[0].stride(), *z1.stride(), *out.stride(),
-                              NB=nb, HAS_SCALE=has_scale, L=L, KP=KP, CB=CB, MC=MC, BN=BN)
+                              NB=nb, L=L, KP=KP, CB=CB, MC=MC, BN=BN)
         ctx.save_for_backward(w32, *z32, s, table)
         ctx.meta = (L, eps, nb, has_scale, KP, CB, weight.dtype, [z.dtype for z in zs],
                     [t.dtype for t in scales] if has_scale else None)
