@@ -91,6 +91,9 @@ def main(argv=None) -> int:
     p.add_argument("--gmnet-readout", default=None, choices=("reference", "parallel", "cpu", "triton"),
                    help="also time Chem-GMNet with its read-outs on this form (model 'gmnet_<form>_readout', "
                         "through gm.ops.prefer), interleaved with the others")
+    p.add_argument("--bf16", action="store_true",
+                   help="also time both models under bf16 autocast (models 'gmnet_bf16', 'chemberta_bf16'; "
+                        "pretrain(precision='bf16')), interleaved with the others")
     p.add_argument("--note", default="", help="recorded as is, e.g. what else ran on the machine")
     p.add_argument("--output", default=None)
     args = p.parse_args(argv)
@@ -123,12 +126,17 @@ def main(argv=None) -> int:
         shape = {name: {**params, **LIBRARY_SHAPE[name]} for name, params in shape.items()}
     from gmnet_sklearn.gm.ops import prefer
 
-    models, forms = {}, {"gmnet": {}, "chemberta": {}}
+    from gmnet_sklearn.gm.cuda_graphs import autocast_context
+
+    # arm -> (read-out forms through gm.ops.prefer, precision)
+    models, forms = {}, {"gmnet": ({}, "float32"), "chemberta": ({}, "float32")}
     if args.gmnet_readout:
-        forms[f"gmnet_{args.gmnet_readout}_readout"] = {"sphere_readout": args.gmnet_readout}
+        forms[f"gmnet_{args.gmnet_readout}_readout"] = ({"sphere_readout": args.gmnet_readout}, "float32")
+    if args.bf16:
+        forms |= {"gmnet_bf16": ({}, "bf16"), "chemberta_bf16": ({}, "bf16")}
     for name in forms:
         torch.manual_seed(0)
-        family = "chemberta" if name == "chemberta" else "gmnet"
+        family = "chemberta" if name.startswith("chemberta") else "gmnet"
         mlm = build_mlm(family, tokenizer.vocab_size, tokenizer.pad_id, shape[family]).to(args.device).train()
         models[name] = (mlm, _optimizer(mlm, 5e-4, 0.01, args.device))
 
@@ -136,9 +144,11 @@ def main(argv=None) -> int:
         mlm, opt = models[name]
         inputs, labels, fl, mask = (t.to(args.device) for t in masked[i])
         t0, c0 = time.perf_counter(), time.process_time()
-        with prefer(**forms[name]):
-            loss, _, _ = masked_lm_loss(mlm, inputs, fl, mask, labels)
-            loss.backward()  # inside: an autograd Function's backward was chosen in the forward anyway
+        ops, precision = forms[name]
+        with prefer(**ops):
+            with autocast_context(args.device, precision):  # as pretrain(precision=...): the forward only
+                loss, _, _ = masked_lm_loss(mlm, inputs, fl, mask, labels)
+            loss.backward()  # inside prefer: an autograd Function's backward was chosen in the forward anyway
         torch.nn.utils.clip_grad_norm_(mlm.parameters(), 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)

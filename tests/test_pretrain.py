@@ -243,6 +243,8 @@ def test_killed_run_resumes_bit_for_bit(corpus, tmp_path, model):
     # other settings on an existing run are refused
     with pytest.raises(ValueError, match="other settings"):
         run(folder, out, vocab, model, cache_dir=cache, lr=1e-3)
+    with pytest.raises(ValueError, match="other settings"):  # bf16 is part of a run's definition
+        run(folder, out, vocab, model, cache_dir=cache, precision="bf16")
 
 
 @pytest.mark.parametrize("lm_head", ["linear", "sphere"])
@@ -295,6 +297,8 @@ def test_bad_arguments(corpus, tmp_path):
         pretrain(folder, tmp_path / "x", "gmnet", vocab_file=vocab, intermediate_size=3)
     with pytest.raises(ValueError, match="batch_size must be a positive integer"):
         pretrain(folder, tmp_path / "x", "gmnet", vocab_file=vocab, batch_size=0)
+    with pytest.raises(ValueError, match="precision must be 'float32' or 'bf16', got 'fp16'"):
+        pretrain(folder, tmp_path / "x", "gmnet", vocab_file=vocab, precision="fp16")
 
 
 _KILLED_RUN = """

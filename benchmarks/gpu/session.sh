@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # One device call (the `device` tool's run, `carry: [".gpu"]`, after benchmarks/gpu/prepare.sh):
 # install the carried wheels, run the CUDA tests, measure throughput alone (batch 32 with one ESOL seed
-# per arm, batch 512, masked-LM pretraining with the Triton read-outs beside), then the expensive runs
+# per arm, batch 512, masked-LM pretraining with the Triton read-outs and bf16 beside), then the expensive runs
 # side by side until the deadline. Everything lands under $OUT (at most 8 files come back: 8 here).
 #     bash benchmarks/gpu/session.sh SECONDS [SWEEP ARGS...]
 # SECONDS: when, counted from the start, the sweep must end (leave the call's timeout 30 s above).
-# SWEEP ARGS: one benchmarks.sweep command line's options (default: the tuned HIV runs of ChemBERTa).
+# SWEEP ARGS: one benchmarks.sweep command line's options (default: the short chemberta3_moses runs of
+# Chem-GMNet still missing; a run starts only when predicted to end by the deadline).
 cd "$(dirname "$0")/../.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .gpu/whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GMNET_DATA=$PWD/.gpu/data \
@@ -14,15 +15,15 @@ T0=$(date +%s); END=${1:-500}; shift
 elapsed() { echo $(( $(date +%s) - T0 )); }
 timeout 120 python3 -m pytest -q -p no:cacheprovider -rfE -k cuda tests/test_cuda_graphs.py tests/test_triton.py tests/test_triton_readout.py \
     tests/test_model.py tests/test_estimators.py > $OUT/cuda_tests.log 2>&1; echo "tests rc=$? at $(elapsed) s"; tail -3 $OUT/cuda_tests.log
-timeout 150 python3 -m benchmarks.throughput --device cuda --threads 4 --no-peak-memory --out $OUT/throughput_cuda.json \
+timeout 240 python3 -m benchmarks.throughput --device cuda --threads 4 --no-peak-memory --out $OUT/throughput_cuda.json \
     --esol-seed gmnet chemberta > $OUT/throughput.log 2>&1; echo "throughput rc=$? at $(elapsed) s"; grep -E "mol/s|esol seed" $OUT/throughput.log
 timeout 60 python3 -m benchmarks.throughput --device cuda --threads 4 --batch-size 512 --rounds 3 --steps 4 --datasets esol \
     --no-peak-memory --out $OUT/throughput_cuda_batch512.json >> $OUT/throughput.log 2>&1; echo "batch 512 rc=$? at $(elapsed) s"
-timeout 60 python3 -m benchmarks.pretrain_throughput --device cuda --threads 4 --corpus .gpu/moses --n-smiles 20000 \
-    --batch-size 1024 --steps 6 --gmnet-readout triton --note "GPU device call, alone" \
+timeout 90 python3 -m benchmarks.pretrain_throughput --device cuda --threads 4 --corpus .gpu/moses --n-smiles 20000 \
+    --batch-size 1024 --steps 6 --gmnet-readout triton --bf16 --note "GPU device call, alone" \
     --output $OUT/pretrain_throughput_cuda.json > $OUT/pretrain.log 2>&1; echo "pretrain rc=$? at $(elapsed) s"
 D=$(( END - $(elapsed) )); echo "sweep deadline $D s"
 [ "$D" -gt 60 ] || exit 0
 python3 -m benchmarks.sweep --device cuda --threads 1 --deadline $D --archive $OUT/runs.tar.gz --log-dir /tmp/sweep_logs \
-    --cuda-graphs ${@:---what extras --protocol tuned --endpoints hiv --arms chemberta --workers 3} > $OUT/sweep.log 2>&1
+    --cuda-graphs ${@:---what table1 --protocol chemberta3_moses --arms gmnet --endpoints bace_regression bbbp --workers 6 --step-seconds gmnet=0.05} > $OUT/sweep.log 2>&1
 tail -30 $OUT/sweep.log

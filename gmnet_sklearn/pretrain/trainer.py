@@ -33,6 +33,7 @@ import torch
 from torch.nn import functional as F
 
 from ..estimators.schedule import lr_factor
+from ..gm.cuda_graphs import autocast_context
 from ..tokenizer import SmilesTokenizer
 from .batches import BatchPlan, collate
 from .cache import EncodedCorpus, build_cache, cache_cost, vocab_digest
@@ -129,7 +130,7 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto",
              eval_every: int = 1000, eval_size: int | None = 10_000, checkpoint_every: int = 200,
              checkpoint_minutes: float = 10.0, time_limit: float | None = None, shard_size: int = 100_000,
              bucket_by_length: bool = True, cache_dir=None, seed: int = 0, device: str = "auto",
-             progress: bool = True, callback: Callable[[dict], None] | None = None, prepare_only: bool = False,
+             precision: str = "float32", progress: bool = True, callback: Callable[[dict], None] | None = None, prepare_only: bool = False,
              **model_kwargs) -> dict:
     """Pretrain a masked-LM ``model`` ("gmnet" or "chemberta") on the SMILES ``corpus`` (a file or a
     folder; see ``corpus.py``) into ``output_dir``; returns the run's summary (also in
@@ -145,7 +146,8 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto",
     ``checkpoint_every`` steps and at least every ``checkpoint_minutes``; ``time_limit`` (seconds)
     ends the call early with a checkpoint (call again to go on). ``callback(info)`` is called
     after every step with the step's numbers. ``prepare_only`` encodes the corpus (the cache)
-    and returns its cost without training.
+    and returns its cost without training. ``precision`` "bf16": bfloat16 autocast of the
+    forward on CUDA, as the estimators' parameter (ignored on CPU).
     """
     check_family(model)
     params = model_params(model, model_kwargs)
@@ -158,6 +160,7 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto",
         raise ValueError(f"lr_schedule must be one of {SCHEDULES}, got {lr_schedule!r}")
     if not 0 <= warmup < 1:
         raise ValueError(f"warmup (a fraction of the steps) must be in [0, 1), got {warmup!r}")
+    autocast_context("cpu", precision)  # validates it
     if not (lr > 0 and weight_decay >= 0 and max_grad_norm > 0):
         raise ValueError("lr and max_grad_norm must be > 0, weight_decay >= 0")
     limit = 514 if model == "gmnet" else params["max_position_embeddings"] - 1
@@ -196,6 +199,8 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto",
                   "lr_schedule": lr_schedule, "max_grad_norm": max_grad_norm, "mask_prob": mask_prob,
                   "eval_every": eval_every, "eval_size": eval_size, "shard_size": shard_size,
                   "bucket_by_length": bool(bucket_by_length), "seed": seed}
+    if precision != "float32":  # only then: runs (and checkpoints) from before the option keep their fingerprint
+        definition["precision"] = precision
     fingerprint = hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()[:20]
 
     torch.manual_seed(seed)
@@ -249,8 +254,9 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto",
             rows = plan.shard_batches_rows(pos["epoch"], pos["shard"], np.diff(offsets))[pos["batch"]]
             b_ids, b_flags, b_mask = collate(ids, flags, offsets, rows, tokenizer.pad_id)
             inputs, labels, b_flags = masker(b_ids, step_generator(seed, step), b_flags)
-            loss, correct, n_masked = masked_lm_loss(mlm, inputs.to(device), b_flags.to(device), b_mask.to(device),
-                                                     labels.to(device))
+            with autocast_context(device, precision):
+                loss, correct, n_masked = masked_lm_loss(mlm, inputs.to(device), b_flags.to(device),
+                                                         b_mask.to(device), labels.to(device))
             loss.backward()
             grad_norm = float(torch.nn.utils.clip_grad_norm_(mlm.parameters(), max_grad_norm))
             optimizer.step()
