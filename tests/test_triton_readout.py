@@ -105,3 +105,18 @@ def test_triton_readout_rejects_three_branches_and_partial_scales():
         kernels.sphere_readout_triton(W, [z, z, z], [None] * 3, 1e-6, 2)
     with pytest.raises(ValueError, match="every branch or for none"):
         kernels.sphere_readout_triton(W, [z, z], [torch.ones(1), None], 1e-6, 2)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_auto_form_on_cuda_follows_the_measured_rule():
+    # "auto" on CUDA: Triton in inference and for big training batches, the reference for small ones
+    from gmnet_sklearn.gm.ops import sphere_readout as readout_op
+
+    w = torch.randn(2, 4, n_monomials(8, 3), device="cuda", requires_grad=True)
+    small = [torch.randn(2, 8, 64, device="cuda", requires_grad=True)]
+    big = [torch.randn(2, 8, readout_op.TRITON_TRAIN_MIN_POSITIONS, device="cuda", requires_grad=True)]
+    assert readout_op.select("auto", w, small, 3) == "reference"
+    assert readout_op.select("auto", w, big, 3) == "triton"
+    with torch.inference_mode():
+        assert readout_op.select("auto", w.detach(), [small[0].detach()], 3) == "triton"
+        assert readout_op.select("auto", w.detach().double(), [small[0].detach().double()], 3) == "reference"

@@ -1,10 +1,9 @@
 """The Phi read-out op: sum_b s_b W @ monomials(normalise(z_b)), and its one dispatch.
 
-Forms: `naive` (the reference: explicit monomials and autograd; also what "auto" runs on CUDA),
-`eager` (torch, hand-written backward: "parallel"), `cpu` (the C++ kernel,
-`gm/cpu/sphere_readout.cpp`) and `triton` (fused Triton kernels, no monomial tensor in memory:
-"triton", on request until a GPU session has timed it against the reference). Tests compare every
-form with the reference, forward and backward.
+Forms: `naive` (the reference: explicit monomials and autograd), `eager` (torch, hand-written
+backward: "parallel"), `cpu` (the C++ kernel, `gm/cpu/sphere_readout.cpp`) and `triton` (fused
+Triton kernels, no monomial tensor in memory: "triton"). Tests compare every form with the
+reference, forward and backward.
 """
 
 from __future__ import annotations
@@ -18,7 +17,16 @@ from .cpu import SphereReadoutCPU, extension_for
 from .eager import SphereReadoutEager, suffix_starts
 from .naive import sphere_readout_reference
 
-__all__ = ["sphere_readout", "sphere_readout_reference", "select"]
+__all__ = ["sphere_readout", "sphere_readout_reference", "select", "cuda_auto_form"]
+
+# Positions (the read-out's N: tokens of the batch) from which "auto" trains on the Triton form on
+# CUDA. Measured on an H100, whole models on CUDA graphs (benchmarks/results/throughput_cuda*.json,
+# pretrain_throughput_cuda.json): the Triton read-out is faster in every inference run (ESOL batch
+# 32: 32,700 vs 25,600 mol/s; batch 512: 80,900 vs 54,400) and in training at batch 512 (about
+# 10,700 tokens: 17,400 vs 14,200) and MLM pretraining at 1024 (about 37,000: 14,600 vs 11,100
+# SMILES/s), but slower in training at batch 32 (ESOL, about 700 tokens: 6,400 vs 7,700;
+# Lipophilicity, about 1,400: 5,300 vs 5,800): its backward pays off on big batches only.
+TRITON_TRAIN_MIN_POSITIONS = 8192
 
 # The read-out's names from before the one vocabulary, still taken.
 FORMER_NAMES = {"gather": "reference", "torch": "parallel"}
@@ -27,20 +35,37 @@ FORMER_NAMES = {"gather": "reference", "torch": "parallel"}
 def select(impl: str, weight: torch.Tensor, zs, L: int) -> str:
     """The form that runs: "reference", "parallel", "cpu" or "triton".
 
-    "auto": on CUDA the reference (fewest kernel launches); on CPU float tensors the C++ kernel
-    when it builds, else the eager form. "triton" needs Triton and CUDA tensors (or the
-    interpreter), and at most two branches.
+    "auto": on CUDA `cuda_auto_form`; on CPU float tensors the C++ kernel when it builds, else
+    the eager form. "triton" needs Triton and CUDA tensors (or the interpreter), and at most two
+    branches.
     """
     impl = resolve_auto("sphere_readout", check_impl(FORMER_NAMES.get(impl, impl)))
     if impl == "triton" and not (triton_available() and len(zs) <= 2):
         raise ValueError("sphere_readout's Triton form needs Triton with CUDA (or TRITON_INTERPRET=1) and at most "
                          "two branches")
     if impl == "auto":
-        impl = "reference" if weight.is_cuda else ("cpu" if extension_for(weight, *zs) is not None else "parallel")
+        if weight.is_cuda and L == 0:
+            impl = "reference"  # (the eager form below)
+        elif weight.is_cuda:
+            training = torch.is_grad_enabled() and any(t.requires_grad for t in (weight, *zs))
+            impl = cuda_auto_form(zs[0].shape[-1], training, {weight.dtype, *(z.dtype for z in zs)}, len(zs),
+                                  triton_available())
+        else:
+            impl = "cpu" if extension_for(weight, *zs) is not None else "parallel"
     if impl == "reference" and L == 0:
         # L = 0 reads no direction: the constant needs no monomials, and the eager form gives its zero gradients.
         impl = "parallel"
     return impl
+
+
+def cuda_auto_form(n_positions: int, training: bool, dtypes, n_branches: int, triton: bool) -> str:
+    """What "auto" runs on CUDA: the Triton form for float32 inputs of one or two branches in
+    inference, and in training from ``TRITON_TRAIN_MIN_POSITIONS`` positions; else the reference
+    (fewest kernel launches of the torch forms; also what float64 checks and bf16 autocast get)."""
+    if (triton and n_branches <= 2 and set(dtypes) == {torch.float32}
+            and (not training or n_positions >= TRITON_TRAIN_MIN_POSITIONS)):
+        return "triton"
+    return "reference"
 
 
 def sphere_readout(weight: torch.Tensor, zs, scales=None, eps: float = 1e-6, impl: str = "auto") -> torch.Tensor:
