@@ -12,6 +12,13 @@ rm -rf .gpu && mkdir -p .gpu/whl .gpu/data .gpu/moses
 pins=$(python -m pip list --format=freeze 2>/dev/null | grep -iE '^(rdkit|skorch|pooch|skops|platformdirs|prettytable|wcwidth)==')
 python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 -d .gpu/whl $pins
+# RDKit's wheel (31 MB) is most of the carry: unpacked without its Contrib folder (nothing here
+# imports it), shared libraries stripped of symbols and xz-compressed it is about 16 MB
+# (.gpu/site.tar.xz, unpacked into the install target by session.sh). Checked here on the same
+# version's cp311 build: the stripped libraries import and compute.
+tmp=$(mktemp -d); (cd "$tmp" && unzip -q "$OLDPWD"/.gpu/whl/rdkit-*.whl && rm -rf rdkit/Contrib \
+    && find . -name '*.so*' -exec strip --strip-unneeded {} + && tar cf - . | xz -9 -T2 > "$OLDPWD/.gpu/site.tar.xz")
+rm -rf "$tmp" .gpu/whl/rdkit-*.whl
 files=${*:-delaney-processed.csv Lipophilicity.csv HIV.csv bace.csv BBBP.csv clintox.csv.gz tox21.csv clearance.csv}
 for f in $files; do
   case $f in *.gz) cp "$SHARED/data/moleculenet/$f" .gpu/data/ ;; *) gzip -9c "$SHARED/data/moleculenet/$f" > ".gpu/data/$f.gz" ;; esac
