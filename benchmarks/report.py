@@ -528,7 +528,8 @@ def _throughput_table(data: dict) -> str:
                   "validation epoch restored, test scored), the arms one after the other with the same threads:", "",
                   "| arm | seed | wall time | s / epoch | best epoch | test RMSE |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
         for arm, r in seeds.items():
-            lines.append(f"| {ARM_LABELS.get(arm, arm)} | {r['seed']} | {r['seconds'] / 60:.1f} min ({r['seconds']:.0f} s) | "
+            label = ARM_LABELS.get(arm.removesuffix("_bf16"), arm) + (", bf16" if arm.endswith("_bf16") else "")
+            lines.append(f"| {label} | {r['seed']} | {r['seconds'] / 60:.1f} min ({r['seconds']:.0f} s) | "
                          f"{r['seconds_per_epoch']:.2f} | {r['best_epoch']}/{r['epochs']} | {r['test_rmse']:.3f} |")
         if {"gmnet", "chemberta"} <= seeds.keys():
             lines += ["", f"Wall-time ratio ChemBERTa / Chem-GMNet: "

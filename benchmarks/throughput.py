@@ -245,6 +245,9 @@ def main(argv=None) -> int:
     parser.add_argument("--esol-seed-index", type=int, default=0, help="the seed of that run (default 0)")
     parser.add_argument("--esol-seed-only", action="store_true", help="only the ESOL seed timing, no step timings")
     parser.add_argument("--no-peak-memory", action="store_true", help="skip the per-arm peak-memory subprocesses")
+    parser.add_argument("--esol-seed-bf16", action="store_true",
+                        help="time each --esol-seed arm again with precision='bf16' (records '<arm>_bf16'): bf16's effect "
+                             "on the seeded run's accuracy and time")
     parser.add_argument("--esol-seed-no-graphs", action="store_true",
                         help="the ESOL seed with cuda_graphs=False (default: the estimators' default, CUDA graphs on CUDA)")
     parser.add_argument("--arms", nargs="+", default=None,
@@ -322,10 +325,13 @@ def main(argv=None) -> int:
         write_report(report, out)
     if args.esol_seed:
         report["esol_seed"] = {}
-        for arm in args.esol_seed:
-            report["esol_seed"][arm] = rec = time_esol_seed(arm, device, args.esol_seed_index,
-                                                            {"cuda_graphs": False} if args.esol_seed_no_graphs else None)
-            print(f"esol seed {rec['seed']} {arm:10s} {rec['seconds']:7.1f} s ({rec['seconds_per_epoch']:.2f} s/epoch), "
+        base = {"cuda_graphs": False} if args.esol_seed_no_graphs else {}
+        runs = [(arm, arm, base) for arm in args.esol_seed]
+        if args.esol_seed_bf16:
+            runs += [(f"{arm}_bf16", arm, {**base, "precision": "bf16"}) for arm in args.esol_seed]
+        for key, arm, params in runs:
+            report["esol_seed"][key] = rec = time_esol_seed(arm, device, args.esol_seed_index, params or None)
+            print(f"esol seed {rec['seed']} {key:15s} {rec['seconds']:7.1f} s ({rec['seconds_per_epoch']:.2f} s/epoch), "
                   f"test RMSE {rec['test_rmse']:.3f}")
             write_report(report, out)
     report["complete"] = True

@@ -453,8 +453,10 @@ def test_report_renders_an_esol_seed_timing_alone():
             "best_epoch": 46, "test_rmse": 1.03}
     data = {"benchmark": "throughput", "device": "cpu", "hardware": {"cpu": "X", "cpu_count": 2, "torch_threads": 2},
             "gmnet_path": "fused C++ CPU kernels, packed tokens", "command": "c", "timestamp": "t", "datasets": {},
-            "esol_seed": {"gmnet": seed, "chemberta": {**seed, "seconds": 800.0, "seconds_per_epoch": 7.98}}}
+            "esol_seed": {"gmnet": seed, "chemberta": {**seed, "seconds": 800.0, "seconds_per_epoch": 7.98},
+                          "gmnet_bf16": {**seed, "test_rmse": 1.04}}}
     text = _throughput_table(data)
+    assert "| Chem-GMNet, bf16 | 0 | 3.3 min (200 s) | 1.98 | 46/100 | 1.040 |" in text
     assert "| Chem-GMNet | 0 | 3.3 min (200 s) | 1.98 | 46/100 | 1.030 |" in text
     assert "| ChemBERTa | 0 | 13.3 min (800 s) | 7.98 | 46/100 | 1.030 |" in text
     assert "Wall-time ratio ChemBERTa / Chem-GMNet: 4.00." in text

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # One device call (the `device` tool's run, `carry: [".gpu"]`, after benchmarks/gpu/prepare.sh):
 # install the carried wheels, run the CUDA tests, measure throughput alone (batch 32 with one ESOL seed
-# per arm, batch 512, masked-LM pretraining with the Triton read-outs and bf16 beside), then the expensive runs
-# side by side until the deadline. Everything lands under $OUT (at most 8 files come back: 8 here).
+# per arm, float32 and bf16; batch 512; masked-LM pretraining with the Triton read-outs and bf16
+# beside), then the expensive runs side by side until the deadline. Everything lands under $OUT (at
+# most 8 files come back: 8 here).
 #     bash benchmarks/gpu/session.sh SECONDS [SWEEP ARGS...]
 # SECONDS: when, counted from the start, the sweep must end (leave the call's timeout 30 s above).
-# SWEEP ARGS: one benchmarks.sweep command line's options (default: the short chemberta3_moses runs of
-# Chem-GMNet still missing; a run starts only when predicted to end by the deadline).
+# SWEEP ARGS: one benchmarks.sweep command line's options (default: the chemberta3_moses runs still
+# missing, Table 2's eight endpoints, both arms; a run starts only when predicted to end by the deadline).
 cd "$(dirname "$0")/../.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .gpu/whl/*.whl || exit 1
 [ -f .gpu/site.tar.xz ] && { tar xJf .gpu/site.tar.xz -C /tmp/site || exit 1; }  # RDKit, packed small by prepare.sh
@@ -17,7 +18,7 @@ elapsed() { echo $(( $(date +%s) - T0 )); }
 timeout 120 python3 -m pytest -q -p no:cacheprovider -rfE -k cuda tests/test_cuda_graphs.py tests/test_triton.py tests/test_triton_readout.py \
     tests/test_model.py tests/test_estimators.py > $OUT/cuda_tests.log 2>&1; echo "tests rc=$? at $(elapsed) s"; tail -3 $OUT/cuda_tests.log
 timeout 240 python3 -m benchmarks.throughput --device cuda --threads 4 --no-peak-memory --out $OUT/throughput_cuda.json \
-    --esol-seed gmnet chemberta > $OUT/throughput.log 2>&1; echo "throughput rc=$? at $(elapsed) s"; grep -E "mol/s|esol seed" $OUT/throughput.log
+    --esol-seed gmnet chemberta --esol-seed-bf16 > $OUT/throughput.log 2>&1; echo "throughput rc=$? at $(elapsed) s"; grep -E "mol/s|esol seed" $OUT/throughput.log
 timeout 60 python3 -m benchmarks.throughput --device cuda --threads 4 --batch-size 512 --rounds 3 --steps 4 --datasets esol \
     --no-peak-memory --out $OUT/throughput_cuda_batch512.json >> $OUT/throughput.log 2>&1; echo "batch 512 rc=$? at $(elapsed) s"
 timeout 90 python3 -m benchmarks.pretrain_throughput --device cuda --threads 4 --corpus .gpu/moses --n-smiles 20000 \
@@ -26,5 +27,6 @@ timeout 90 python3 -m benchmarks.pretrain_throughput --device cuda --threads 4 -
 D=$(( END - $(elapsed) )); echo "sweep deadline $D s"
 [ "$D" -gt 60 ] || exit 0
 python3 -m benchmarks.sweep --device cuda --threads 1 --deadline $D --archive $OUT/runs.tar.gz --log-dir /tmp/sweep_logs \
-    --cuda-graphs ${@:---what table1 --protocol chemberta3_moses --arms gmnet --endpoints bace_regression bbbp --workers 6 --step-seconds gmnet=0.05} > $OUT/sweep.log 2>&1
+    --cuda-graphs ${@:---what table1 --protocol chemberta3_moses --endpoints bace_classification bbbp clintox tox21_sr_p53 esol \
+    lipophilicity bace_regression clearance --workers 8 --step-seconds gmnet=0.05 chemberta=0.03} > $OUT/sweep.log 2>&1
 tail -30 $OUT/sweep.log
