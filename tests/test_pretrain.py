@@ -140,6 +140,23 @@ def test_cache_counts_invalid_and_resumes(corpus, tmp_path):
         build_cache(files, tok, tmp_path / "c1", shard_size=128, max_length=40)
 
 
+def test_cache_built_by_several_processes_is_the_same(corpus, tmp_path):
+    folder, vocab = corpus
+    tok = SmilesTokenizer(vocab).fit([])
+    files = corpus_files(folder)
+    one = build_cache(files, tok, tmp_path / "one", shard_size=128, max_length=30)
+    two = build_cache(files, tok, tmp_path / "two", shard_size=128, max_length=30, n_jobs=2)
+    strip = ("encode_seconds", "n_jobs")
+    assert [{k: v for k, v in s.items() if k not in strip} for s in two["shards"]] == \
+        [{k: v for k, v in s.items() if k not in strip} for s in one["shards"]]
+    assert two["invalid_examples"] == one["invalid_examples"] and {s["n_jobs"] for s in two["shards"]} == {2}
+    for i in range(len(one["shards"])):
+        for a, b in zip(EncodedCorpus(tmp_path / "one").shard(i), EncodedCorpus(tmp_path / "two").shard(i)):
+            np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="n_jobs must be a positive integer or -1, got 0"):
+        build_cache(files, tok, tmp_path / "bad", n_jobs=0)
+
+
 def test_batch_plan_visits_every_row_once_per_epoch():
     sizes = [10, 7, 23]
     plan = BatchPlan(sizes, batch_size=4, seed=3)

@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto")
     p.add_argument("--precision", choices=("float32", "bf16"), default="float32",
                    help="bf16: bfloat16 autocast of the forward on CUDA (ignored on CPU)")
+    p.add_argument("--jobs", type=int, default=1, help="processes encoding the corpus into the cache (-1: one per core)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--prepare-only", action="store_true", help="encode the corpus into the cache, do not train")
@@ -81,7 +82,7 @@ def main(argv=None) -> int:
         eval_every=args.eval_every, eval_size=args.eval_size, checkpoint_every=args.checkpoint_every,
         checkpoint_minutes=args.checkpoint_minutes, time_limit=args.time_limit, shard_size=args.shard_size,
         bucket_by_length=not args.no_bucket, cache_dir=args.cache_dir, seed=args.seed, device=args.device,
-        precision=args.precision, progress=not args.quiet, prepare_only=args.prepare_only, **model_kwargs)
+        precision=args.precision, n_jobs=args.jobs, progress=not args.quiet, prepare_only=args.prepare_only, **model_kwargs)
     if args.prepare_only:
         print(json.dumps(summary, indent=1))
         return 0

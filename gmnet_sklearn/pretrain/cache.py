@@ -13,7 +13,10 @@ than a training step's share of it, so the corpus is encoded once, streamed in s
 Invalid SMILES (RDKit rejects them, or characters outside the tokenizer's regex) and ones longer
 than ``max_length`` are counted and skipped, never fatal. The build is resumable shard by shard
 (each file is written atomically, the manifest after it), and the manifest is the measurement of
-what the cache costs: :func:`cache_cost` sums it up. Training reads one shard at a time, so
+what the cache costs: :func:`cache_cost` sums it up. ``n_jobs`` worker processes encode each
+shard's records in contiguous pieces, joined in order: the cache is the same byte for byte. (RDKit's
+parse, most of the cost, runs on one core per process: a machine with many cores, such as a GPU
+machine's, encodes with as many processes.) Training reads one shard at a time, so
 memory stays bounded by ``shard_size`` whatever the corpus size; both model families can share
 one cache (the baseline ignores the flags but sees the same molecules).
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import numbers
 import os
 import time
 from pathlib import Path
@@ -62,13 +66,32 @@ def encode_chunk(tokenizer, smiles: list[str], max_length: int | None):
     return ids, flags, invalid, too_long
 
 
-def build_cache(files, tokenizer, cache_dir, shard_size: int = 100_000, max_length: int | None = None,
-                limit: int | None = None, progress: bool = False, label: str = "encoding corpus") -> dict:
-    """Encode the SMILES of ``files`` (the first ``limit`` records, or all) into ``cache_dir``,
-    resuming a partial build; returns the manifest. A cache built from other files, vocabulary,
-    ``max_length``, ``shard_size`` or ``limit`` raises ``ValueError``."""
-    from safetensors.numpy import save_file
+def _encode_in_pieces(pool, n_jobs: int, tokenizer, smiles: list[str], max_length: int | None):
+    """`encode_chunk` of ``smiles`` split into contiguous pieces over ``pool``, joined in order."""
+    if pool is None:
+        return encode_chunk(tokenizer, smiles, max_length)
+    step = -(-len(smiles) // (4 * n_jobs))  # a few pieces a worker, so one slow piece does not idle the rest
+    pieces = [smiles[i:i + step] for i in range(0, len(smiles), step)]
+    ids, flags, invalid, too_long = [], [], [], 0
+    for p_ids, p_flags, p_invalid, p_long in pool.map(encode_chunk, [tokenizer] * len(pieces), pieces,
+                                                      [max_length] * len(pieces)):
+        ids += p_ids
+        flags += p_flags
+        invalid += p_invalid
+        too_long += p_long
+    return ids, flags, invalid, too_long
 
+
+def build_cache(files, tokenizer, cache_dir, shard_size: int = 100_000, max_length: int | None = None,
+                limit: int | None = None, progress: bool = False, label: str = "encoding corpus",
+                n_jobs: int = 1) -> dict:
+    """Encode the SMILES of ``files`` (the first ``limit`` records, or all) into ``cache_dir``,
+    resuming a partial build, with ``n_jobs`` processes (-1: one per core); returns the manifest.
+    A cache built from other files, vocabulary, ``max_length``, ``shard_size`` or ``limit`` raises
+    ``ValueError``."""
+    n_jobs = (os.cpu_count() or 1) if n_jobs == -1 else n_jobs
+    if not (isinstance(n_jobs, numbers.Integral) and n_jobs >= 1):
+        raise ValueError(f"n_jobs must be a positive integer or -1, got {n_jobs!r}")
     if tokenizer.vocab_size > np.iinfo(np.int16).max:
         raise ValueError(f"vocabulary of {tokenizer.vocab_size} tokens does not fit the cache's int16 ids")
     cache_dir = Path(cache_dir)
@@ -96,33 +119,52 @@ def build_cache(files, tokenizer, cache_dir, shard_size: int = 100_000, max_leng
         bar = tqdm(desc=label, unit="smi", initial=done * shard_size)
     for _ in itertools.islice(records, done * shard_size):  # records of the shards already written
         pass
-    for chunk in read_chunks(records, shard_size):
-        t0 = time.perf_counter()
-        ids, flags, invalid, too_long = encode_chunk(tokenizer, chunk, max_length)
-        seconds = time.perf_counter() - t0
-        lengths = np.fromiter((len(a) for a in ids), dtype=np.int64, count=len(ids))
-        arrays = {"ids": np.concatenate(ids).astype(np.int16) if ids else np.zeros(0, np.int16),
-                  "flags": np.concatenate(flags).astype(np.uint8) if flags else np.zeros(0, np.uint8),
-                  "offsets": np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)}
-        name = f"shard_{len(manifest['shards']):05d}.safetensors"
-        tmp = cache_dir / (name + ".tmp")
-        save_file(arrays, str(tmp))
-        os.replace(tmp, cache_dir / name)
-        manifest["shards"].append({"file": name, "n_read": len(chunk), "n_valid": len(ids),
-                                   "n_invalid": len(invalid), "n_too_long": too_long,
-                                   "n_tokens": int(lengths.sum()), "encode_seconds": seconds,
-                                   "bytes": (cache_dir / name).stat().st_size})
-        room = _N_EXAMPLES - len(manifest["invalid_examples"])
-        manifest["invalid_examples"] += [{"smiles": s, "reason": r} for s, r in invalid[:max(room, 0)]]
-        _write_json(path, manifest)
-        if bar is not None:
-            bar.update(len(chunk))
-            bar.set_postfix(invalid=sum(s["n_invalid"] for s in manifest["shards"]))
+    pool = None
+    if n_jobs > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # spawn: a forked child of a process that has started torch's threads can hang
+        pool = ProcessPoolExecutor(n_jobs, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        for chunk in read_chunks(records, shard_size):
+            t0 = time.perf_counter()
+            ids, flags, invalid, too_long = _encode_in_pieces(pool, n_jobs, tokenizer, chunk, max_length)
+            seconds = time.perf_counter() - t0  # wall time, with the n_jobs the manifest records
+            _write_shard(cache_dir, manifest, chunk, ids, flags, invalid, too_long, seconds, n_jobs)
+            _write_json(path, manifest)
+            if bar is not None:
+                bar.update(len(chunk))
+                bar.set_postfix(invalid=sum(s["n_invalid"] for s in manifest["shards"]))
+    finally:
+        if pool is not None:
+            pool.shutdown()
     if bar is not None:
         bar.close()
     manifest["complete"] = True
     _write_json(path, manifest)
     return manifest
+
+
+def _write_shard(cache_dir: Path, manifest: dict, chunk, ids, flags, invalid, too_long: int, seconds: float,
+                 n_jobs: int) -> None:
+    """One shard's arrays (atomically) and its line in the manifest."""
+    from safetensors.numpy import save_file
+
+    lengths = np.fromiter((len(a) for a in ids), dtype=np.int64, count=len(ids))
+    arrays = {"ids": np.concatenate(ids).astype(np.int16) if ids else np.zeros(0, np.int16),
+              "flags": np.concatenate(flags).astype(np.uint8) if flags else np.zeros(0, np.uint8),
+              "offsets": np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)}
+    name = f"shard_{len(manifest['shards']):05d}.safetensors"
+    tmp = cache_dir / (name + ".tmp")
+    save_file(arrays, str(tmp))
+    os.replace(tmp, cache_dir / name)
+    manifest["shards"].append({"file": name, "n_read": len(chunk), "n_valid": len(ids),
+                               "n_invalid": len(invalid), "n_too_long": too_long,
+                               "n_tokens": int(lengths.sum()), "encode_seconds": seconds, "n_jobs": n_jobs,
+                               "bytes": (cache_dir / name).stat().st_size})
+    room = _N_EXAMPLES - len(manifest["invalid_examples"])
+    manifest["invalid_examples"] += [{"smiles": s, "reason": r} for s, r in invalid[:max(room, 0)]]
 
 
 def cache_cost(manifest: dict) -> dict:

@@ -130,7 +130,7 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto",
              eval_every: int = 1000, eval_size: int | None = 10_000, checkpoint_every: int = 200,
              checkpoint_minutes: float = 10.0, time_limit: float | None = None, shard_size: int = 100_000,
              bucket_by_length: bool = True, cache_dir=None, seed: int = 0, device: str = "auto",
-             precision: str = "float32", progress: bool = True, callback: Callable[[dict], None] | None = None, prepare_only: bool = False,
+             precision: str = "float32", n_jobs: int = 1, progress: bool = True, callback: Callable[[dict], None] | None = None, prepare_only: bool = False,
              **model_kwargs) -> dict:
     """Pretrain a masked-LM ``model`` ("gmnet" or "chemberta") on the SMILES ``corpus`` (a file or a
     folder; see ``corpus.py``) into ``output_dir``; returns the run's summary (also in
@@ -147,7 +147,8 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto",
     ends the call early with a checkpoint (call again to go on). ``callback(info)`` is called
     after every step with the step's numbers. ``prepare_only`` encodes the corpus (the cache)
     and returns its cost without training. ``precision`` "bf16": bfloat16 autocast of the
-    forward on CUDA, as the estimators' parameter (ignored on CPU).
+    forward on CUDA, as the estimators' parameter (ignored on CPU). ``n_jobs``: processes that
+    encode the corpus into the cache (-1: one per core; the cache is the same whatever it is).
     """
     check_family(model)
     params = model_params(model, model_kwargs)
@@ -177,7 +178,7 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto",
     tokenizer = SmilesTokenizer(_vocab_path(vocab_file)).fit([])
     files = corpus_files(corpus)
     train_manifest = build_cache(files, tokenizer, cache_dir / "train", shard_size, max_length, progress=progress,
-                                 label="encoding corpus")
+                                 label="encoding corpus", n_jobs=n_jobs)
     train = EncodedCorpus(cache_dir / "train")
     test_path = held_out_file(corpus) if test_corpus == "auto" else (None if test_corpus is None else Path(test_corpus))
     evaluator, test_files = None, []
@@ -185,7 +186,7 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto",
     if test_path is not None:
         test_files = corpus_files(test_path)
         build_cache(test_files, tokenizer, cache_dir / "test", shard_size, max_length, limit=eval_size,
-                    progress=progress, label="encoding test set")
+                    progress=progress, label="encoding test set", n_jobs=n_jobs)
         evaluator = _Evaluator(EncodedCorpus(cache_dir / "test"), masker, tokenizer.pad_id, batch_size, seed, device)
 
     if prepare_only:
