@@ -47,10 +47,12 @@ class InitialWeights(Callback):
         self.state_ = {k: v.detach().clone() for k, v in net.module_.state_dict().items()}
 
 
-def _encoder_keys(model: str, stored: dict) -> dict:
-    """Pretrained encoder tensors, named as in the fine-tuned module (inside DescriptorFusion)."""
+def _encoder_keys(model: str, stored: dict, fused: bool = True) -> dict:
+    """Pretrained encoder tensors, named as in the fine-tuned module (inside DescriptorFusion when
+    ``fused``, the network alone otherwise)."""
     enc = {k[len("encoder."):]: v for k, v in stored.items() if k.startswith("encoder.")}
-    return {f"model.encoder.{k}" if model == "gmnet" else f"model.{k}": v for k, v in enc.items()}
+    prefix = "model." if fused else ""
+    return {f"{prefix}encoder.{k}" if model == "gmnet" else f"{prefix}{k}": v for k, v in enc.items()}
 
 
 @pytest.mark.parametrize("model", ["gmnet", "chemberta"])
@@ -131,6 +133,27 @@ def test_shipped_moses_encoder_warm_starts_the_defaults(model):
     for key, value in expected.items():
         assert torch.equal(cb.state_[key], value), key
     assert est.tokenizer_.vocab_size == 591  # DeepChem's vocabulary, from the folder
+    assert np.isfinite(est.predict(SMILES[:5])).all()
+
+
+@pytest.mark.parametrize("model", ["gmnet", "chemberta"])
+def test_shipped_paper_shape_encoder_warm_starts_the_paper_protocol(model):
+    """``pretrained="moses-paper"`` with the paper's protocol (Table 2's ``chemberta3_moses``): the
+    paper-shape encoder that ships is loaded in full."""
+    from gmnet_sklearn.estimators.presets import CHEMBERTA_PAPER_PROTOCOL, PAPER_PROTOCOL
+    from gmnet_sklearn.estimators.warm_start import NAMED, PACKAGE_DIR
+
+    folder = PACKAGE_DIR / NAMED["moses-paper"][model]
+    if not (folder / "config.json").is_file():
+        pytest.skip(f"{folder} is not shipped in this version")
+    protocol = PAPER_PROTOCOL if model == "gmnet" else CHEMBERTA_PAPER_PROTOCOL
+    cb = InitialWeights()
+    est = ESTIMATORS[model][0](**{**protocol, "pretrained": "moses-paper", "max_epochs": 1}, random_state=0,
+                               callbacks=[cb]).fit(SMILES, regression_target(SMILES))
+    expected = _encoder_keys(model, load_file(str(folder / "model.safetensors")), fused=False)  # no descriptors
+    assert expected
+    for key, value in expected.items():
+        assert torch.equal(cb.state_[key], value), key
     assert np.isfinite(est.predict(SMILES[:5])).all()
 
 
