@@ -661,3 +661,14 @@ def test_report_lists_pretraining_records_of_both_kinds(tmp_path):
     assert [r[:4] for r in rows] == [["`finished.json`", "one epoch", "6196 (1.00)", "0.500 / 0.800"],
                                      ["`stopped.json`", "stopped", "250 (0.04)", "5.200 / 0.200"]]
     assert "65.5 min" in rows[0][4]
+
+
+def test_profile_step_lists_a_steps_ops(moleculenet_path, deepchem_vocab, monkeypatch):
+    from benchmarks.profile_step import profile_steps
+
+    monkeypatch.setenv("GMNET_DATA", str(moleculenet_path))
+    monkeypatch.setenv("GMNET_TOKENIZER_VOCAB", str(deepchem_vocab))
+    res = profile_steps("chemberta", "cpu", batch_size=4, steps=1, warmup=1, readout=None)
+    names = [r["name"] for r in res["ops"]]
+    assert res["time"] == "cpu" and res["total_self_us_per_step"] > 0 and "aten::_fused_adam_" in names
+    assert res["ops"] == sorted(res["ops"], key=lambda r: -r["self_us_per_step"])  # most time first

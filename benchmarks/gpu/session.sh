@@ -2,7 +2,7 @@
 # One device call (the `device` tool's run, `carry: [".gpu"]`, after benchmarks/gpu/prepare.sh):
 # install the carried wheels, run the CUDA tests, measure throughput alone (batch 32 with one ESOL seed
 # per arm, float32 and bf16; batch 512; masked-LM pretraining with the Triton read-outs and bf16
-# beside), then the expensive runs side by side until the deadline. Everything lands under $OUT (at
+# beside; the kernels of a Chem-GMNet step by time), then the expensive runs side by side until the deadline. Everything lands under $OUT (at
 # most 8 files come back: 8 here).
 #     bash benchmarks/gpu/session.sh SECONDS [SWEEP ARGS...]
 # SECONDS: when, counted from the start, the sweep must end (leave the call's timeout 30 s above).
@@ -24,6 +24,9 @@ timeout 60 python3 -m benchmarks.throughput --device cuda --threads 4 --batch-si
 timeout 90 python3 -m benchmarks.pretrain_throughput --device cuda --threads 4 --corpus .gpu/moses --n-smiles 20000 \
     --batch-size 1024 --steps 6 --gmnet-readout triton --bf16 --note "GPU device call, alone" \
     --output $OUT/pretrain_throughput_cuda.json > $OUT/pretrain.log 2>&1; echo "pretrain rc=$? at $(elapsed) s"
+for b in 32 1024; do  # where a step's device time goes (the kernels by time), into the same log
+  timeout 45 python3 -m benchmarks.profile_step --arm gmnet --device cuda --batch-size $b --threads 4 >> $OUT/pretrain.log 2>&1
+done; echo "profiles rc=$? at $(elapsed) s"
 D=$(( END - $(elapsed) )); echo "sweep deadline $D s"
 [ "$D" -gt 60 ] || exit 0
 python3 -m benchmarks.sweep --device cuda --threads 1 --deadline $D --archive $OUT/runs.tar.gz --log-dir /tmp/sweep_logs \
