@@ -2,8 +2,8 @@
 # One device call (the `device` tool's run, `carry: [".gpu"]`, after benchmarks/gpu/prepare.sh):
 # install the carried wheels, run the CUDA tests, measure throughput alone (batch 32 with one ESOL seed
 # per arm, float32 and bf16; batch 512; masked-LM pretraining with the Triton read-outs and bf16
-# beside; the kernels of a Chem-GMNet step by time), then the expensive runs side by side until the deadline. Everything lands under $OUT (at
-# most 8 files come back: 8 here).
+# beside; the kernels of a Chem-GMNet step by time), then the expensive runs side by side until the
+# deadline. Everything lands under $OUT (at most 8 files come back: 8 here).
 #     bash benchmarks/gpu/session.sh SECONDS [SWEEP ARGS...]
 # SECONDS: when, counted from the start, the sweep must end (leave the call's timeout 30 s above).
 # SWEEP ARGS: one benchmarks.sweep command line's options (default: the chemberta3_moses runs still
