@@ -10,7 +10,8 @@
 # missing, Table 2's eight endpoints, both arms; a run starts only when predicted to end by the deadline).
 cd "$(dirname "$0")/../.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .gpu/whl/*.whl || exit 1
-[ -f .gpu/site.tar.xz ] && { tar xJf .gpu/site.tar.xz -C /tmp/site || exit 1; }  # RDKit, packed small by prepare.sh
+[ -f .gpu/site.tar.xz ] && { python3 -c "import tarfile; tarfile.open('.gpu/site.tar.xz').extractall('/tmp/site', filter='data')" \
+    || exit 1; }  # RDKit, packed small by prepare.sh (Python's tarfile: the image may lack xz)
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GMNET_DATA=$PWD/.gpu/data \
     GMNET_TOKENIZER_VOCAB=$PWD/.gpu/data/deepchem_smiles_vocab.txt GMNET_GIT_COMMIT=$(cat .gpu/commit)
 T0=$(date +%s); END=${1:-500}; shift
