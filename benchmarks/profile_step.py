@@ -39,7 +39,8 @@ def profile_steps(arm: str, device: str, batch_size: int, steps: int, warmup: in
     cuda = device.startswith("cuda")
     forms = {} if readout is None else {"sphere_readout": readout}
     with prefer(**forms):
-        time_steps(model, opt, batches, device, True, warmup)
+        if warmup:
+            time_steps(model, opt, batches, device, True, warmup)
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
         with profile(activities=activities) as prof:
             time_steps(model, opt, batches, device, True, steps)
