@@ -1085,7 +1085,7 @@ def block_encoders(idx: Index, protocol: str) -> Dict[str, Dict[str, dict]]:
 
 def encoders_line(encoders: Dict[str, Dict[str, dict]]) -> str:
     """The sentence naming a block's encoders, with a warning when one arm's runs used several."""
-    per_arm = "; ".join(f"{ARM_LABELS[arm]}: " + ", ".join(f"`{sha[:12]}` ({e['epochs']:.2f} epoch, {e['runs']} runs)"
+    per_arm = "; ".join(f"{ARM_LABELS[arm]}: " + ", ".join(f"`{sha[:12]}` ({e['epochs']:.2f} epoch, {e['runs']} run{'s' if e['runs'] != 1 else ''})"
                                                            for sha, e in shas.items())
                         for arm, shas in encoders.items())
     mixed = any(len(shas) > 1 for shas in encoders.values())

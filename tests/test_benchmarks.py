@@ -592,7 +592,7 @@ def test_report_table2_says_when_a_block_mixes_encoders(tmp_path):
             recs.append(r)
     _write_records(results, recs)
     _, section = _report_section(results, tmp_path, "Table 2: pretrained encoders")
-    assert "`aaaaaaaaaaaa` (0.24 epoch, 2 runs), `bbbbbbbbbbbb` (1.00 epoch, 1 runs)" in section
+    assert "`aaaaaaaaaaaa` (0.24 epoch, 2 runs), `bbbbbbbbbbbb` (1.00 epoch, 1 run)" in section
     assert "**Mixed:**" in section
     summary = json.loads((results / "summary.json").read_text())["table2"]["tuned_moses"]
     assert summary["encoders"]["chemberta"] == {"c" * 64: {"epochs": 0.24, "runs": 3}}
