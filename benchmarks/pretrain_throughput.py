@@ -129,12 +129,12 @@ def main(argv=None) -> int:
     from gmnet_sklearn.gm.cuda_graphs import autocast_context
 
     # arm -> (read-out forms through gm.ops.prefer, precision)
-    models, forms = {}, {"gmnet": ({}, "float32"), "chemberta": ({}, "float32")}
+    models, arms = {}, {"gmnet": ({}, "float32"), "chemberta": ({}, "float32")}
     if args.gmnet_readout:
-        forms[f"gmnet_{args.gmnet_readout}_readout"] = ({"sphere_readout": args.gmnet_readout}, "float32")
+        arms[f"gmnet_{args.gmnet_readout}_readout"] = ({"sphere_readout": args.gmnet_readout}, "float32")
     if args.bf16:
-        forms |= {"gmnet_bf16": ({}, "bf16"), "chemberta_bf16": ({}, "bf16")}
-    for name in forms:
+        arms |= {"gmnet_bf16": ({}, "bf16"), "chemberta_bf16": ({}, "bf16")}
+    for name in arms:
         torch.manual_seed(0)
         family = "chemberta" if name.startswith("chemberta") else "gmnet"
         mlm = build_mlm(family, tokenizer.vocab_size, tokenizer.pad_id, shape[family]).to(args.device).train()
@@ -144,7 +144,7 @@ def main(argv=None) -> int:
         mlm, opt = models[name]
         inputs, labels, fl, mask = (t.to(args.device) for t in masked[i])
         t0, c0 = time.perf_counter(), time.process_time()
-        ops, precision = forms[name]
+        ops, precision = arms[name]
         with prefer(**ops):
             with autocast_context(args.device, precision):  # as pretrain(precision=...): the forward only
                 loss, _, _ = masked_lm_loss(mlm, inputs, fl, mask, labels)

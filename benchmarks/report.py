@@ -1045,14 +1045,15 @@ def table2_section(idx: Index, results_dir: Path) -> Tuple[Optional[str], dict]:
         parts += ["Pretraining runs that were measured and not shipped (`benchmarks/results/pretrain/`; the last "
                   "held-out evaluation):", "", md_table(["Record", "Run", "Steps (epoch)", "Held-out loss / accuracy",
                                                            "Wall time"], rows), ""]
-    rows = pretrain_throughput_rows(results_dir)
+    records = pretrain_throughput_records(results_dir)
+    rows = pretrain_throughput_rows(records)
     if rows:
         parts += ["Pretraining throughput (`python -m benchmarks.pretrain_throughput`: a masked-LM training step on the "
                   "same batches of MOSES SMILES and the same masks, both models interleaved in one process; "
                   "targets: one MOSES epoch within 60 minutes on 2 CPU cores, and 50,000 SMILES/s on a GPU):", "",
                   md_table(["File", "Shape", "Device, batch", "Threads", "Chem-GMNet SMILES/s", "ChemBERTa SMILES/s",
                             "Ratio", "MOSES epoch, Chem-GMNet / ChemBERTa", "Note"], rows), ""]
-        commands = pretrain_throughput_commands(results_dir)
+        commands = [(name, r["command"]) for name, r in records if r.get("command")]
         if commands:
             parts += ["Commands (recorded in each file): " + "; ".join(f"`{name}`: `{cmd}`" for name, cmd in commands), ""]
     return "\n".join(parts), summary
@@ -1125,24 +1126,20 @@ def pretraining_record_rows(results_dir: Path) -> List[List[str]]:
     return rows
 
 
-def pretrain_throughput_commands(results_dir: Path) -> List[Tuple[str, str]]:
-    out = []
-    for path in sorted(Path(results_dir).glob("pretrain_throughput_*.json")):
-        command = json.loads(path.read_text()).get("command")
-        if command:
-            out.append((path.name, command))
-    return out
+def pretrain_throughput_records(results_dir: Path) -> List[Tuple[str, dict]]:
+    """(file name, record) of each ``pretrain_throughput_*.json``."""
+    return [(path.name, json.loads(path.read_text()))
+            for path in sorted(Path(results_dir).glob("pretrain_throughput_*.json"))]
 
 
-def pretrain_throughput_rows(results_dir: Path) -> List[List[str]]:
+def pretrain_throughput_rows(records: List[Tuple[str, dict]]) -> List[List[str]]:
     rows = []
-    for path in sorted(Path(results_dir).glob("pretrain_throughput_*.json")):
-        r = json.loads(path.read_text())
+    for name, r in records:
         g, c = r["models"]["gmnet"], r["models"]["chemberta"]
         d = r["shape"]["gmnet"]
         hw = r.get("hardware", {})
         minutes = lambda m: f"{m:.1f}" if m < 10 else f"{m:.0f}"  # noqa: E731
-        rows.append([f"`{path.name}`", f"{r.get('shape_preset', 'paper')} (d {d['d_model']}, {d['n_heads']} heads)",
+        rows.append([f"`{name}`", f"{r.get('shape_preset', 'paper')} (d {d['d_model']}, {d['n_heads']} heads)",
                      f"{hw.get('gpu') or hw.get('cpu', '?')}, batch {r['batch_size']}",
                      str(r["threads"]), f"{g['smiles_per_second']:.0f}", f"{c['smiles_per_second']:.0f}",
                      f"{r['gmnet_over_chemberta_speed']:.2f}x",

@@ -52,6 +52,10 @@ OPTIMIZERS = ("adamw", "adam")
 
 #: scikit-learn parameter constraints of everything but the architecture, shared by both model
 #: families (``sklearn.utils._param_validation``; a new parameter is one entry here).
+#: Parameters added after training snapshots were first written, with the default at which a
+#: snapshot's fingerprint leaves them out (so snapshots from before they existed still resume).
+_ADDED_PARAMETER_DEFAULTS = {"pretrained": None, "precision": "float32", "freeze_encoder_epochs": 0}
+
 TRAINING_PARAMETER_CONSTRAINTS = {
     "optimizer": [StrOptions(set(OPTIMIZERS))],
     "lr": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -396,8 +400,7 @@ class SmilesNetBase(BaseEstimator):
             # defaults stay out so snapshots from before they existed still fit
             params = {k: v for k, v in self.get_params(deep=False).items()
                       if k not in ("callbacks", "verbose", "device", "cuda_graphs")
-                      and not (k == "pretrained" and v is None) and not (k == "precision" and v == "float32")
-                      and not (k == "freeze_encoder_epochs" and v == 0)}
+                      and not (k in _ADDED_PARAMETER_DEFAULTS and v == _ADDED_PARAMETER_DEFAULTS[k])}
             snapshot.bind(fingerprint=fit_fingerprint({"estimator": type(self).__name__, **params,
                                                        **({"member": member} if member else {})},
                                                       seed - member, fingerprint_data),
