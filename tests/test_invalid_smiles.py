@@ -7,7 +7,6 @@ import warnings
 import numpy as np
 import pytest
 from rdkit import Chem, rdBase
-from sklearn.base import clone
 
 from gmnet_sklearn import ChemBERTaClassifier, GMNetClassifier, GMNetRegressor
 from gmnet_sklearn.descriptors import RDKitDescriptors

@@ -5,14 +5,12 @@ Chemprop executable, and the report's peers section from hand-made records."""
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from benchmarks import _common as C
-from benchmarks import peers, report, run
+from benchmarks import peers, run
 from benchmarks.protocols import ENDPOINTS
 
 from .test_benchmarks import REQUIRED, _record, _report_section, _write_records

@@ -19,11 +19,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.preprocessing import LabelEncoder
+from sklearn.base import BaseEstimator
 from sklearn.utils import check_consistent_length, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from skorch.callbacks import Checkpoint, EarlyStopping, EpochScoring, ProgressBar
@@ -40,8 +38,6 @@ from ._invalid import skip_invalid_rows
 from ._targets import warn_missing_targets
 from .data import BucketedLoader, EncodedSmilesDataset, sequential_loader
 from .fusion import DescriptorFusion
-from .losses import CrossEntropyLoss, MaskedBCEWithLogitsLoss, MaskedMSELoss
-from .metrics import has_auc, masked_rmse, mean_roc_auc
 from .net import SmilesNet
 from .schedule import SCHEDULES, WarmupDecay
 from .snapshot import TrainingSnapshot, fit_fingerprint
@@ -50,12 +46,12 @@ ON_INVALID = ("raise", "nan", "skip")
 VALID_SPLITS = ("scaffold", "random", None)
 OPTIMIZERS = ("adamw", "adam")
 
-#: scikit-learn parameter constraints of everything but the architecture, shared by both model
-#: families (``sklearn.utils._param_validation``; a new parameter is one entry here).
 #: Parameters added after training snapshots were first written, with the default at which a
 #: snapshot's fingerprint leaves them out (so snapshots from before they existed still resume).
 _ADDED_PARAMETER_DEFAULTS = {"pretrained": None, "precision": "float32", "freeze_encoder_epochs": 0}
 
+#: scikit-learn parameter constraints of everything but the architecture, shared by both model
+#: families (``sklearn.utils._param_validation``; a new parameter is one entry here).
 TRAINING_PARAMETER_CONSTRAINTS = {
     "optimizer": [StrOptions(set(OPTIMIZERS))],
     "lr": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -664,269 +660,3 @@ def _json_default(obj):
     if isinstance(obj, os.PathLike):  # e.g. pretrained=Path(...)
         return os.fspath(obj)
     raise TypeError(f"cannot store {type(obj).__name__} in config.json")
-
-
-# ------------------------------------------------------------------------------------------
-# Task mixins
-# ------------------------------------------------------------------------------------------
-
-
-class SmilesRegressorMixin(RegressorMixin):
-    """Regression: y (n,) or (n, n_tasks), NaN = missing; standardised on the training data."""
-
-    def _check_y(self, y, n: int) -> np.ndarray:
-        y = _check_target(y)
-        try:
-            y = y.astype(np.float64)
-        except (TypeError, ValueError):
-            raise ValueError("regression targets must be numeric") from None
-        if np.isinf(y).any():
-            rows = np.nonzero(np.isinf(y).reshape(n, -1).any(1))[0]
-            raise ValueError(f"y has infinite values at rows {rows[:10].tolist()}")
-        return y
-
-    def _fit_y(self, y: np.ndarray) -> np.ndarray:
-        self.n_outputs_ = 1 if y.ndim == 1 else y.shape[1]
-        self._y_ndim = y.ndim
-        y2 = y.reshape(len(y), -1)
-        empty = np.isnan(y2).all(0)
-        if empty.any():
-            raise ValueError(f"target column(s) {np.nonzero(empty)[0].tolist()} have no observed values")
-        self.y_mean_ = np.nanmean(y2, axis=0)
-        scale = np.nanstd(y2, axis=0)  # population sd, as DeepChem's NormalizationTransformer
-        self.y_scale_ = np.where(scale > 0, scale, 1.0)
-        return self._transform_y(y)
-
-    def _transform_y(self, y: np.ndarray) -> np.ndarray:
-        if not hasattr(self, "y_mean_"):
-            return y  # validation targets arriving before the fit; transformed in fit
-        return ((y.reshape(len(y), -1) - self.y_mean_) / self.y_scale_).astype(np.float32)
-
-    _forest_kind = "regression"
-
-    def _criterion(self):
-        return MaskedMSELoss
-
-    def _blend_score(self, pred: np.ndarray, y_valid_z: np.ndarray) -> float:
-        """Higher is better: minus the validation RMSE in original units (the selection metric)."""
-        return -masked_rmse(y_valid_z.reshape(len(y_valid_z), -1) * self.y_scale_, pred * self.y_scale_)
-
-    def _validation_metric(self, y_valid_z: np.ndarray):
-        return "valid_rmse", True, ValidRMSE(self.y_scale_)
-
-    def predict(self, X, return_std: bool = False):
-        """Predictions in the original units of y (the mean over ensemble members and SMILES
-        variants); NaN rows for invalid SMILES with on_invalid='nan'. ``return_std=True`` also
-        returns the standard deviation over the ensemble's members (0 for one member)."""
-        outs, _ = self._member_outputs(X)
-        pred = outs.mean(0) * self.y_scale_ + self.y_mean_
-        std = outs.std(0) * self.y_scale_
-        if self._y_ndim == 1:
-            pred, std = pred[:, 0], std[:, 0]
-        return (pred, std) if return_std else pred
-
-    def score(self, X, y, sample_weight=None) -> float:
-        """R^2 (mean over tasks), missing labels masked."""
-        from sklearn.metrics import r2_score
-
-        y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
-        pred = np.asarray(self.predict(X), dtype=np.float64).reshape(len(y), -1)
-        scores = []
-        for j in range(y.shape[1]):
-            obs = ~np.isnan(y[:, j]) & ~np.isnan(pred[:, j])
-            scores.append(r2_score(y[obs, j], pred[obs, j], sample_weight=None if sample_weight is None else np.asarray(sample_weight)[obs]))
-        return float(np.mean(scores))
-
-    def _fitted_metadata(self):
-        meta = super()._fitted_metadata()
-        meta.update(y_mean_=self.y_mean_, y_scale_=self.y_scale_, _y_ndim=self._y_ndim)
-        return meta
-
-
-class SmilesClassifierMixin(ClassifierMixin):
-    """Classification: y (n,) single task (2 logits + cross-entropy for binary), or (n, n_tasks)
-    multi-label with 0/1/NaN (BCE with missing labels masked)."""
-
-    def _check_y(self, y, n: int) -> np.ndarray:
-        y = _check_target(y)
-        if y.ndim == 2:
-            try:
-                y = y.astype(np.float64)
-            except (TypeError, ValueError):
-                raise ValueError("multi-label targets must be 0/1 with NaN for missing labels") from None
-            bad = ~np.isnan(y) & (y != 0) & (y != 1)
-            if bad.any():
-                rows = np.nonzero(bad.any(1))[0]
-                raise ValueError(f"multi-label targets must be 0, 1 or NaN; bad values at rows {rows[:10].tolist()}")
-        else:
-            missing = np.array([v is None or (isinstance(v, float) and np.isnan(v)) for v in y], dtype=bool)
-            if missing.any():
-                raise ValueError(
-                    f"single-task labels must not be missing (rows {np.nonzero(missing)[0][:10].tolist()}); "
-                    "pass a 2-D y with NaN for multi-task data with missing labels"
-                )
-            check_classification_targets(y)  # a continuous y is a regression target
-        return y
-
-    def _fit_y(self, y: np.ndarray) -> np.ndarray:
-        if y.ndim == 1:
-            self._label_encoder = LabelEncoder().fit(y)
-            self.classes_ = self._label_encoder.classes_
-            if len(self.classes_) < 2:
-                raise ValueError(f"the classifier needs at least two classes in y; got only one class: {self.classes_.tolist()}")
-            self.n_outputs_ = len(self.classes_)
-            self.n_tasks_ = 1
-        else:
-            self.n_tasks_ = self.n_outputs_ = y.shape[1]
-            one_class = [j for j in range(y.shape[1]) if len(np.unique(y[~np.isnan(y[:, j]), j])) < 2]
-            if one_class:
-                warnings.warn(f"tasks {one_class} have fewer than two classes in the training data")
-            self.classes_ = np.array([0, 1])
-        return self._transform_y(y)
-
-    def _transform_y(self, y: np.ndarray) -> np.ndarray:
-        if not hasattr(self, "n_tasks_"):
-            return y
-        if self.n_tasks_ == 1:
-            if y.ndim != 1:
-                raise ValueError("validation labels must be 1-D like the training labels")
-            unseen = set(np.unique(y)) - set(self.classes_.tolist())
-            if unseen:
-                raise ValueError(f"validation labels {sorted(unseen)} are not among the training classes {self.classes_.tolist()}")
-            return self._label_encoder.transform(y).astype(np.int64)
-        return y.reshape(len(y), -1).astype(np.float32)
-
-    _forest_kind = "classification"
-
-    def _can_rank(self, y_valid: np.ndarray) -> bool:
-        """ROC-AUC needs both classes (in at least one task)."""
-        if y_valid.ndim == 2:
-            return has_auc(np.asarray(y_valid, dtype=np.float64))
-        return len(np.unique(y_valid)) > 1
-
-    def _criterion(self):
-        return CrossEntropyLoss if self.n_tasks_ == 1 else MaskedBCEWithLogitsLoss
-
-    def _blend_score(self, probs: np.ndarray, y_valid: np.ndarray) -> float:
-        """The validation ROC-AUC of blended probabilities (NaN where the labels leave it undefined)."""
-        return probability_roc_auc(y_valid, probs, self.n_tasks_)
-
-    def _scores_from_raw(self, raw: np.ndarray) -> np.ndarray:
-        return scores_from_raw(raw, self.n_tasks_)
-
-    def _validation_metric(self, y_valid: np.ndarray):
-        if not self._can_rank(y_valid):
-            warnings.warn("ROC-AUC is undefined on the validation labels (one class only); selecting by validation loss")
-            return "valid_loss", True, None  # skorch records it already
-
-        return "valid_roc_auc", False, ValidROCAUC(self.n_tasks_)
-
-    def _average_space(self, raw: np.ndarray) -> np.ndarray:
-        return self._scores_from_raw(raw)  # members and SMILES variants average probabilities
-
-    def predict_proba(self, X) -> np.ndarray:
-        """Single task: (n, n_classes) class probabilities. Multi-label: (n, n_tasks) P(label = 1).
-        The mean over ensemble members and SMILES variants. Rows of invalid SMILES are NaN with
-        on_invalid='nan'."""
-        probs, _ = self._raw_predict(X)
-        return probs
-
-    def decision_function(self, X) -> np.ndarray:
-        """Log-odds of the (averaged) probabilities: binary (n,), multi-label (n, n_tasks);
-        log-probabilities (n, n_classes) for multiclass. For one member without ``tta`` these are
-        the logit differences the model outputs."""
-        probs = self.predict_proba(X)
-        with np.errstate(divide="ignore"):
-            if self.n_tasks_ == 1 and probs.shape[1] == 2:
-                return np.log(probs[:, 1]) - np.log(probs[:, 0])
-            if self.n_tasks_ > 1:
-                return np.log(probs) - np.log1p(-probs)
-            return np.log(probs)
-
-    def predict(self, X) -> np.ndarray:
-        """Class labels (single task) or 0/1 per task (multi-label). With on_invalid='nan', rows of
-        invalid SMILES are NaN (object dtype when the classes are not numbers)."""
-        probs = self.predict_proba(X)
-        valid = ~np.isnan(probs).any(1)
-        if self.n_tasks_ > 1:
-            out = (probs >= 0.5).astype(np.float64 if not valid.all() else np.int64)
-            out[~valid] = np.nan if not valid.all() else 0
-            return out
-        labels = self.classes_[np.argmax(np.nan_to_num(probs, nan=0.0), axis=1)]
-        if valid.all():
-            return labels
-        kind = labels.dtype.kind
-        out = labels.astype(np.float64) if kind in "biuf" else labels.astype(object)
-        out[~valid] = np.nan
-        return out
-
-    def score(self, X, y, sample_weight=None) -> float:
-        """Accuracy (single task) or mean per-task accuracy over observed labels (multi-label)."""
-        if self.n_tasks_ == 1:
-            return super().score(X, y, sample_weight)
-        y = np.asarray(y, dtype=np.float64)
-        pred = self.predict(X)
-        return float(np.mean([np.mean(pred[~np.isnan(y[:, j]), j] == y[~np.isnan(y[:, j]), j]) for j in range(y.shape[1])]))
-
-    def _fitted_metadata(self):
-        meta = super()._fitted_metadata()
-        meta.update(classes_=self.classes_, n_tasks_=self.n_tasks_)
-        return meta
-
-    def _restore_fitted_metadata(self, meta):
-        super()._restore_fitted_metadata(meta)
-        if self.n_tasks_ == 1:
-            self._label_encoder = LabelEncoder().fit(self.classes_)
-
-
-def _net_outputs(net, X) -> np.ndarray:
-    # With EpochScoring(use_caching=True) this replays the outputs of skorch's validation pass.
-    return np.concatenate([p.detach().float().cpu().numpy() for p in net.forward_iter(X)])
-
-
-def scores_from_raw(raw: np.ndarray, n_tasks: int) -> np.ndarray:
-    """Class probabilities (n, C) for a single task, P(label = 1) (n, n_tasks) for multi-label."""
-    t = torch.as_tensor(raw)
-    return (t.softmax(-1) if n_tasks == 1 else t.sigmoid()).numpy()
-
-
-class ValidRMSE:
-    """skorch scoring: validation RMSE in the original units of y (mean over tasks)."""
-
-    def __init__(self, scale: np.ndarray):
-        self.scale = np.asarray(scale)
-
-    def __call__(self, net, X, y) -> float:
-        pred = _net_outputs(net, X)
-        return masked_rmse(y.reshape(len(y), -1) * self.scale, pred.reshape(len(pred), -1) * self.scale)
-
-
-class ValidROCAUC:
-    """skorch scoring: validation ROC-AUC (mean over tasks; one-vs-rest mean for multiclass)."""
-
-    def __init__(self, n_tasks: int):
-        self.n_tasks = n_tasks
-
-    def __call__(self, net, X, y) -> float:
-        return probability_roc_auc(y, scores_from_raw(_net_outputs(net, X), self.n_tasks), self.n_tasks)
-
-
-def probability_roc_auc(y: np.ndarray, probs: np.ndarray, n_tasks: int) -> float:
-    """ROC-AUC of probabilities as ``scores_from_raw`` gives them: mean over tasks (multi-label),
-    of the positive class (binary), one-vs-rest mean (multiclass); NaN where the labels leave it undefined."""
-    if n_tasks > 1:
-        return mean_roc_auc(y, probs)
-    if probs.shape[1] == 2:
-        return mean_roc_auc(y, probs[:, 1])
-    return mean_roc_auc(np.eye(probs.shape[1])[y.astype(int)], probs)
-
-
-def _check_target(y) -> np.ndarray:
-    if y is None:  # scikit-learn's wording (check_requires_y_none)
-        raise ValueError("the estimator requires y to be passed, but the target y is None")
-    if hasattr(y, "to_numpy"):
-        y = y.to_numpy()
-    y = np.asarray(y)
-    if y.ndim not in (1, 2):
-        raise ValueError(f"y must be 1-D or 2-D, got shape {y.shape}")
-    return y  # its length is checked against X's by check_consistent_length

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["MissingTargetWarning", "warn_missing_targets"]
+__all__ = ["MissingTargetWarning", "check_target", "warn_missing_targets"]
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[1])  # .../gmnet_sklearn
 _SHOWN_ROWS = 5
@@ -66,3 +66,15 @@ def warn_missing_targets(y, name: str = "y") -> int:
         stacklevel=_caller_stacklevel(),
     )
     return int(rows.size)
+
+
+def check_target(y) -> np.ndarray:
+    """``y`` as a 1-D or 2-D array (a pandas object's values), or a clear error."""
+    if y is None:  # scikit-learn's wording (check_requires_y_none)
+        raise ValueError("the estimator requires y to be passed, but the target y is None")
+    if hasattr(y, "to_numpy"):
+        y = y.to_numpy()
+    y = np.asarray(y)
+    if y.ndim not in (1, 2):
+        raise ValueError(f"y must be 1-D or 2-D, got shape {y.shape}")
+    return y  # its length is checked against X's by check_consistent_length

@@ -7,7 +7,9 @@ from numbers import Integral, Real
 from sklearn.utils._param_validation import Interval
 
 from ..baselines import ChemBERTa
-from ._base import TRAINING_PARAMETER_CONSTRAINTS, SmilesClassifierMixin, SmilesNetBase, SmilesRegressorMixin
+from ._base import TRAINING_PARAMETER_CONSTRAINTS, SmilesNetBase
+from ._classification import SmilesClassifierMixin
+from ._regression import SmilesRegressorMixin
 
 #: The RoBERTa architecture's parameters; the shared training ones come from ``_base``.
 CHEMBERTA_PARAMETER_CONSTRAINTS = {

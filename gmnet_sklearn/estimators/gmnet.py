@@ -7,7 +7,9 @@ from numbers import Integral, Real
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..gm import GMNet
-from ._base import TRAINING_PARAMETER_CONSTRAINTS, SmilesClassifierMixin, SmilesNetBase, SmilesRegressorMixin
+from ._base import TRAINING_PARAMETER_CONSTRAINTS, SmilesNetBase
+from ._classification import SmilesClassifierMixin
+from ._regression import SmilesRegressorMixin
 
 #: The Chem-GMNet architecture's parameters; the shared training ones come from ``_base``.
 GMNET_PARAMETER_CONSTRAINTS = {

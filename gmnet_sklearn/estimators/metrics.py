@@ -1,8 +1,10 @@
-"""Validation/test metrics with missing labels masked (mean over tasks)."""
+"""Validation/test metrics with missing labels masked (mean over tasks), and the skorch scorers
+that compute them on a net's validation outputs each epoch."""
 
 from __future__ import annotations
 
 import numpy as np
+import torch
 from sklearn.metrics import roc_auc_score
 
 
@@ -38,3 +40,45 @@ def has_auc(y_true) -> bool:
     """Whether ROC-AUC is defined for at least one task (it depends on the labels alone)."""
     y_true = _as_2d(y_true)
     return any(len(np.unique(col[~np.isnan(col)])) == 2 for col in y_true.T)
+
+
+def _net_outputs(net, X) -> np.ndarray:
+    # With EpochScoring(use_caching=True) this replays the outputs of skorch's validation pass.
+    return np.concatenate([p.detach().float().cpu().numpy() for p in net.forward_iter(X)])
+
+
+def scores_from_raw(raw: np.ndarray, n_tasks: int) -> np.ndarray:
+    """Class probabilities (n, C) for a single task, P(label = 1) (n, n_tasks) for multi-label."""
+    t = torch.as_tensor(raw)
+    return (t.softmax(-1) if n_tasks == 1 else t.sigmoid()).numpy()
+
+
+class ValidRMSE:
+    """skorch scoring: validation RMSE in the original units of y (mean over tasks)."""
+
+    def __init__(self, scale: np.ndarray):
+        self.scale = np.asarray(scale)
+
+    def __call__(self, net, X, y) -> float:
+        pred = _net_outputs(net, X)
+        return masked_rmse(y.reshape(len(y), -1) * self.scale, pred.reshape(len(pred), -1) * self.scale)
+
+
+class ValidROCAUC:
+    """skorch scoring: validation ROC-AUC (mean over tasks; one-vs-rest mean for multiclass)."""
+
+    def __init__(self, n_tasks: int):
+        self.n_tasks = n_tasks
+
+    def __call__(self, net, X, y) -> float:
+        return probability_roc_auc(y, scores_from_raw(_net_outputs(net, X), self.n_tasks), self.n_tasks)
+
+
+def probability_roc_auc(y: np.ndarray, probs: np.ndarray, n_tasks: int) -> float:
+    """ROC-AUC of probabilities as ``scores_from_raw`` gives them: mean over tasks (multi-label),
+    of the positive class (binary), one-vs-rest mean (multiclass); NaN where the labels leave it undefined."""
+    if n_tasks > 1:
+        return mean_roc_auc(y, probs)
+    if probs.shape[1] == 2:
+        return mean_roc_auc(y, probs[:, 1])
+    return mean_roc_auc(np.eye(probs.shape[1])[y.astype(int)], probs)

@@ -135,7 +135,6 @@ class SphereAttention(nn.Module):
         """
         if packing is not None:
             zs = [packing.pack_columns(z) for z in zs]
-        H = self.n_heads
         W = torch.einsum("sm,hsc->hcm", self.sh.coeffs.to(self.W_out_h.dtype), self.W_out_h)  # (H, d_head, n_mono)
         scales = None
         if len(zs) == 2:

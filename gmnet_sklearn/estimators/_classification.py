@@ -1,0 +1,152 @@
+"""Classification, the task half of ``GMNetClassifier`` and ``ChemBERTaClassifier``: labels (one
+task, or 0/1/NaN multi-label), loss, validation metric (ROC-AUC), blend score, ``predict_proba``,
+``decision_function``, ``predict`` and ``score``. The model families give the other half."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.base import ClassifierMixin
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils.multiclass import check_classification_targets
+
+from ._targets import check_target
+from .losses import CrossEntropyLoss, MaskedBCEWithLogitsLoss
+from .metrics import ValidROCAUC, has_auc, probability_roc_auc, scores_from_raw
+
+
+class SmilesClassifierMixin(ClassifierMixin):
+    """Classification: y (n,) single task (2 logits + cross-entropy for binary), or (n, n_tasks)
+    multi-label with 0/1/NaN (BCE with missing labels masked)."""
+
+    def _check_y(self, y, n: int) -> np.ndarray:
+        y = check_target(y)
+        if y.ndim == 2:
+            try:
+                y = y.astype(np.float64)
+            except (TypeError, ValueError):
+                raise ValueError("multi-label targets must be 0/1 with NaN for missing labels") from None
+            bad = ~np.isnan(y) & (y != 0) & (y != 1)
+            if bad.any():
+                rows = np.nonzero(bad.any(1))[0]
+                raise ValueError(f"multi-label targets must be 0, 1 or NaN; bad values at rows {rows[:10].tolist()}")
+        else:
+            missing = np.array([v is None or (isinstance(v, float) and np.isnan(v)) for v in y], dtype=bool)
+            if missing.any():
+                raise ValueError(
+                    f"single-task labels must not be missing (rows {np.nonzero(missing)[0][:10].tolist()}); "
+                    "pass a 2-D y with NaN for multi-task data with missing labels"
+                )
+            check_classification_targets(y)  # a continuous y is a regression target
+        return y
+
+    def _fit_y(self, y: np.ndarray) -> np.ndarray:
+        if y.ndim == 1:
+            self._label_encoder = LabelEncoder().fit(y)
+            self.classes_ = self._label_encoder.classes_
+            if len(self.classes_) < 2:
+                raise ValueError(f"the classifier needs at least two classes in y; got only one class: {self.classes_.tolist()}")
+            self.n_outputs_ = len(self.classes_)
+            self.n_tasks_ = 1
+        else:
+            self.n_tasks_ = self.n_outputs_ = y.shape[1]
+            one_class = [j for j in range(y.shape[1]) if len(np.unique(y[~np.isnan(y[:, j]), j])) < 2]
+            if one_class:
+                warnings.warn(f"tasks {one_class} have fewer than two classes in the training data")
+            self.classes_ = np.array([0, 1])
+        return self._transform_y(y)
+
+    def _transform_y(self, y: np.ndarray) -> np.ndarray:
+        if not hasattr(self, "n_tasks_"):
+            return y
+        if self.n_tasks_ == 1:
+            if y.ndim != 1:
+                raise ValueError("validation labels must be 1-D like the training labels")
+            unseen = set(np.unique(y)) - set(self.classes_.tolist())
+            if unseen:
+                raise ValueError(f"validation labels {sorted(unseen)} are not among the training classes {self.classes_.tolist()}")
+            return self._label_encoder.transform(y).astype(np.int64)
+        return y.reshape(len(y), -1).astype(np.float32)
+
+    _forest_kind = "classification"
+
+    def _can_rank(self, y_valid: np.ndarray) -> bool:
+        """ROC-AUC needs both classes (in at least one task)."""
+        if y_valid.ndim == 2:
+            return has_auc(np.asarray(y_valid, dtype=np.float64))
+        return len(np.unique(y_valid)) > 1
+
+    def _criterion(self):
+        return CrossEntropyLoss if self.n_tasks_ == 1 else MaskedBCEWithLogitsLoss
+
+    def _blend_score(self, probs: np.ndarray, y_valid: np.ndarray) -> float:
+        """The validation ROC-AUC of blended probabilities (NaN where the labels leave it undefined)."""
+        return probability_roc_auc(y_valid, probs, self.n_tasks_)
+
+    def _scores_from_raw(self, raw: np.ndarray) -> np.ndarray:
+        return scores_from_raw(raw, self.n_tasks_)
+
+    def _validation_metric(self, y_valid: np.ndarray):
+        if not self._can_rank(y_valid):
+            warnings.warn("ROC-AUC is undefined on the validation labels (one class only); selecting by validation loss")
+            return "valid_loss", True, None  # skorch records it already
+
+        return "valid_roc_auc", False, ValidROCAUC(self.n_tasks_)
+
+    def _average_space(self, raw: np.ndarray) -> np.ndarray:
+        return self._scores_from_raw(raw)  # members and SMILES variants average probabilities
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Single task: (n, n_classes) class probabilities. Multi-label: (n, n_tasks) P(label = 1).
+        The mean over ensemble members and SMILES variants. Rows of invalid SMILES are NaN with
+        on_invalid='nan'."""
+        probs, _ = self._raw_predict(X)
+        return probs
+
+    def decision_function(self, X) -> np.ndarray:
+        """Log-odds of the (averaged) probabilities: binary (n,), multi-label (n, n_tasks);
+        log-probabilities (n, n_classes) for multiclass. For one member without ``tta`` these are
+        the logit differences the model outputs."""
+        probs = self.predict_proba(X)
+        with np.errstate(divide="ignore"):
+            if self.n_tasks_ == 1 and probs.shape[1] == 2:
+                return np.log(probs[:, 1]) - np.log(probs[:, 0])
+            if self.n_tasks_ > 1:
+                return np.log(probs) - np.log1p(-probs)
+            return np.log(probs)
+
+    def predict(self, X) -> np.ndarray:
+        """Class labels (single task) or 0/1 per task (multi-label). With on_invalid='nan', rows of
+        invalid SMILES are NaN (object dtype when the classes are not numbers)."""
+        probs = self.predict_proba(X)
+        valid = ~np.isnan(probs).any(1)
+        if self.n_tasks_ > 1:
+            out = (probs >= 0.5).astype(np.float64 if not valid.all() else np.int64)
+            out[~valid] = np.nan if not valid.all() else 0
+            return out
+        labels = self.classes_[np.argmax(np.nan_to_num(probs, nan=0.0), axis=1)]
+        if valid.all():
+            return labels
+        kind = labels.dtype.kind
+        out = labels.astype(np.float64) if kind in "biuf" else labels.astype(object)
+        out[~valid] = np.nan
+        return out
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Accuracy (single task) or mean per-task accuracy over observed labels (multi-label)."""
+        if self.n_tasks_ == 1:
+            return super().score(X, y, sample_weight)
+        y = np.asarray(y, dtype=np.float64)
+        pred = self.predict(X)
+        return float(np.mean([np.mean(pred[~np.isnan(y[:, j]), j] == y[~np.isnan(y[:, j]), j]) for j in range(y.shape[1])]))
+
+    def _fitted_metadata(self):
+        meta = super()._fitted_metadata()
+        meta.update(classes_=self.classes_, n_tasks_=self.n_tasks_)
+        return meta
+
+    def _restore_fitted_metadata(self, meta):
+        super()._restore_fitted_metadata(meta)
+        if self.n_tasks_ == 1:
+            self._label_encoder = LabelEncoder().fit(self.classes_)

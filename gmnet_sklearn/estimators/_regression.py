@@ -1,0 +1,84 @@
+"""Regression, the task half of ``GMNetRegressor`` and ``ChemBERTaRegressor``: targets (NaN =
+missing, standardised on the training data), loss, validation metric, blend score, ``predict``
+and ``score``. The model families give the other half (``SmilesNetBase`` subclasses)."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import RegressorMixin
+
+from ._targets import check_target
+from .losses import MaskedMSELoss
+from .metrics import ValidRMSE, masked_rmse
+
+
+class SmilesRegressorMixin(RegressorMixin):
+    """Regression: y (n,) or (n, n_tasks), NaN = missing; standardised on the training data."""
+
+    def _check_y(self, y, n: int) -> np.ndarray:
+        y = check_target(y)
+        try:
+            y = y.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError("regression targets must be numeric") from None
+        if np.isinf(y).any():
+            rows = np.nonzero(np.isinf(y).reshape(n, -1).any(1))[0]
+            raise ValueError(f"y has infinite values at rows {rows[:10].tolist()}")
+        return y
+
+    def _fit_y(self, y: np.ndarray) -> np.ndarray:
+        self.n_outputs_ = 1 if y.ndim == 1 else y.shape[1]
+        self._y_ndim = y.ndim
+        y2 = y.reshape(len(y), -1)
+        empty = np.isnan(y2).all(0)
+        if empty.any():
+            raise ValueError(f"target column(s) {np.nonzero(empty)[0].tolist()} have no observed values")
+        self.y_mean_ = np.nanmean(y2, axis=0)
+        scale = np.nanstd(y2, axis=0)  # population sd, as DeepChem's NormalizationTransformer
+        self.y_scale_ = np.where(scale > 0, scale, 1.0)
+        return self._transform_y(y)
+
+    def _transform_y(self, y: np.ndarray) -> np.ndarray:
+        if not hasattr(self, "y_mean_"):
+            return y  # validation targets arriving before the fit; transformed in fit
+        return ((y.reshape(len(y), -1) - self.y_mean_) / self.y_scale_).astype(np.float32)
+
+    _forest_kind = "regression"
+
+    def _criterion(self):
+        return MaskedMSELoss
+
+    def _blend_score(self, pred: np.ndarray, y_valid_z: np.ndarray) -> float:
+        """Higher is better: minus the validation RMSE in original units (the selection metric)."""
+        return -masked_rmse(y_valid_z.reshape(len(y_valid_z), -1) * self.y_scale_, pred * self.y_scale_)
+
+    def _validation_metric(self, y_valid_z: np.ndarray):
+        return "valid_rmse", True, ValidRMSE(self.y_scale_)
+
+    def predict(self, X, return_std: bool = False):
+        """Predictions in the original units of y (the mean over ensemble members and SMILES
+        variants); NaN rows for invalid SMILES with on_invalid='nan'. ``return_std=True`` also
+        returns the standard deviation over the ensemble's members (0 for one member)."""
+        outs, _ = self._member_outputs(X)
+        pred = outs.mean(0) * self.y_scale_ + self.y_mean_
+        std = outs.std(0) * self.y_scale_
+        if self._y_ndim == 1:
+            pred, std = pred[:, 0], std[:, 0]
+        return (pred, std) if return_std else pred
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """R^2 (mean over tasks), missing labels masked."""
+        from sklearn.metrics import r2_score
+
+        y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+        pred = np.asarray(self.predict(X), dtype=np.float64).reshape(len(y), -1)
+        scores = []
+        for j in range(y.shape[1]):
+            obs = ~np.isnan(y[:, j]) & ~np.isnan(pred[:, j])
+            scores.append(r2_score(y[obs, j], pred[obs, j], sample_weight=None if sample_weight is None else np.asarray(sample_weight)[obs]))
+        return float(np.mean(scores))
+
+    def _fitted_metadata(self):
+        meta = super()._fitted_metadata()
+        meta.update(y_mean_=self.y_mean_, y_scale_=self.y_scale_, _y_ndim=self._y_ndim)
+        return meta
