@@ -515,8 +515,28 @@ def _throughput_table(data: dict) -> str:
                     if a.startswith("gmnet"):
                         cells += [f"{vs_eager[a]:.2f}" if a in vs_eager else "—", f"{vs_graphs[a]:.2f}" if a in vs_graphs else "—"]
                 lines.append(f"| {name} | {mode} | " + " | ".join(cells) + " |")
-        if data.get("failed_arms"):
-            lines += ["", "Failed arms: " + "; ".join(f"`{a}`: {err}" for a, err in data["failed_arms"].items())]
+    compiled = [a for a in ("gmnet_compiled", "chemberta_compiled")
+                if any(a in e.get(m, {}).get("molecules_per_second", {}) for e in data.get("datasets", {}).values()
+                       for m in ("train", "inference"))]
+    if compiled:
+        lines += ["", "Under `torch.compile` (`--arms gmnet_compiled chemberta_compiled`: inductor, dynamic shapes, "
+                  "compilation in the untimed warm-up), in the same interleaved rounds: does compiling pay, and the "
+                  "ratio when both models are compiled:", "",
+                  "| data | mode | Chem-GMNet compiled mol/s | ChemBERTa compiled mol/s | Chem-GMNet compiled / as it ships "
+                  "| ChemBERTa compiled / as it ships | Chem-GMNet compiled / ChemBERTa compiled |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+        for name, entry in data.get("datasets", {}).items():
+            for mode in ("train", "inference"):
+                mps = entry.get(mode, {}).get("molecules_per_second")
+                if not mps:
+                    continue
+                g, c = mps.get("gmnet_compiled"), mps.get("chemberta_compiled")
+                cell = lambda v: "failed" if v is None else f"{v:.0f}"  # noqa: E731
+                ratio = lambda a, b: "—" if a is None or b is None else f"{a / b:.2f}"  # noqa: E731
+                lines.append(f"| {name} | {mode} | {cell(g)} | {cell(c)} | {ratio(g, mps['gmnet'])} | "
+                             f"{ratio(c, mps['chemberta'])} | {ratio(g, c)} |")
+    if (graph_arms or compiled) and data.get("failed_arms"):
+        lines += ["", "Failed arms: " + "; ".join(f"`{a}`: {err}" for a, err in data["failed_arms"].items())]
     if data.get("complete") is False:
         lines += ["", "**Incomplete**: the run was stopped before its end; the rows above are what it had measured."]
     if data.get("datasets"):

@@ -13,8 +13,11 @@ a fresh subprocess.
 On CUDA four more arms run beside them: ``gmnet_graphs`` and ``chemberta_graphs`` (each batch
 shape's forward and backward replayed from CUDA graphs, gm/cuda_graphs.py), ``gmnet_graphs_bf16``
 (the same under bf16 autocast) and ``gmnet_graphs_triton_readout`` (graphs, with every read-out on
-the fused Triton kernels, gm/ops/sphere_readout/triton.py). An arm that fails is recorded with its error
-and left out of the timings, so one broken path does not lose the others' figures.
+the fused Triton kernels, gm/ops/sphere_readout/triton.py). ``--arms gmnet_compiled
+chemberta_compiled`` adds each model as it ships under ``torch.compile`` (inductor, dynamic shapes,
+so the buckets' widths share one compilation; its warm-up, compilation included, is not timed).
+An arm that fails is recorded with its error and left out of the timings, so one broken path
+does not lose the others' figures.
 
 ``--esol-seed`` also times one whole ESOL seed per arm under the chemberta3 protocol (100 epochs,
 plain shuffled batches, best validation epoch restored and scored on test), as
@@ -90,6 +93,7 @@ def load_batches(name: str, tokenizer, batch_size: int, n_batches: int, seed: in
 # a machine without a compiler gets), so the kernels' gain is measured too.
 ARMS = ("gmnet", "gmnet_eager", "chemberta")
 CUDA_ARMS = ("gmnet_graphs", "gmnet_graphs_bf16", "gmnet_graphs_triton_readout", "chemberta_graphs")
+COMPILED_ARMS = ("gmnet_compiled", "chemberta_compiled")  # on request (--arms): compiling takes minutes
 
 
 class _ReadoutImpl(torch.nn.Module):
@@ -119,6 +123,20 @@ class _Graphed(torch.nn.Module):
         return self.graphs(**X)
 
 
+class _Compiled(torch.nn.Module):
+    """A model called through ``torch.compile`` (default mode, ``dynamic=True``). Chem-GMNet's C++
+    and Triton kernels are autograd functions Dynamo may not trace; it then runs them between
+    compiled regions (a graph break), which this arm's time includes."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self._compiled = [torch.compile(model, dynamic=True)]  # in a list: not a second copy of the parameters
+
+    def forward(self, **X):
+        return self._compiled[0](**X)
+
+
 class _Eager(torch.nn.Module):
     def __init__(self, model):
         super().__init__()
@@ -140,6 +158,8 @@ def build(arm: str, vocab_size: int, device: str):
     model = (ChemBERTa(vocab_size, 1) if arm.startswith("chemberta") else GMNet(vocab_size, 1)).to(device)
     if arm == "gmnet_eager":
         model = _Eager(model)
+    elif arm.endswith("_compiled"):
+        model = _Compiled(model)
     elif arm == "gmnet_graphs_triton_readout":
         model = _Graphed(_ReadoutImpl(model, "triton"))
     elif arm.endswith("_graphs") or arm.endswith("_graphs_bf16"):
@@ -252,7 +272,7 @@ def main(argv=None) -> int:
                         help="the ESOL seed with cuda_graphs=False (default: the estimators' default, CUDA graphs on CUDA)")
     parser.add_argument("--arms", nargs="+", default=None,
                         help=f"arms to time besides {', '.join(ARMS)} (always timed: the ratios' terms; default: "
-                             f"on CUDA {', '.join(CUDA_ARMS)})")
+                             f"on CUDA {', '.join(CUDA_ARMS)}; on request: {', '.join(COMPILED_ARMS)})")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     if args.esol_seed_only and not args.esol_seed:
@@ -315,7 +335,7 @@ def main(argv=None) -> int:
                   + f"   ratio {entry[mode]['ratio_gmnet_over_chemberta']:.2f} (eager {entry[mode]['ratio_gmnet_eager_over_chemberta']:.2f})",
                   flush=True)
         entry["peak_memory"] = {}
-        for arm in [] if args.no_peak_memory else models:
+        for arm in [] if args.no_peak_memory else [a for a in models if not a.endswith("_compiled")]:  # (compiling again per process)
             try:
                 entry["peak_memory"][arm] = peak_memory(arm, tokenizer.vocab_size, device,
                                                         [{k: v.cpu() for k, v in b.items()} for b in batches[:3]])
