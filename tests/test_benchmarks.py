@@ -463,6 +463,43 @@ def test_report_renders_an_esol_seed_timing_alone():
     assert "mol/s" not in text and "interleaved rounds" not in text
 
 
+def test_report_shows_the_compiled_arms_against_their_own_models_and_each_other():
+    from benchmarks.report import _throughput_table
+
+    mps = {"gmnet": 100.0, "gmnet_eager": 50.0, "chemberta": 80.0, "gmnet_compiled": 90.0, "chemberta_compiled": 120.0}
+    e = {"molecules_per_second": mps, "ratio_gmnet_over_chemberta": 1.25, "ratio_gmnet_eager_over_chemberta": 0.625}
+    data = {"benchmark": "throughput", "device": "cpu", "hardware": {"cpu": "X", "cpu_count": 2, "torch_threads": 1},
+            "gmnet_path": "fused C++ CPU kernels, packed tokens", "command": "c", "timestamp": "t",
+            "datasets": {"esol": {"batches": {"mean_tokens": 20.0}, "train": e,
+                                  "inference": {**e, "molecules_per_second": {**mps, "chemberta_compiled": 160.0}}}},
+            "failed_arms": {"x_compiled": "esol train: boom"}}
+    text = _throughput_table(data)
+    assert "| esol | train | 90 | 120 | 0.90 | 1.50 | 0.75 |" in text
+    assert "| esol | inference | 90 | 160 | 0.90 | 2.00 | 0.56 |" in text
+    assert "`x_compiled`: esol train: boom" in text
+
+
+def test_the_compiled_arm_computes_the_model_it_wraps():
+    from benchmarks.throughput import _Compiled
+
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Linear(3, 2)
+    arm = _Compiled(model)
+    assert [p for p in arm.parameters()] == [p for p in model.parameters()]  # one copy, the model's
+    x = torch.randn(5, 3)
+
+    class Kw(torch.nn.Module):  # the arms take keyword batches
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, x):
+            return self.m(x)
+
+    arm = _Compiled(Kw(model))
+    torch.testing.assert_close(arm(x=x), model(x))
+
+
 def test_git_info_from_the_environment_for_a_copied_tree(monkeypatch):
     monkeypatch.delenv("GMNET_GIT_COMMIT", raising=False)
     monkeypatch.delenv("GMNET_GIT_DIRTY", raising=False)
