@@ -441,8 +441,10 @@ def _throughput_table(data: dict) -> str:
     where = hw.get("gpu") or hw.get("cpu", "?")
     eager = any("gmnet_eager" in e.get("train", {}).get("molecules_per_second", {}) for e in data.get("datasets", {}).values())
     path = data.get("gmnet_path", "eager zonal forms")
+    load = hw.get("load_average_1_5_15min")
     device = (f"Device `{data.get('device')}` ({where}; {hw.get('cpu_count', '?')} cores, torch threads "
-              f"{hw.get('torch_threads', '?')}, torch {hw.get('torch', '?')})")
+              f"{hw.get('torch_threads', '?')}, torch {hw.get('torch', '?')}"
+              f"{'' if load is None else f'; load average {load[0]:.2f} when it started'})")
     steps = (f", batch {data.get('batch_size')} ({data.get('batching', 'bucketed')} batches: "
              f"{'shuffled, padded to their longest SMILES' if data.get('batching') == 'plain' else 'length-bucketed'}), "
              f"median of {data.get('rounds')} interleaved rounds of {data.get('steps_per_round')} batches")

@@ -60,6 +60,8 @@ def hardware(device: str) -> dict:
         info["cpu"] = platform.processor()
     if device.startswith("cuda"):
         info["gpu"] = torch.cuda.get_device_name(0)
+    # other jobs on the machine slow every arm alike (the rounds interleave), but the absolute figures with them
+    info["load_average_1_5_15min"] = [round(x, 2) for x in os.getloadavg()]
     return info
 
 

@@ -468,7 +468,8 @@ def test_report_shows_the_compiled_arms_against_their_own_models_and_each_other(
 
     mps = {"gmnet": 100.0, "gmnet_eager": 50.0, "chemberta": 80.0, "gmnet_compiled": 90.0, "chemberta_compiled": 120.0}
     e = {"molecules_per_second": mps, "ratio_gmnet_over_chemberta": 1.25, "ratio_gmnet_eager_over_chemberta": 0.625}
-    data = {"benchmark": "throughput", "device": "cpu", "hardware": {"cpu": "X", "cpu_count": 2, "torch_threads": 1},
+    data = {"benchmark": "throughput", "device": "cpu", "hardware": {"cpu": "X", "cpu_count": 2, "torch_threads": 1,
+                                                                    "load_average_1_5_15min": [2.04, 1.9, 1.8]},
             "gmnet_path": "fused C++ CPU kernels, packed tokens", "command": "c", "timestamp": "t",
             "datasets": {"esol": {"batches": {"mean_tokens": 20.0}, "train": e,
                                   "inference": {**e, "molecules_per_second": {**mps, "chemberta_compiled": 160.0}}}},
@@ -477,6 +478,7 @@ def test_report_shows_the_compiled_arms_against_their_own_models_and_each_other(
     assert "| esol | train | 90 | 120 | 0.90 | 1.50 | 0.75 |" in text
     assert "| esol | inference | 90 | 160 | 0.90 | 2.00 | 0.56 |" in text
     assert "`x_compiled`: esol train: boom" in text
+    assert "torch threads 1, torch ?; load average 2.04 when it started)" in text
 
 
 def test_the_compiled_arm_computes_the_model_it_wraps():
