@@ -454,6 +454,11 @@ def _throughput_table(data: dict) -> str:
         "",
     ]
     seeds = data.get("esol_seed") or {}
+    if any("gmnet_graphs" in e.get(m, {}).get("molecules_per_second", {}) for e in data.get("datasets", {}).values()
+           for m in ("train", "inference")):
+        lines += ["The first table's Chem-GMNet is the model called directly (a launch per kernel); the estimators "
+                  "run it on CUDA graphs (`cuda_graphs=True`, their default on CUDA): that is the second table's "
+                  "\"Chem-GMNet graphs\".", ""]
     if not data.get("datasets"):
         pass  # the ESOL seed timing alone
     elif eager:

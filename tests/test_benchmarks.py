@@ -481,6 +481,23 @@ def test_report_shows_the_compiled_arms_against_their_own_models_and_each_other(
     assert "torch threads 1, torch ?; load average 2.04 when it started)" in text
 
 
+def test_report_tables_the_graphed_arms_against_both_baselines_and_says_which_path_the_estimators_run():
+    from benchmarks.report import _throughput_table
+
+    mps = {"gmnet": 1000.0, "gmnet_eager": 600.0, "chemberta": 3600.0, "gmnet_graphs": 7200.0, "chemberta_graphs": 9000.0}
+    e = {"molecules_per_second": mps, "ratio_gmnet_over_chemberta": 1000 / 3600, "ratio_gmnet_eager_over_chemberta": 600 / 3600,
+         "ratio_over_chemberta": {a: v / 3600 for a, v in mps.items()},
+         "ratio_over_chemberta_graphs": {a: v / 9000 for a, v in mps.items()}}
+    data = {"benchmark": "throughput", "device": "cuda", "hardware": {"gpu": "H", "cpu_count": 16, "torch_threads": 4},
+            "gmnet_path": "triton fused kernel", "command": "c", "timestamp": "t",
+            "datasets": {"esol": {"batches": {"mean_tokens": 20.0}, "train": e}}}
+    text = _throughput_table(data)
+    assert "the estimators run it on CUDA graphs" in text
+    assert "| esol | train | 7200 | 9000 | 2.00 | 0.80 |" in text
+    data["datasets"]["esol"]["train"] = {**e, "molecules_per_second": {a: mps[a] for a in ("gmnet", "gmnet_eager", "chemberta")}}
+    assert "CUDA graphs" not in _throughput_table(data)
+
+
 def test_the_compiled_arm_computes_the_model_it_wraps():
     from benchmarks.throughput import _Compiled
 
