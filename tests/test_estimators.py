@@ -7,6 +7,8 @@ import joblib
 import numpy as np
 import pandas as pd
 import pytest
+import torch
+from skorch.callbacks import Callback
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.metrics import r2_score
@@ -333,3 +335,32 @@ def test_fit_on_cuda_then_predict_on_cpu(cls, params, tmp_path):
     assert np.isfinite(pred).all()
     cpu = cls.load(est.save(tmp_path / "m"), device="cpu")
     np.testing.assert_allclose(cpu.predict(X), pred, rtol=1e-4, atol=1e-5 * np.abs(pred).max())
+
+
+class _RecordThreads(Callback):
+    def __init__(self):
+        self.seen = []
+
+    def on_epoch_end(self, net, **kwargs):
+        self.seen.append(torch.get_num_threads())
+
+
+def test_n_jobs_sets_torch_threads_for_fit_and_predict_and_restores_them(monkeypatch):
+    before = torch.get_num_threads()
+    n = 1 if before != 1 else 2
+    record = _RecordThreads()
+    est = GMNetRegressor(d_model=16, n_layers=1, n_heads=2, k=3, L=1, max_epochs=2, batch_size=16, random_state=0,
+                         descriptors=False, fingerprint=False, forest=False, n_jobs=n, callbacks=[record])
+    est.fit(SMILES, regression_target(SMILES))
+    assert record.seen == [n, n] and torch.get_num_threads() == before
+    import gmnet_sklearn.estimators._base as base
+
+    inside = []
+    real = base.SmilesNetBase._member_outputs_of
+    monkeypatch.setattr(base.SmilesNetBase, "_member_outputs_of",
+                        lambda self, *a: inside.append(torch.get_num_threads()) or real(self, *a))
+    est.predict(SMILES[:5])
+    assert inside == [n] and torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="n_jobs"):
+        GMNetRegressor(n_jobs=0).fit(SMILES, regression_target(SMILES))
+

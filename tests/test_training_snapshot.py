@@ -160,3 +160,11 @@ def test_estimator_with_snapshot_pickles_and_clones(tmp_path):
 def test_more_than_one_snapshot_is_an_error(tmp_path):
     with pytest.raises(ValueError, match="at most one TrainingSnapshot"):
         GMNetRegressor(**TINY, callbacks=[TrainingSnapshot(tmp_path), TrainingSnapshot(tmp_path / "b")]).fit(X, Y)
+
+
+def test_a_snapshot_resumes_under_another_n_jobs(tmp_path):
+    # n_jobs is how a fit runs (threads), not what it computes: the snapshot is the same fit's
+    with pytest.raises(Killed):
+        GMNetRegressor(**TINY, callbacks=[TrainingSnapshot(tmp_path), KillAtEpoch(2)]).fit(X, Y)
+    est = GMNetRegressor(**TINY, n_jobs=1, callbacks=[TrainingSnapshot(tmp_path)]).fit(X, Y)
+    assert est.resume_info_["resumed_from_epoch"] == 1 and len(read_snapshot_infos(tmp_path)) == 1  # killed in epoch 2

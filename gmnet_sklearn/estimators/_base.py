@@ -8,6 +8,7 @@ restore the best epoch, ``ProgressBar`` shows progress when ``verbose``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import numbers
 import os
@@ -78,6 +79,7 @@ TRAINING_PARAMETER_CONSTRAINTS = {
     "on_invalid": [StrOptions(set(ON_INVALID))],
     "bucket_by_length": ["boolean"],
     "random_state": ["random_state"],
+    "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
     "device": [str, torch.device],
     "cuda_graphs": ["boolean"],
     "precision": [StrOptions({"float32", "bf16"})],
@@ -101,6 +103,21 @@ def adam_options(device: str) -> dict:
     kind = torch.device(device).type
     version = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
     return {"fused": True} if kind == "cuda" or (kind == "cpu" and version >= (2, 4)) else {}
+
+
+@contextlib.contextmanager
+def torch_threads(n_jobs: int | None):
+    """torch's intra-op threads set to ``n_jobs`` inside the block (None: left as they are), and
+    restored after. The descriptors' worker processes and the forest's jobs follow the same count
+    (they read ``torch.get_num_threads()``)."""
+    before = torch.get_num_threads()
+    if n_jobs is not None and n_jobs != before:
+        torch.set_num_threads(n_jobs)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
 
 
 def _seed(random_state) -> int:
@@ -193,14 +210,15 @@ class SmilesNetBase(BaseEstimator):
             raise ValueError(f"freeze_encoder_epochs={self.freeze_encoder_epochs} keeps the encoder fixed, which "
                              "needs pretrained weights: pass pretrained=... or freeze_encoder_epochs=0")
         seed = _seed(self.random_state)
-        train_set, valid_set, fingerprint_data = self._prepare_data(X, y, X_valid, y_valid, seed)
-        self.nets_, infos = [], []
-        for member in range(self.n_estimators):
-            net, info = self._fit_member(member, seed + member, train_set, valid_set, fingerprint_data)
-            self.nets_.append(net)
-            infos.append(info)
-        self.net_ = self.nets_[0]
-        self._fit_forest(train_set, valid_set, seed)
+        with torch_threads(self.n_jobs):
+            train_set, valid_set, fingerprint_data = self._prepare_data(X, y, X_valid, y_valid, seed)
+            self.nets_, infos = [], []
+            for member in range(self.n_estimators):
+                net, info = self._fit_member(member, seed + member, train_set, valid_set, fingerprint_data)
+                self.nets_.append(net)
+                infos.append(info)
+            self.net_ = self.nets_[0]
+            self._fit_forest(train_set, valid_set, seed)
         self.n_train_ = int(train_set.n_molecules)
         self.n_valid_ = 0 if valid_set is None else len(valid_set)
         # How this fit came about: None without a TrainingSnapshot, else the snapshot file(s), the
@@ -392,10 +410,10 @@ class SmilesNetBase(BaseEstimator):
         callbacks = self._callbacks(valid_set, n_batches)
         snapshot = snapshots[0] if snapshots else None
         if snapshot is not None:  # last, so it sees this epoch's scores and best weights
-            # how a fit runs (device, graphs) is not what it computes; parameters at their old
+            # how a fit runs (device, graphs, threads) is not what it computes; parameters at their old
             # defaults stay out so snapshots from before they existed still fit
             params = {k: v for k, v in self.get_params(deep=False).items()
-                      if k not in ("callbacks", "verbose", "device", "cuda_graphs")
+                      if k not in ("callbacks", "verbose", "device", "cuda_graphs", "n_jobs")
                       and not (k in _ADDED_PARAMETER_DEFAULTS and v == _ADDED_PARAMETER_DEFAULTS[k])}
             snapshot.bind(fingerprint=fit_fingerprint({"estimator": type(self).__name__, **params,
                                                        **({"member": member} if member else {})},
@@ -474,7 +492,10 @@ class SmilesNetBase(BaseEstimator):
         predictions when there is one (``forest_weight_`` > 0); NaN rows for invalid SMILES.
         ``features``: the molecule features of ``X`` when the caller has them already."""
         check_is_fitted(self, "net_")
-        X = check_smiles_input(X)
+        with torch_threads(self.n_jobs):
+            return self._member_outputs_of(check_smiles_input(X), features)
+
+    def _member_outputs_of(self, X: list, features: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         views = [X]
         if self.tta:
             variants = randomized_smiles(X, self.tta, _seed(self.random_state) if self.random_state is not None else 0)

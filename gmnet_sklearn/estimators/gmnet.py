@@ -85,6 +85,11 @@ class _GMNetParams(SmilesNetBase):
         Ignored on CPU.
     precision : "float32" (default) or "bf16": bfloat16 autocast of the network's matrix work on
         CUDA (the fused attention kernel stays float32 inside). Ignored on CPU.
+    n_jobs : CPU threads for ``fit`` and ``predict``: torch's intra-op threads, the descriptors'
+        worker processes and the forest's jobs; torch's setting is restored afterwards. None
+        (default): torch's current setting (all cores unless changed). On a machine other jobs
+        keep busy, fewer threads than cores is much faster: threads that wait for a core stall
+        every parallel step.
     """
 
     _pretrain_family = "gmnet"
@@ -96,7 +101,7 @@ class _GMNetParams(SmilesNetBase):
                  warmup=0.1, lr_schedule="cosine", batch_size=32, max_epochs=30, patience=None, n_estimators=1,
                  augment=0, tta=0, descriptors=True, fingerprint=True, forest=True, valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
                  bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None, pretrained=None,
-                 cuda_graphs=True, precision="float32", freeze_encoder_epochs=0):
+                 cuda_graphs=True, precision="float32", freeze_encoder_epochs=0, n_jobs=None):
         self.k = k
         self.L = L
         self.attention = attention
@@ -135,6 +140,7 @@ class _GMNetParams(SmilesNetBase):
         self.callbacks = callbacks
         self.pretrained = pretrained
         self.freeze_encoder_epochs = freeze_encoder_epochs
+        self.n_jobs = n_jobs
 
     def _model_max_length(self):
         return 514  # the paper's max sequence length; the model itself has no position table
