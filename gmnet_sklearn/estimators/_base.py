@@ -496,6 +496,7 @@ class SmilesNetBase(BaseEstimator):
             return self._member_outputs_of(check_smiles_input(X), features)
 
     def _member_outputs_of(self, X: list, features: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """``_member_outputs``' work on checked SMILES, run under the estimator's ``n_jobs``."""
         views = [X]
         if self.tta:
             variants = randomized_smiles(X, self.tta, _seed(self.random_state) if self.random_state is not None else 0)
