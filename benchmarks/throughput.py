@@ -130,10 +130,11 @@ class _Compiled(torch.nn.Module):
     and Triton kernels are autograd functions Dynamo may not trace; it then runs them between
     compiled regions (a graph break), which this arm's time includes."""
 
-    def __init__(self, model):
+    def __init__(self, model, backend: str = "inductor"):
         super().__init__()
         self.model = model
-        self._compiled = [torch.compile(model, dynamic=True)]  # in a list: not a second copy of the parameters
+        # in a list: not a second copy of the parameters
+        self._compiled = [torch.compile(model, dynamic=True, backend=backend)]
 
     def forward(self, **X):
         return self._compiled[0](**X)
