@@ -440,6 +440,9 @@ def _throughput_table(data: dict) -> str:
     hw = data.get("hardware", {})
     where = hw.get("gpu") or hw.get("cpu", "?")
     eager = any("gmnet_eager" in e.get("train", {}).get("molecules_per_second", {}) for e in data.get("datasets", {}).values())
+    # every arm with a figure in some dataset and mode: the optional arms' tables show only these
+    measured = {a for e in data.get("datasets", {}).values() for m in ("train", "inference")
+                for a in e.get(m, {}).get("molecules_per_second", {})}
     path = data.get("gmnet_path", "eager zonal forms")
     load = hw.get("load_average_1_5_15min")
     device = (f"Device `{data.get('device')}` ({where}; {hw.get('cpu_count', '?')} cores, torch threads "
@@ -454,8 +457,7 @@ def _throughput_table(data: dict) -> str:
         "",
     ]
     seeds = data.get("esol_seed") or {}
-    if any("gmnet_graphs" in e.get(m, {}).get("molecules_per_second", {}) for e in data.get("datasets", {}).values()
-           for m in ("train", "inference")):
+    if "gmnet_graphs" in measured:
         lines += ["The first table's Chem-GMNet is the model called directly (a launch per kernel); the estimators "
                   "run it on CUDA graphs (`cuda_graphs=True`, their default on CUDA): that is the second table's "
                   "\"Chem-GMNet graphs\".", ""]
@@ -499,9 +501,7 @@ def _throughput_table(data: dict) -> str:
     graph_labels = {"gmnet_graphs": "Chem-GMNet graphs", "gmnet_graphs_bf16": "Chem-GMNet graphs bf16",
                     "gmnet_graphs_triton_readout": "Chem-GMNet graphs, Triton read-outs",
                     "chemberta_graphs": "ChemBERTa graphs"}
-    graph_arms = [a for a in graph_labels
-                  if any(a in e.get(m, {}).get("molecules_per_second", {}) for e in data.get("datasets", {}).values()
-                         for m in ("train", "inference"))]
+    graph_arms = [a for a in graph_labels if a in measured]
     if graph_arms:
         lines += ["", "The CUDA-graph arms (`gm/cuda_graphs.py`: each batch shape's forward and backward replayed "
                   "from graphs; `_bf16`: under bf16 autocast), in the same interleaved rounds, against the baseline "
@@ -522,9 +522,7 @@ def _throughput_table(data: dict) -> str:
                     if a.startswith("gmnet"):
                         cells += [f"{vs_eager[a]:.2f}" if a in vs_eager else "—", f"{vs_graphs[a]:.2f}" if a in vs_graphs else "—"]
                 lines.append(f"| {name} | {mode} | " + " | ".join(cells) + " |")
-    compiled = [a for a in ("gmnet_compiled", "chemberta_compiled")
-                if any(a in e.get(m, {}).get("molecules_per_second", {}) for e in data.get("datasets", {}).values()
-                       for m in ("train", "inference"))]
+    compiled = [a for a in ("gmnet_compiled", "chemberta_compiled") if a in measured]
     if compiled:
         lines += ["", "Under `torch.compile` (`--arms gmnet_compiled chemberta_compiled`: inductor, dynamic shapes, "
                   "compilation in the untimed warm-up), in the same interleaved rounds: does compiling pay, and the "
