@@ -447,7 +447,7 @@ def test_ablation_failed_cell_is_reported_and_not_written(tmp_path, common_args,
 
 
 def test_report_renders_an_esol_seed_timing_alone():
-    from benchmarks.report import _throughput_table
+    from benchmarks.report.throughput import _throughput_table
 
     seed = {"seed": 0, "epochs": 100, "seconds": 200.0, "fit_seconds": 198.0, "seconds_per_epoch": 1.98,
             "best_epoch": 46, "test_rmse": 1.03}
@@ -464,7 +464,7 @@ def test_report_renders_an_esol_seed_timing_alone():
 
 
 def test_report_shows_the_compiled_arms_against_their_own_models_and_each_other():
-    from benchmarks.report import _throughput_table
+    from benchmarks.report.throughput import _throughput_table
 
     mps = {"gmnet": 100.0, "gmnet_eager": 50.0, "chemberta": 80.0, "gmnet_compiled": 90.0, "chemberta_compiled": 120.0}
     e = {"molecules_per_second": mps, "ratio_gmnet_over_chemberta": 1.25, "ratio_gmnet_eager_over_chemberta": 0.625}
@@ -482,7 +482,7 @@ def test_report_shows_the_compiled_arms_against_their_own_models_and_each_other(
 
 
 def test_report_tables_the_graphed_arms_against_both_baselines_and_says_which_path_the_estimators_run():
-    from benchmarks.report import _throughput_table
+    from benchmarks.report.throughput import _throughput_table
 
     mps = {"gmnet": 1000.0, "gmnet_eager": 600.0, "chemberta": 3600.0, "gmnet_graphs": 7200.0, "chemberta_graphs": 9000.0}
     e = {"molecules_per_second": mps, "ratio_gmnet_over_chemberta": 1000 / 3600, "ratio_gmnet_eager_over_chemberta": 600 / 3600,
@@ -703,7 +703,7 @@ def test_recipe_search_summary_pairs_candidates_by_seed(tmp_path):
 def test_report_lists_pretraining_records_of_both_kinds(tmp_path):
     """A finished run's saved config.json and a stopped run's checkpoint fields each give a row with
     the last held-out evaluation and the wall time."""
-    from benchmarks.report import pretraining_record_rows
+    from benchmarks.report.table2 import pretraining_record_rows
 
     folder = tmp_path / "pretrain"
     folder.mkdir()

@@ -1,0 +1,7 @@
+"""``python -m benchmarks.report``."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

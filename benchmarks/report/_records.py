@@ -1,0 +1,85 @@
+"""Reading the result JSONs: the index of runs by protocol, arm, endpoint, (k, L) and seed, and
+the mean and spread over seeds."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .. import _common as C
+from ..peers import PEER_ARM_LABELS
+from ..protocols import ARM_LABELS, PROTOCOLS
+
+
+ALL_ARM_LABELS: Dict[str, str] = {**ARM_LABELS, **PEER_ARM_LABELS}
+
+
+def load_results(results_dir) -> List[dict]:
+    """Every result JSON under ``<results>/<protocol>/<arm>/<endpoint>/``, with its path."""
+    results_dir = Path(results_dir)
+    out = []
+    for path in sorted(results_dir.glob("*/*/*/*.json")):
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            C.eprint(f"report: skipping unreadable {path}: {exc}")
+            continue
+        if not isinstance(rec, dict) or rec.get("schema") != C.RESULT_SCHEMA:
+            continue
+        rec["_path"] = path
+        out.append(rec)
+    return out
+
+
+def stats(values: Sequence[float]) -> Optional[Dict[str, float]]:
+    vals = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    if not vals:
+        return None
+    arr = np.asarray(vals, dtype=np.float64)
+    return {"mean": float(arr.mean()), "sd": float(arr.std(ddof=0)), "n": int(arr.size)}
+
+
+def default_kl(protocol_base: str) -> Tuple[Optional[int], Optional[int]]:
+    p = PROTOCOLS.get(protocol_base)
+    return (p.gmnet.get("k"), p.gmnet.get("L")) if p else (None, None)
+
+
+class Index:
+    """Result records grouped by protocol / arm / endpoint / (k, L) / seed."""
+
+    def __init__(self, records: Iterable[dict]):
+        self.records = list(records)
+        self.by: Dict[str, Dict[str, Dict[str, Dict[Tuple, Dict[int, dict]]]]] = defaultdict(
+            lambda: defaultdict(lambda: defaultdict(lambda: defaultdict(dict))))
+        self.base: Dict[str, str] = {}
+        for r in self.records:
+            kl = (r.get("k"), r.get("L")) if r["arm"] == "gmnet" else (None, None)
+            self.by[r["protocol"]][r["arm"]][r["endpoint"]][kl][int(r["seed"])] = r
+            self.base[r["protocol"]] = r.get("protocol_base", r["protocol"].split("@")[0])
+
+    @property
+    def protocols(self) -> List[str]:
+        return sorted(self.by)
+
+    def runs(self, protocol: str, arm: str, endpoint: str, kl=None) -> Dict[int, dict]:
+        if kl is None:
+            kl = default_kl(self.base.get(protocol, protocol.split("@")[0])) if arm == "gmnet" else (None, None)
+        return self.by.get(protocol, {}).get(arm, {}).get(endpoint, {}).get(kl, {})
+
+    def kl_cells(self, protocol: str, endpoint: str) -> Dict[Tuple[int, int], Dict[int, dict]]:
+        return {kl: seeds for kl, seeds in self.by.get(protocol, {}).get("gmnet", {}).get(endpoint, {}).items()}
+
+
+def summarise_runs(runs: Dict[int, dict]) -> Optional[dict]:
+    s = stats([runs[s]["test_metric"] for s in sorted(runs)])
+    if s is None:
+        return None
+    s["seeds"] = sorted(runs)
+    s["values"] = [runs[k]["test_metric"] for k in sorted(runs)]
+    s["valid"] = stats([runs[k].get("valid_metric") for k in sorted(runs)])
+    return s

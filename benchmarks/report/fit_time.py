@@ -1,0 +1,58 @@
+"""How long a default fit takes (``benchmarks/fit_time.py``) against its target."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from ..protocols import ARM_LABELS, ENDPOINTS
+from ._format import DASH, md_table
+
+
+def fit_time_section(results_dir: Path, out_dir: Path) -> Tuple[Optional[str], dict]:
+    """The default fit's wall time per endpoint (``benchmarks/fit_time.py``) against its target."""
+    recs = []
+    for path in sorted((Path(results_dir) / "fit_time").glob("*/*/*.json")):
+        rec = json.loads(path.read_text())
+        if rec.get("schema") == "gmnet-fit-time/1":
+            recs.append(rec)
+    if not recs:
+        return None, {}
+    groups: Dict[Tuple[str, str, str], List[dict]] = defaultdict(list)
+    for rec in recs:
+        groups[rec["arm"], rec["endpoint"], rec.get("variant") or ""].append(rec)
+    rows, summary = [], {}
+    for (arm, name, variant), group in sorted(groups.items(),
+                                              key=lambda kv: (kv[0][0], ENDPOINT_ORDER.get(kv[0][1], 99), kv[0][2])):
+        secs = [r["fit_seconds"] for r in group]
+        # a variant (e.g. the network alone, timed beside the defaults) is for comparison: no target
+        target = None if variant else group[0].get("target_seconds")
+        worst = max(secs)
+        within = DASH if target is None else ("yes" if worst <= target else f"**no** (+{worst - target:.0f} s)")
+        load = max(r["load_average_before"][0] for r in group)
+        hw = group[0]["hardware"]
+        rows.append([ARM_LABELS.get(arm, arm) + (f", {variant}" if variant else ""), ENDPOINTS[name].label,
+                     str(group[0]["n_train"]),
+                     ", ".join(f"{s:.0f}" for s in secs), DASH if target is None else str(target), within,
+                     str(group[0]["n_estimators"]), str(group[0]["torch_threads"]), f"{load:.2f}",
+                     f"{hw.get('cpu_model') or hw.get('cpu') or '?'}"])
+        summary[f"{arm}:{name}" + (f":{variant}" if variant else "")] = {
+            "fit_seconds": secs, "target_seconds": target, "within": worst <= target if target else None}
+    text = md_table(["Arm", "Endpoint", "train molecules", "fit s (per seed)", "target s", "within target",
+                     "members", "threads", "load avg (1 min) before", "CPU"], rows)
+    return text, summary
+
+
+ENDPOINT_ORDER = {name: i for i, name in enumerate(ENDPOINTS)}
+
+
+FIT_TIME_INTRO = """\
+Wall time of `fit` for the estimators with their defaults, called as a user would
+(`GMNetRegressor(random_state=s).fit(X_train, y_train)`: the internal scaffold split picks the
+best epoch), on the training part of the DeepChem scaffold split, written by
+`python -m benchmarks.fit_time --threads 2` run alone on the machine (the load average before
+each fit shows whether anything else ran: the previous fit's two threads account for about 2).
+The C++ kernels are built before the clock starts. Rows "network alone" are the same fit with
+`forest=False` (`--without-forest`), timed on the same machine to show the forest's share."""

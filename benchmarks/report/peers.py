@@ -1,0 +1,163 @@
+"""The peers a chemist would pick instead (RF on ECFP4, Chemprop) beside our arms, and the defaults
+issue's targets against them."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Dict, List, Tuple
+
+import numpy as np
+
+from ..peers import PEER_ARM_LABELS, PEER_ARMS, PEER_PROTOCOL
+from ..protocols import ARM_LABELS, ARMS, ENDPOINTS, EXTRA_ENDPOINTS, TABLE1_ENDPOINTS
+from ._format import DASH, duration, fmt, md_table
+from ._records import Index, summarise_runs
+
+
+#: Our protocols shown beside the peers: the library's tuned recipe (when its records exist) and
+#: the paper's protocol for reference. A protocol without records shows dashes.
+PEER_REFERENCE_PROTOCOLS: Tuple[str, ...] = ("tuned", "chemberta3")
+
+
+def arm_runs(idx: Index, protocol: str, arm: str, endpoint: str) -> Dict[int, dict]:
+    """The seeds of one arm; for Chem-GMNet the protocol's default (k, L), or the only (k, L)
+    present when the protocol is not (yet) defined in protocols.py."""
+    runs = idx.runs(protocol, arm, endpoint)
+    if not runs and arm == "gmnet":
+        cells = idx.kl_cells(protocol, endpoint)
+        if len(cells) == 1:
+            runs = next(iter(cells.values()))
+    return runs
+
+
+def network_alone(runs: Dict[int, dict]) -> Dict[int, dict]:
+    """The same runs scored by their network alone: a ``forest=True`` record's metrics without the
+    forest (its ``forest.network_*_metric``); records without a forest as they are."""
+    return {s: ({**r, "test_metric": r["forest"]["network_test_metric"], "valid_metric": r["forest"]["network_valid_metric"]}
+                if r.get("forest") else r) for s, r in runs.items()}
+
+
+#: The column of Chem-GMNet `tuned`'s network alone (shown where its records blend in a forest).
+NETWORK_ALONE_KEY = "gmnet@tuned:network"
+
+
+def peers_section(idx: Index, machine_ids: Dict[int, List[str]]) -> Tuple[str, dict]:
+    """Peers beside our arms, per endpoint: test metric (mean ± sd over seeds; best of the row in
+    bold) and mean fit time with the machines (ids of the hardware section). Where Chem-GMNet
+    `tuned` blends in a forest, a column beside it shows its network alone (never counted as best:
+    it is part of that arm, not another tool)."""
+    columns = [(arm, PEER_ARM_LABELS[arm], PEER_PROTOCOL, arm) for arm in PEER_ARMS]
+    columns += [(f"{arm}@{p}", f"{ARM_LABELS[arm]} `{p}`", p, arm) for p in PEER_REFERENCE_PROTOCOLS for arm in ARMS]
+    runs = {(key, ep): arm_runs(idx, p, arm, ep) for key, _, p, arm in columns for ep in ENDPOINTS}
+    if any(r.get("forest") for ep in ENDPOINTS for r in runs["gmnet@tuned", ep].values()):
+        at = [key for key, *_ in columns].index("gmnet@tuned") + 1
+        columns.insert(at, (NETWORK_ALONE_KEY, "Chem-GMNet `tuned`, network alone", "tuned", "gmnet"))
+        for ep in ENDPOINTS:
+            runs[NETWORK_ALONE_KEY, ep] = network_alone(runs["gmnet@tuned", ep])
+    endpoints = list(TABLE1_ENDPOINTS) + [e for e in EXTRA_ENDPOINTS
+                                          if any(runs[key, e] for key, _, p, _ in columns if p != "chemberta3")]
+    rows, time_rows, summary, best_count, split_issues, n_checked = [], [], {}, defaultdict(int), [], 0
+    for name in endpoints:
+        ep = ENDPOINTS[name]
+        stats_ = {key: summarise_runs(runs[key, name]) for key, *_ in columns}
+        present = {k: v["mean"] for k, v in stats_.items() if v and k != NETWORK_ALONE_KEY}
+        best = set()
+        if present:
+            target = (max if ep.higher_is_better else min)(present.values())
+            best = {k for k, v in present.items() if v == target}
+            for k in best:
+                best_count[k] += 1
+        row = [ep.label + ("" if ep.table1 else " *"), ep.metric_label]
+        trow = [ep.label + ("" if ep.table1 else " *")]
+        esum = {"metric": ep.metric, "higher_is_better": ep.higher_is_better, "best": sorted(best), "columns": {}}
+        for key, _, protocol, arm in columns:
+            st = stats_[key]
+            row.append(fmt(st["mean"], st["sd"], ep.decimals, st["n"], bold=key in best) if st else DASH)
+            recs = list(runs[key, name].values())
+            fits = [(r.get("wall_time_s") or {}).get("fit", (r.get("wall_time_s") or {}).get("total")) for r in recs]
+            fits = [f for f in fits if f is not None]
+            hw = sorted({i for r in recs for i in machine_ids.get(id(r), [])})
+            trow.append(f"{duration(float(np.mean(fits)))} ({', '.join(hw)})" if fits and hw
+                        else (duration(float(np.mean(fits))) if fits else DASH))
+            esum["columns"][key] = {"protocol": protocol, "arm": arm, "test": st,
+                                    "mean_fit_s": float(np.mean(fits)) if fits else None, "hardware": hw}
+        shas = {r["sizes"].get("split_sha256") for key, *_ in columns for r in runs[key, name].values()
+                if (r.get("sizes") or {}).get("split_sha256")}
+        if len(shas) > 1:
+            split_issues.append(ep.label)
+        n_checked += bool(shas)
+        esum["split_sha256"] = sorted(shas)
+        rows.append(row)
+        time_rows.append(trow)
+        summary[name] = esum
+    labels = [label for _, label, _, _ in columns]
+    text = md_table(["Endpoint", "Metric", *labels], rows, ["---", "---"] + ["---:"] * len(columns))
+    n_rows = sum(1 for name in endpoints if summary[name]["best"])
+    if n_rows:
+        text += "\n\n" + "Best of the row: " + ", ".join(
+            f"{label} {best_count[key]}" for key, label, _, _ in columns if best_count[key]) + f" (of {n_rows} rows)."
+    text += ("\n\nMean fit time per seed (the machines are those of the hardware section below; a "
+             "transformer arm's fit is its whole training, Chemprop's the whole `chemprop train` process, RF's the "
+             "forests' fit):\n\n"
+             + md_table(["Endpoint", *labels], time_rows, ["---"] + ["---:"] * len(columns)))
+    text += "\n\n" + peer_targets_text(summary)
+    if split_issues:
+        text += ("\n\n**Warning:** the records of " + ", ".join(split_issues) + " do not all carry the same "
+                 "`split_sha256`: some ran on another split.")
+    elif n_checked:
+        text += ("\n\nEvery record above that carries a split fingerprint (`sizes.split_sha256`) has the same one "
+                 "per endpoint: the arms trained and were scored on the same rows.")
+    return text, {"columns": {key: {"label": label, "protocol": p, "arm": arm} for key, label, p, arm in columns},
+                  "endpoints": summary, "best_count": dict(best_count), "split_mismatch": split_issues}
+
+
+#: The defaults issue's targets: Chem-GMNet under `tuned` beats the best peer on these endpoints.
+PEER_TARGET_ENDPOINTS = ("esol", "freesolv", "lipophilicity", "bace_regression", "clearance", "bace_classification",
+                         "bbbp")
+
+
+def peer_targets_text(summary: dict, ours: str = "gmnet@tuned", what: str = "Chem-GMNet `tuned`") -> str:
+    """Per target endpoint: Chem-GMNet `tuned` against the best peer (RF-ECFP4, Chemprop), the gap
+    where it does not beat it; the same for its network alone where the runs blend in a forest."""
+    beaten, missed, absent = [], [], []
+    for name in PEER_TARGET_ENDPOINTS:
+        cols = summary[name]["columns"]
+        ep = ENDPOINTS[name]
+        mine = (cols.get(ours) or {}).get("test")
+        peers = {key: cols[key]["test"] for key in PEER_ARMS if (cols.get(key) or {}).get("test")}
+        if not mine or not peers:
+            absent.append(ep.label)
+            continue
+        best_key = (max if ep.higher_is_better else min)(peers, key=lambda k: peers[k]["mean"])
+        best = peers[best_key]["mean"]
+        gap = mine["mean"] - best
+        label = (f"{ep.label} ({mine['mean']:.{ep.decimals}f} vs {PEER_ARM_LABELS[best_key]} "
+                 f"{best:.{ep.decimals}f}, n={mine['n']})")
+        if gap != 0 and (gap > 0) == ep.higher_is_better:
+            beaten.append(label)
+        else:
+            missed.append(label[:-1] + f"; gap {abs(gap):.{ep.decimals}f})")
+    lead = (f"**Targets** ({what} beats the best peer): met on" if ours == "gmnet@tuned"
+            else f"For comparison, not a target: {what} beats the best peer on")
+    parts = [f"{lead} {len(beaten)} of {len(PEER_TARGET_ENDPOINTS)}" + (": " + "; ".join(beaten) if beaten else "") + "."]
+    if missed:
+        parts.append("Not met: " + "; ".join(missed) + ".")
+    if absent:
+        parts.append("No records yet: " + ", ".join(absent) + ".")
+    text = " ".join(parts)
+    if ours == "gmnet@tuned" and any(NETWORK_ALONE_KEY in summary[n]["columns"] for n in PEER_TARGET_ENDPOINTS):
+        text += "\n\n" + peer_targets_text(summary, NETWORK_ALONE_KEY, "the network of Chem-GMNet `tuned` alone")
+    return text
+
+
+PEERS_INTRO = """\
+The arms a chemist would try first, on the same DeepChem scaffold splits (`benchmarks/peers.py`,
+written by `python -m benchmarks.run --arm rf_ecfp chemprop ...`), each with its own defaults and
+no tuning: **RF-ECFP4**, scikit-learn random forests (500 trees) on RDKit Morgan fingerprints
+(radius 2, 2048 bits), one forest per task on its labelled rows; **Chemprop**, Chemprop v2
+(2.3.1, in its own venv) through its command line with its defaults (50 epochs, the
+best-validation epoch by its `val_loss`). Clearance is trained on log(y + 1) and every metric is
+in original units, as for our arms. Beside them: our arms under protocol `tuned` (the library's
+tuned recipe; dashes until its records exist) and under `chemberta3` (Table 1) for reference.
+Population sd over the seeds present, `n` seeds; **bold**: the best of the row. `*`: beyond the
+paper's Table 1."""

@@ -1,0 +1,244 @@
+"""Table 2: fine-tuning from pretrained encoders against scratch runs, the baseline and the paper,
+and the pretraining records and throughput."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ..peers import PEER_ARM_LABELS, PEER_ARMS, PEER_PROTOCOL
+from ..protocols import ARM_LABELS, ARMS, ENDPOINTS, PROTOCOLS, error_ratio
+from ._format import DASH, better, duration, fmt, md_table, plain_cell
+from ._records import Index, summarise_runs
+from .peers import PEER_TARGET_ENDPOINTS, arm_runs, network_alone
+
+
+#: Fine-tuning protocols from a pretrained encoder, each beside its scratch protocol.
+PRETRAINED_PROTOCOLS: Tuple[Tuple[str, str], ...] = (("tuned_moses", "tuned"), ("tuned_moses_ft", "tuned"),
+                                                    ("chemberta3_moses", "chemberta3"))
+
+
+def pretraining_rows() -> List[List[str]]:
+    """What each shipped encoder's pretraining did, from its config.json (the package's folder)."""
+    from gmnet_sklearn.estimators.warm_start import NAMED, PACKAGE_DIR
+
+    rows = []
+    for name, families in NAMED.items():
+        for arm, folder in families.items():
+            path = PACKAGE_DIR / folder / "config.json"
+            if not path.is_file():
+                rows.append([f"`{name}` {ARM_LABELS[arm]}", "not shipped"] + [DASH] * 5)
+                continue
+            cfg = json.loads(path.read_text())
+            t = cfg.get("training", {})
+            d = t.get("definition", {})
+            last = (t.get("history") or [{}])[-1]
+            hw = t.get("hardware", {})
+            rows.append([f"`{name}` {ARM_LABELS[arm]}",
+                         f"{t.get('steps')} steps × {d.get('batch_size')} SMILES ({t.get('epochs', 0):.2f} epoch), "
+                         f"{t.get('smiles_seen', 0):,} SMILES, {t.get('tokens_seen', 0):,} tokens",
+                         f"AdamW lr {d.get('lr')}, wd {d.get('weight_decay')}, {d.get('lr_schedule')} decay, "
+                         f"warm-up {d.get('warmup')}, clip {d.get('max_grad_norm')}",
+                         f"{last.get('eval_loss', float('nan')):.3f} / {last.get('eval_accuracy', float('nan')):.3f}",
+                         duration(float(t.get("seconds", 0.0))),
+                         f"{t.get('smiles_per_second', 0):.0f}",
+                         f"{hw.get('cpu', hw.get('gpu', '?'))}, {hw.get('torch_threads')} thread(s), torch {hw.get('torch')}"])
+    return rows
+
+
+def table2_section(idx: Index, results_dir: Path) -> Tuple[Optional[str], dict]:
+    """The paper's Table 2 beside ours: both arms fine-tuned from the pretrained encoders, their
+    scratch runs under the same recipe, and the best peer; with the two counts the issue asks for
+    (pretrained vs scratch for Chem-GMNet, pretrained Chem-GMNet vs pretrained ChemBERTa)."""
+    from gmnet_sklearn.datasets.endpoints import PAPER_TABLE2
+
+    if not any(idx.runs(p, arm, e) for p, _ in PRETRAINED_PROTOCOLS for arm in ARMS for e in PAPER_TABLE2):
+        return None, {}
+    parts, summary = [], {}
+    for pre, scratch in PRETRAINED_PROTOCOLS:
+        if not any(idx.runs(pre, arm, e) for arm in ARMS for e in PAPER_TABLE2):
+            continue  # a fine-tuning recipe with no runs yet
+        rows, counts = [], {"pretrained_beats_scratch": [0, 0], "gmnet_beats_chemberta_pretrained": [0, 0]}
+        esum = {}
+        for name, paper in PAPER_TABLE2.items():
+            ep = ENDPOINTS[name]
+            dec, hib = ep.decimals, ep.higher_is_better
+            st = {(p, arm): summarise_runs(block_runs(idx, pre, p, arm, name)) for p in (pre, scratch) for arm in ARMS}
+            peers = {arm: summarise_runs(idx.runs(PEER_PROTOCOL, arm, name)) for arm in PEER_ARMS}
+            peers = {a: v for a, v in peers.items() if v}
+            best_peer = None
+            if peers:
+                best_peer = (max if hib else min)(peers.items(), key=lambda kv: kv[1]["mean"])
+            g, c, gs = st[pre, "gmnet"], st[pre, "chemberta"], st[scratch, "gmnet"]
+            if g and gs:
+                counts["pretrained_beats_scratch"][1] += 1
+                counts["pretrained_beats_scratch"][0] += bool(better(g["mean"], gs["mean"], hib))
+            if g and c:
+                counts["gmnet_beats_chemberta_pretrained"][1] += 1
+                counts["gmnet_beats_chemberta_pretrained"][0] += bool(better(g["mean"], c["mean"], hib))
+            win = None
+            if g and c:
+                b = better(g["mean"], c["mean"], hib)
+                win = None if b is None else ("gmnet" if b else "chemberta")
+            pg, pc = paper["gmnet"], paper["chemberta"]
+            rows.append([ep.label, ep.metric_label, f"{pg[0]} ± {pg[1]}", pc[0],
+                         *(fmt(st[pre, arm]["mean"], st[pre, arm]["sd"], dec, st[pre, arm]["n"], bold=win == arm)
+                           if st[pre, arm] else DASH for arm in ARMS),
+                         *(fmt(st[scratch, arm]["mean"], st[scratch, arm]["sd"], dec, st[scratch, arm]["n"])
+                           if st[scratch, arm] else DASH for arm in ARMS),
+                         (f"{fmt(best_peer[1]['mean'], best_peer[1]['sd'], dec, best_peer[1]['n'])} "
+                          f"({PEER_ARM_LABELS[best_peer[0]]})") if best_peer else DASH])
+            esum[name] = {"paper": {arm: paper[arm] for arm in ARMS},
+                          "ours": {f"{arm}@{p}": st[p, arm] for p in (pre, scratch) for arm in ARMS},
+                          "best_peer": {"arm": best_peer[0], **best_peer[1]} if best_peer else None}
+        header = ["Endpoint", "Metric", "Paper Chem-GMNet (10M ZINC)", "Paper ChemBERTa-2 MLM-10M",
+                  f"Chem-GMNet `{pre}`", f"ChemBERTa `{pre}`", f"Chem-GMNet `{scratch}` (scratch)",
+                  f"ChemBERTa `{scratch}` (scratch)", "Best peer"]
+        n1, d1 = counts["pretrained_beats_scratch"]
+        n2, d2 = counts["gmnet_beats_chemberta_pretrained"]
+        parts += [f"Fine-tuned under `{pre}` (warm start) and `{scratch}` (random initialisation), test metric, "
+                  "mean ± sd over seeds (n = seeds present). The paper's columns are `tab:pretrain` "
+                  "(chemberta3 protocol, 10M ZINC SMILES; ChemBERTa-2's own release figures).", "",
+                  md_table(header, rows, ["---", "---"] + ["---:"] * 7), "",
+                  f"Targets: pretrained Chem-GMNet beats its scratch runs on **{n1} of {d1}** endpoints measured "
+                  f"(target: 6 of 8); pretrained Chem-GMNet beats the equally pretrained ChemBERTa on **{n2} of {d2}** "
+                  "(target: 6 of 8).", ""]
+        encoders = block_encoders(idx, pre)
+        if encoders:
+            parts += [encoders_line(encoders), ""]
+        valid = warm_start_validation(idx, pre, scratch)
+        if valid:
+            parts += [f"Validation (the split the defaults are chosen on), Chem-GMNet over the peer-target endpoints with "
+                      f"runs of both: `{scratch}` has **{valid['ratio']:.3f}x** the validation error of `{pre}` (mean of "
+                      "the per-endpoint ratios of the seed-mean RMSE or 1 - ROC-AUC; above 1: the warm start is "
+                      f"better); better on {', '.join(valid['better']) or 'none'}, worse on "
+                      f"{', '.join(valid['worse']) or 'none'}.", ""]
+        summary[pre] = {"scratch": scratch, "endpoints": esum, "counts": counts, "validation": valid,
+                        "encoders": encoders}
+    parts += ["The encoders these runs start from (`gmnet_sklearn/pretrained/`, their `config.json`; held-out "
+              "masked-LM loss and masked-token accuracy on the first 10,000 SMILES of MOSES's test file at "
+              "the end of pretraining):", "",
+              md_table(["Encoder", "Budget", "Optimiser", "Held-out loss / accuracy", "Wall time", "SMILES/s",
+                        "Hardware"], pretraining_rows()), ""]
+    rows = pretraining_record_rows(results_dir)
+    if rows:
+        parts += ["Pretraining runs that were measured and not shipped (`benchmarks/results/pretrain/`; the last "
+                  "held-out evaluation):", "", md_table(["Record", "Run", "Steps (epoch)", "Held-out loss / accuracy",
+                                                           "Wall time"], rows), ""]
+    records = pretrain_throughput_records(results_dir)
+    rows = pretrain_throughput_rows(records)
+    if rows:
+        parts += ["Pretraining throughput (`python -m benchmarks.pretrain_throughput`: a masked-LM training step on the "
+                  "same batches of MOSES SMILES and the same masks, both models interleaved in one process; "
+                  "targets: one MOSES epoch within 60 minutes on 2 CPU cores, and 50,000 SMILES/s on a GPU):", "",
+                  md_table(["File", "Shape", "Device, batch", "Threads", "Chem-GMNet SMILES/s", "ChemBERTa SMILES/s",
+                            "Ratio", "MOSES epoch, Chem-GMNet / ChemBERTa", "Note"], rows), ""]
+        commands = [(name, r["command"]) for name, r in records if r.get("command")]
+        if commands:
+            parts += ["Commands (recorded in each file): " + "; ".join(f"`{name}`: `{cmd}`" for name, cmd in commands), ""]
+    return "\n".join(parts), summary
+
+
+def block_runs(idx: Index, pre: str, protocol: str, arm: str, endpoint: str) -> Dict[int, dict]:
+    """The runs of one column of ``pre``'s Table 2 block. The fine-tuning protocols fine-tune the
+    network alone (``forest=False``: the block is about the encoder), so a scratch protocol whose
+    runs blend in a forest enters by its network alone."""
+    runs = arm_runs(idx, protocol, arm, endpoint)
+    pre_def = PROTOCOLS.get(pre)
+    return network_alone(runs) if protocol != pre and pre_def is not None and not pre_def.training.get("forest") else runs
+
+
+def block_encoders(idx: Index, protocol: str) -> Dict[str, Dict[str, dict]]:
+    """Per arm, the encoders (weights' SHA-256) the protocol's Table-2 runs started from, with the
+    pretraining epochs each recorded and how many runs used it."""
+    from gmnet_sklearn.datasets.endpoints import PAPER_TABLE2
+
+    out: Dict[str, Dict[str, dict]] = {}
+    for arm in ARMS:
+        for name in PAPER_TABLE2:
+            for r in arm_runs(idx, protocol, arm, name).values():
+                pre = r.get("pretrained") or {}
+                if pre.get("sha256"):
+                    e = out.setdefault(arm, {}).setdefault(pre["sha256"], {"epochs": pre.get("epochs") or 0.0, "runs": 0})
+                    e["runs"] += 1
+    return out
+
+
+def encoders_line(encoders: Dict[str, Dict[str, dict]]) -> str:
+    """The sentence naming a block's encoders, with a warning when one arm's runs used several."""
+    per_arm = "; ".join(f"{ARM_LABELS[arm]}: " + ", ".join(f"`{sha[:12]}` ({e['epochs']:.2f} epoch, {e['runs']} run{'s' if e['runs'] != 1 else ''})"
+                                                           for sha, e in shas.items())
+                        for arm, shas in encoders.items())
+    mixed = any(len(shas) > 1 for shas in encoders.values())
+    return (f"Encoders these runs started from (the records' `pretrained`): {per_arm}"
+            + (". **Mixed:** some of these runs started from another encoder than the rest; the block compares "
+               "unlike budgets until they are all rerun." if mixed else "."))
+
+
+def warm_start_validation(idx: Index, pre: str, scratch: str) -> Optional[dict]:
+    """Chem-GMNet's validation error from scratch over that from the warm start, per peer-target
+    endpoint (seed means) and their mean; None without an endpoint that has both."""
+    ratios, better_, worse = {}, [], []
+    for name in PEER_TARGET_ENDPOINTS:
+        ep = ENDPOINTS[name]
+        a, b = (summarise_runs(block_runs(idx, pre, p, "gmnet", name)) for p in (scratch, pre))
+        if not (a and b and a["valid"] and b["valid"]):
+            continue
+        ratios[name] = error_ratio(name, a["valid"]["mean"], b["valid"]["mean"])
+        (better_ if ratios[name] > 1 else worse if ratios[name] < 1 else []).append(ep.label)
+    if not ratios:
+        return None
+    return {"ratio": float(np.mean(list(ratios.values()))), "per_endpoint": ratios, "better": better_, "worse": worse}
+
+
+def pretraining_record_rows(results_dir: Path) -> List[List[str]]:
+    """One row per saved pretraining record: a finished run's config.json (``config``) or a stopped
+    run's checkpoint fields (``history`` at the top level)."""
+    rows = []
+    for path in sorted((Path(results_dir) / "pretrain").glob("*.json")):
+        r = json.loads(path.read_text())
+        t = r["config"]["training"] if "config" in r else r
+        last = (t.get("history") or [{}])[-1]
+        seconds = t.get("seconds", (t.get("counters") or {}).get("seconds", 0.0))
+        rows.append([f"`{path.name}`", plain_cell(r.get("run", "")), f"{last.get('step')} ({last.get('epoch', 0):.2f})",
+                     f"{last.get('eval_loss', float('nan')):.3f} / {last.get('eval_accuracy', float('nan')):.3f}",
+                     duration(float(seconds))])
+    return rows
+
+
+def pretrain_throughput_records(results_dir: Path) -> List[Tuple[str, dict]]:
+    """(file name, record) of each ``pretrain_throughput_*.json``."""
+    return [(path.name, json.loads(path.read_text()))
+            for path in sorted(Path(results_dir).glob("pretrain_throughput_*.json"))]
+
+
+def pretrain_throughput_rows(records: List[Tuple[str, dict]]) -> List[List[str]]:
+    rows = []
+    for name, r in records:
+        g, c = r["models"]["gmnet"], r["models"]["chemberta"]
+        d = r["shape"]["gmnet"]
+        hw = r.get("hardware", {})
+        minutes = lambda m: f"{m:.1f}" if m < 10 else f"{m:.0f}"  # noqa: E731
+        rows.append([f"`{name}`", f"{r.get('shape_preset', 'paper')} (d {d['d_model']}, {d['n_heads']} heads)",
+                     f"{hw.get('gpu') or hw.get('cpu', '?')}, batch {r['batch_size']}",
+                     str(r["threads"]), f"{g['smiles_per_second']:.0f}", f"{c['smiles_per_second']:.0f}",
+                     f"{r['gmnet_over_chemberta_speed']:.2f}x",
+                     f"{minutes(g['moses_epoch_minutes'])} / {minutes(c['moses_epoch_minutes'])} min",
+                     plain_cell(r.get("note") or None)])
+    return rows
+
+
+TABLE2_INTRO = """\
+The paper's second result (`tab:pretrain`): both arms pretrained as masked LMs on the same corpus
+with the same budget, then fine-tuned. Here the corpus is MOSES (1.58M training SMILES, not the
+paper's 10M ZINC), the budget is what a CPU session affords (below), the shape is the library's
+default (d 256, 3 layers, 8 heads) rather than the paper's, and fine-tuning uses the library's
+defaults (`tuned`) with `pretrained="moses"` (`tuned_moses`) and with the warm-start preset
+`MOSES_FINE_TUNING` (`tuned_moses_ft`: the same, at the fine-tuning learning rate chosen on the
+valid splits, benchmarks/RECIPE_SEARCH.md). Pretraining: `gmnet-pretrain --shape library`
+(DEVELOPERS.md "Pretraining"); fine-tuning: `python -m benchmarks.sweep --what table1 --protocol
+tuned_moses_ft --endpoints <the eight>`. The paper's own protocol from the paper-shape encoder
+(`pretrained="moses-paper"`) is `chemberta3_moses`, beside the `chemberta3` runs from scratch."""
