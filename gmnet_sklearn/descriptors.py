@@ -52,8 +52,10 @@ def _descriptor_rows(smiles: list) -> tuple[np.ndarray, np.ndarray]:
     """``(rows, parsed)`` for distinct SMILES: raw descriptors (NaN where one fails or is not
     finite; a NaN row where RDKit rejects the SMILES) and whether each parsed. A module-level
     function so joblib's workers can run it on a chunk."""
-    from rdkit import Chem, rdBase
+    from rdkit import rdBase
     from rdkit.Chem import rdMolDescriptors
+
+    from .utils import mol_from_smiles
 
     funcs = _descriptor_functions()
     rows = np.full((len(smiles), len(funcs)), np.nan)
@@ -61,7 +63,7 @@ def _descriptor_rows(smiles: list) -> tuple[np.ndarray, np.ndarray]:
     # RDKit's C++ log is blocked (the caller reports parse errors by row) and restored afterwards.
     with rdBase.BlockLogs():
         for i, s in enumerate(smiles):
-            mol = Chem.MolFromSmiles(s)
+            mol = mol_from_smiles(s)
             if mol is None:
                 continue
             parsed[i] = True
@@ -155,6 +157,9 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
         with np.errstate(invalid="ignore"):
             spread = np.nanmax(np.where(observed, raw, np.nan), axis=0) - np.nanmin(np.where(observed, raw, np.nan), axis=0)
         self.kept_ = observed.any(0) & (np.nan_to_num(spread) > 0)
+        if not self.kept_.any():  # one molecule, or copies of one: nothing to scale (or learn from)
+            raise ValueError(f"no RDKit descriptor varies across the {len(raw)} training SMILES: the descriptors "
+                             "need at least two different molecules")
         self.names_ = np.asarray(descriptor_names(), dtype=object)
         self.quantiles_ = QuantileTransformer(n_quantiles=max(2, min(self.n_quantiles, len(raw))),
                                               output_distribution="normal", subsample=None).fit(raw[:, self.kept_])

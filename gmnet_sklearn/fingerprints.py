@@ -28,25 +28,31 @@ class MorganFingerprint(TransformerMixin, BaseEstimator):
         from .estimators._base import check_smiles_input
 
         check_smiles_input(X)
-        if self.on_invalid not in ("raise", "zeros"):
-            raise ValueError(f"on_invalid must be 'raise' or 'zeros', got {self.on_invalid!r}")
+        self._check_on_invalid()
         self.n_features_out_ = int(self.n_bits)
         return self
 
+    def _check_on_invalid(self):
+        # here and in transform: with no state to fit, transform may run without fit
+        if self.on_invalid not in ("raise", "zeros"):
+            raise ValueError(f"on_invalid must be 'raise' or 'zeros', got {self.on_invalid!r}")
+
     def transform(self, X) -> np.ndarray:
-        from rdkit import Chem, rdBase
+        from rdkit import rdBase
         from rdkit.Chem import rdFingerprintGenerator
 
         from .estimators._base import check_smiles_input
+        from .utils import mol_from_smiles
 
         X = check_smiles_input(X)
+        self._check_on_invalid()
         gen = rdFingerprintGenerator.GetMorganGenerator(radius=int(self.radius), fpSize=int(self.n_bits))
         out = np.zeros((len(X), int(self.n_bits)), dtype=np.uint8 if not self.counts else np.uint16)
         bad = []
         # RDKit's log is blocked (failures are reported below, by row), then restored as it was.
         with rdBase.BlockLogs():
             for i, s in enumerate(X):
-                mol = Chem.MolFromSmiles(s) if isinstance(s, str) else None
+                mol = mol_from_smiles(s)
                 if mol is None:
                     bad.append(i)
                     continue

@@ -59,3 +59,17 @@ def test_transformer_n_jobs_is_a_parameter_and_does_not_change_the_output(monkey
     two = clone(RDKitDescriptors(n_jobs=2)).fit(SMILES)
     assert two.get_params()["n_jobs"] == 2
     np.testing.assert_array_equal(one.transform(SMILES), two.transform(SMILES))
+
+
+def test_a_blank_smiles_is_invalid_not_a_molecule_without_atoms():
+    """RDKit reads "" as an empty molecule; here it is a SMILES that names no molecule."""
+    with pytest.raises(ValueError, match=r"rows 1 \(''\), 2 \(' '\)"):
+        compute_descriptors(["CCO", "", " "])
+    rows = compute_descriptors(["CCO", ""], on_invalid="nan")
+    assert np.isnan(rows[1]).all() and not np.isnan(rows[0]).all()
+
+
+def test_fitting_on_copies_of_one_molecule_says_why_it_cannot_scale():
+    for smiles in (["CCO"], ["CCO", "CCO", "CCO"]):
+        with pytest.raises(ValueError, match="no RDKit descriptor varies across the .* training SMILES"):
+            RDKitDescriptors().fit(smiles)

@@ -274,3 +274,13 @@ def test_report_shows_a_forest_blending_arm_beside_its_network_alone(tmp_path):
     table2 = text.split("## Table 2: pretrained encoders")[1].split("\n## ")[0]
     row = next(ln for ln in table2.splitlines() if ln.startswith("| ESOL |"))
     assert [c.strip() for c in row.split("|")][5:8] == ["0.920 ± 0.000 (n=2)", "—", "1.000 ± 0.000 (n=2)"]
+
+
+def test_morgan_fingerprint_rejects_blank_smiles_and_checks_on_invalid_without_fit():
+    from gmnet_sklearn.fingerprints import MorganFingerprint
+
+    with pytest.raises(ValueError, match=r"rows 1 \(''\)"):
+        MorganFingerprint().transform(["CCO", ""])
+    assert MorganFingerprint(on_invalid="zeros").transform(["CCO", ""])[1].sum() == 0
+    with pytest.raises(ValueError, match="on_invalid must be 'raise' or 'zeros'"):
+        MorganFingerprint(on_invalid="bogus").transform(["CCO"])  # transform needs no fit: it checks too

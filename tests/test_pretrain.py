@@ -90,6 +90,20 @@ def test_reader_errors_name_the_file(tmp_path):
         corpus_files(tmp_path / "nothing")
 
 
+def test_reader_takes_a_byte_order_mark_and_a_folder_given_as_the_test_set_whole(tmp_path):
+    (tmp_path / "excel.csv").write_bytes("\ufeffsmiles,y\nCCO,1\nC#N,2\n".encode("utf-8"))
+    assert list(iter_file(tmp_path / "excel.csv")) == ["CCO", "C#N"]
+    (tmp_path / "bom.smi").write_bytes("\ufeffSMILES\nCCO\n".encode("utf-8"))
+    assert list(iter_file(tmp_path / "bom.smi")) == ["CCO"]  # the header is a header, not a record
+    held = tmp_path / "held"
+    held.mkdir()
+    write_csv(held / "test.csv", ["CCN"])
+    write_csv(held / "valid.csv", ["CCC"])
+    with pytest.raises(ValueError, match="held out"):
+        corpus_files(held)  # as a training corpus: its test*/valid* files are held out
+    assert [p.name for p in corpus_files(held, hold_out=False)] == ["test.csv", "valid.csv"]
+
+
 def test_gzip_corpus_larger_than_a_chunk_streams(tmp_path):
     smiles = [f"C{'C' * (i % 40)}O" for i in range(60_000)]  # ~1.6 MB of text
     write_csv(tmp_path / "big.csv.gz", smiles, gz=True)
@@ -316,6 +330,31 @@ def test_bad_arguments(corpus, tmp_path):
         pretrain(folder, tmp_path / "x", "gmnet", vocab_file=vocab, batch_size=0)
     with pytest.raises(ValueError, match="precision must be 'float32' or 'bf16', got 'fp16'"):
         pretrain(folder, tmp_path / "x", "gmnet", vocab_file=vocab, precision="fp16")
+
+
+def test_numpy_integers_and_a_named_smiles_column(corpus, tmp_path):
+    """Arguments from a numpy grid reach the run's JSON definition as numbers; a CSV corpus whose
+    SMILES column has another name is read through ``smiles_column`` (and the CLI's option)."""
+    folder, vocab = corpus
+    chembl = tmp_path / "chembl"
+    chembl.mkdir()
+    smiles = list(iter_smiles(folder))[:64]
+    with open(chembl / "train.csv", "w", newline="") as fh:
+        csv.writer(fh).writerows([["chembl_id", "canonical_smiles"]] + [[f"C{i}", s] for i, s in enumerate(smiles)])
+    with open(chembl / "test.csv", "w", newline="") as fh:
+        csv.writer(fh).writerows([["chembl_id", "canonical_smiles"]] + [[f"T{i}", s] for i, s in enumerate(smiles[:8])])
+    with pytest.raises(ValueError, match="no 'SMILES' column"):
+        pretrain(chembl, tmp_path / "a", "chemberta", vocab_file=vocab, max_steps=2, progress=False, **TINY_CHEMBERTA)
+    summary = pretrain(chembl, tmp_path / "b", "chemberta", smiles_column="canonical_smiles", vocab_file=vocab,
+                       max_steps=np.int64(2), batch_size=np.int64(16), eval_size=np.int64(8), epochs=np.int64(1),
+                       progress=False, device="cpu", **{**TINY_CHEMBERTA, "d_model": np.int64(16)})
+    assert summary["finished"] and summary["steps"] == 2 and summary["history"][-1]["eval_masked_tokens"] > 0
+    config = json.loads((tmp_path / "b" / "config.json").read_text())
+    assert config["params"]["d_model"] == 16 and type(config["params"]["d_model"]) is int
+    from gmnet_sklearn.pretrain.__main__ import main
+
+    assert main([str(chembl), str(tmp_path / "c"), "--smiles-column", "canonical_smiles", "--vocab-file", str(vocab),
+                 "--prepare-only", "--quiet"]) == 0
 
 
 _KILLED_RUN = """

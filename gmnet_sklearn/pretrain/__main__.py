@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="an architecture parameter, e.g. --set k=8 --set d_model=384 (over --shape)")
     p.add_argument("--test-corpus", default="auto", help="held-out SMILES file ('auto': test.* beside the corpus; 'none')")
+    p.add_argument("--smiles-column", default=None, help="the SMILES column of CSV files (default: the one named 'smiles')")
     p.add_argument("--vocab-file", default=None, help="vocabulary (default: $GMNET_TOKENIZER_VOCAB)")
     p.add_argument("--max-length", type=int, default=None)
     p.add_argument("--epochs", type=int, default=1)
@@ -76,7 +77,7 @@ def main(argv=None) -> int:
 
     summary = pretrain(
         args.corpus, args.output_dir, args.model, test_corpus=None if args.test_corpus == "none" else args.test_corpus,
-        vocab_file=args.vocab_file, max_length=args.max_length, epochs=args.epochs, max_steps=args.max_steps,
+        smiles_column=args.smiles_column, vocab_file=args.vocab_file, max_length=args.max_length, epochs=args.epochs, max_steps=args.max_steps,
         batch_size=args.batch_size, lr=args.lr, weight_decay=args.weight_decay, warmup=args.warmup,
         lr_schedule=args.lr_schedule, max_grad_norm=args.max_grad_norm, mask_prob=args.mask_prob,
         eval_every=args.eval_every, eval_size=args.eval_size, checkpoint_every=args.checkpoint_every,

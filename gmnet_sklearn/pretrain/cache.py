@@ -84,11 +84,11 @@ def _encode_in_pieces(pool, n_jobs: int, tokenizer, smiles: list[str], max_lengt
 
 def build_cache(files, tokenizer, cache_dir, shard_size: int = 100_000, max_length: int | None = None,
                 limit: int | None = None, progress: bool = False, label: str = "encoding corpus",
-                n_jobs: int = 1) -> dict:
-    """Encode the SMILES of ``files`` (the first ``limit`` records, or all) into ``cache_dir``,
-    resuming a partial build, with ``n_jobs`` processes (-1: one per core); returns the manifest.
-    A cache built from other files, vocabulary, ``max_length``, ``shard_size`` or ``limit`` raises
-    ``ValueError``."""
+                n_jobs: int = 1, smiles_column: str | None = None) -> dict:
+    """Encode the SMILES of ``files`` (the first ``limit`` records, or all; a CSV's
+    ``smiles_column``, default "smiles") into ``cache_dir``, resuming a partial build, with
+    ``n_jobs`` processes (-1: one per core); returns the manifest. A cache built from other files,
+    vocabulary, ``max_length``, ``shard_size``, ``limit`` or column raises ``ValueError``."""
     n_jobs = (os.cpu_count() or 1) if n_jobs == -1 else n_jobs
     if not (isinstance(n_jobs, numbers.Integral) and n_jobs >= 1):
         raise ValueError(f"n_jobs must be a positive integer or -1, got {n_jobs!r}")
@@ -97,7 +97,9 @@ def build_cache(files, tokenizer, cache_dir, shard_size: int = 100_000, max_leng
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
     identity = {"format": CACHE_FORMAT, "files": describe(files), "vocab": vocab_digest(tokenizer),
-                "max_length": max_length, "shard_size": int(shard_size), "limit": limit}
+                "max_length": max_length, "shard_size": int(shard_size), "limit": None if limit is None else int(limit)}
+    if smiles_column is not None:  # only then: caches built before the option keep their identity
+        identity["smiles_column"] = smiles_column
     path = cache_dir / "manifest.json"
     manifest = {**identity, "complete": False, "shards": [], "invalid_examples": []}
     if path.exists():
@@ -109,7 +111,7 @@ def build_cache(files, tokenizer, cache_dir, shard_size: int = 100_000, max_leng
         if manifest["complete"]:
             return manifest
     done = len(manifest["shards"])
-    records = (smi for f in files for smi in iter_file(f))
+    records = (smi for f in files for smi in iter_file(f, smiles_column))
     if limit is not None:
         records = itertools.islice(records, int(limit))
     bar = None

@@ -8,7 +8,8 @@ is a header). ``.csv``: the column named ``smiles`` (any case), or ``smiles_colu
 
 A folder's corpus files are read in name order; files whose name starts with ``test`` or ``valid``
 are held out (MOSES ships ``train.csv.gz``, ``test.csv.gz`` and ``test_scaffolds.csv.gz`` side by
-side) and :func:`held_out_file` finds the ``test`` file for evaluation.
+side) and :func:`held_out_file` finds the ``test`` file for evaluation. Files are UTF-8, with or
+without a byte-order mark (as spreadsheet programs write CSV).
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ def _kind(path: Path) -> str | None:
     return None
 
 
-def corpus_files(corpus) -> list[Path]:
-    """The training files of ``corpus`` (a file, or a folder's corpus files minus held-out ones)."""
+def corpus_files(corpus, hold_out: bool = True) -> list[Path]:
+    """The training files of ``corpus`` (a file, or a folder's corpus files minus held-out ones;
+    all of them with ``hold_out=False``, for a folder that is itself the held-out set)."""
     path = Path(corpus)
     if path.is_file():
         if _kind(path) is None:
@@ -43,10 +45,10 @@ def corpus_files(corpus) -> list[Path]:
         return [path]
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.is_file() and _kind(p) is not None
-                       and not p.name.lower().startswith(HELD_OUT_PREFIXES))
+                       and not (hold_out and p.name.lower().startswith(HELD_OUT_PREFIXES)))
         if not files:
-            raise ValueError(f"{path}: no SMILES corpus files ({', '.join(SUFFIXES)}, optionally .gz; "
-                             f"names starting with {HELD_OUT_PREFIXES} are held out)")
+            raise ValueError(f"{path}: no SMILES corpus files ({', '.join(SUFFIXES)}, optionally .gz"
+                             + (f"; names starting with {HELD_OUT_PREFIXES} are held out)" if hold_out else ")"))
         return files
     raise FileNotFoundError(f"SMILES corpus {path} does not exist")
 
@@ -64,8 +66,8 @@ def held_out_file(corpus) -> Path | None:
 
 def _open_text(path: Path):
     if path.name.lower().endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
+        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
+    return open(path, encoding="utf-8-sig", newline="")
 
 
 def iter_file(path, smiles_column: str | None = None) -> Iterator[str]:

@@ -19,6 +19,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from ..estimators.presets import PAPER_SHAPE
@@ -60,7 +61,8 @@ def check_family(model: str) -> str:
 def model_params(model: str, params: dict | None) -> dict:
     """The family's defaults updated with ``params``; unknown names raise."""
     defaults = DEFAULT_PARAMS[check_family(model)]
-    params = dict(params or {})
+    # numpy scalars (a grid from np.arange) as Python numbers: the run's definition is JSON
+    params = {k: v.item() if isinstance(v, np.generic) else v for k, v in (params or {}).items()}
     unknown = sorted(set(params) - set(defaults))
     if unknown:
         raise ValueError(f"unknown {model} model parameters {unknown}; known: {sorted(defaults)}")

@@ -56,10 +56,13 @@ def _vocab_path(vocab_file) -> str:
 
 
 def _check_positive_int(name, value, allow_none=False):
+    """``value`` as a Python int (numpy's too, as a grid from ``np.arange`` gives: the run's
+    definition is JSON), after checking it is positive."""
     if value is None and allow_none:
-        return
+        return None
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name} must be a positive integer{' or None' if allow_none else ''}, got {value!r}")
+    return int(value)
 
 
 def _hardware(device: str) -> dict:
@@ -123,7 +126,7 @@ class _Evaluator:
         return {"eval_loss": total / max(n, 1), "eval_accuracy": correct / max(n, 1), "eval_masked_tokens": n}
 
 
-def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto",
+def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", smiles_column: str | None = None,
              vocab_file=None, max_length: int | None = None, epochs: int = 1, max_steps: int | None = None,
              batch_size: int = 256, lr: float = 5e-4, weight_decay: float = 0.01, warmup: float = 0.05,
              lr_schedule: str = "linear", max_grad_norm: float = 1.0, mask_prob: float = 0.15,
@@ -139,7 +142,8 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto",
     Architecture parameters are keyword arguments named as in the estimators (``k``, ``L``,
     ``d_model``, ``n_layers``, ``n_heads``, ``dropout``, ...; defaults: the paper's ChemBERTa-10M
     shape, ``models.DEFAULT_PARAMS``). ``test_corpus``: the held-out file ("auto": ``test.*`` in
-    the corpus's folder; None: no evaluation). ``max_length``: longest token sequence kept,
+    the corpus's folder; None: no evaluation; a folder: all its corpus files). ``smiles_column``: the
+    column CSV files hold their SMILES in (default: the one named "smiles", any case). ``max_length``: longest token sequence kept,
     [CLS]/[SEP] included (default 514, what both families take). The budget is ``epochs`` passes
     over the corpus or ``max_steps`` batches. ``lr_schedule``: "linear", "cosine" or "constant"
     after ``warmup`` (a fraction of the steps). A checkpoint is written every
@@ -152,11 +156,12 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto",
     """
     check_family(model)
     params = model_params(model, model_kwargs)
-    for name, value in (("epochs", epochs), ("batch_size", batch_size), ("eval_every", eval_every),
-                        ("checkpoint_every", checkpoint_every), ("shard_size", shard_size)):
-        _check_positive_int(name, value)
-    _check_positive_int("max_steps", max_steps, allow_none=True)
-    _check_positive_int("eval_size", eval_size, allow_none=True)
+    epochs, batch_size, eval_every, checkpoint_every, shard_size = (
+        _check_positive_int(name, value) for name, value in (
+            ("epochs", epochs), ("batch_size", batch_size), ("eval_every", eval_every),
+            ("checkpoint_every", checkpoint_every), ("shard_size", shard_size)))
+    max_steps = _check_positive_int("max_steps", max_steps, allow_none=True)
+    eval_size = _check_positive_int("eval_size", eval_size, allow_none=True)
     if lr_schedule not in SCHEDULES:
         raise ValueError(f"lr_schedule must be one of {SCHEDULES}, got {lr_schedule!r}")
     if not 0 <= warmup < 1:
@@ -178,15 +183,15 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto",
     tokenizer = SmilesTokenizer(_vocab_path(vocab_file)).fit([])
     files = corpus_files(corpus)
     train_manifest = build_cache(files, tokenizer, cache_dir / "train", shard_size, max_length, progress=progress,
-                                 label="encoding corpus", n_jobs=n_jobs)
+                                 label="encoding corpus", n_jobs=n_jobs, smiles_column=smiles_column)
     train = EncodedCorpus(cache_dir / "train")
     test_path = held_out_file(corpus) if test_corpus == "auto" else (None if test_corpus is None else Path(test_corpus))
     evaluator, test_files = None, []
     masker = Masker(tokenizer, mask_prob)
     if test_path is not None:
-        test_files = corpus_files(test_path)
+        test_files = corpus_files(test_path, hold_out=False)  # a folder given as the test set: all of it
         build_cache(test_files, tokenizer, cache_dir / "test", shard_size, max_length, limit=eval_size,
-                    progress=progress, label="encoding test set", n_jobs=n_jobs)
+                    progress=progress, label="encoding test set", n_jobs=n_jobs, smiles_column=smiles_column)
         evaluator = _Evaluator(EncodedCorpus(cache_dir / "test"), masker, tokenizer.pad_id, batch_size, seed, device)
 
     if prepare_only:
@@ -202,6 +207,8 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto",
                   "bucket_by_length": bool(bucket_by_length), "seed": seed}
     if precision != "float32":  # only then: runs (and checkpoints) from before the option keep their fingerprint
         definition["precision"] = precision
+    if smiles_column is not None:  # the same
+        definition["smiles_column"] = smiles_column
     fingerprint = hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()[:20]
 
     torch.manual_seed(seed)

@@ -51,3 +51,14 @@ def check_smiles_input(X, name: str = "X", *, smiles_column: str = "smiles", ens
         raise ValueError(f"{name} is empty: need at least one SMILES" if not X else
                          f"{name} has {len(X)} SMILES, need at least {ensure_min_samples}")
     return X
+
+
+def mol_from_smiles(smiles):
+    """RDKit's molecule for ``smiles``, or None where there is none: not a string, blank (RDKit
+    reads "" as a molecule without atoms, which would pass as a valid row of zeros), or rejected
+    by RDKit. Callers block RDKit's log and report the None rows."""
+    from rdkit import Chem
+
+    if not isinstance(smiles, str) or not smiles.strip():
+        return None
+    return Chem.MolFromSmiles(smiles)
