@@ -364,3 +364,116 @@ def test_n_jobs_sets_torch_threads_for_fit_and_predict_and_restores_them(monkeyp
     with pytest.raises(ValueError, match="n_jobs"):
         GMNetRegressor(n_jobs=0).fit(SMILES, regression_target(SMILES))
 
+
+
+# ---- edge cases found in review -----------------------------------------------------------
+def test_a_class_the_internal_split_sends_to_validation_only_is_trained_on():
+    """A rare class (one row) that the internal split puts in the validation part goes back into
+    the training part: the model knows every class of y."""
+    from gmnet_sklearn.estimators._base import SmilesNetBase
+
+    X = list(SMILES[:40])
+    y = np.array(["a", "b"] * 20, dtype=object)
+    est = GMNetClassifier(**TINY, valid_split="random")
+    _, base_valid = SmilesNetBase._internal_split(est, X, 0, y)
+    y[base_valid[0]] = "c"  # the one "c" sits where the plain split validates
+    train, valid = est._internal_split(X, 0, y)
+    assert base_valid[0] in train and base_valid[0] not in valid and sorted(np.concatenate([train, valid])) == list(range(40))
+    fitted = GMNetClassifier(**TINY, valid_split="random").fit(X, y)
+    assert fitted.classes_.tolist() == ["a", "b", "c"] and fitted.predict_proba(X[:3]).shape == (3, 3)
+
+
+def test_classifier_takes_a_column_vector_y_and_names_its_missing_labels():
+    from sklearn.exceptions import DataConversionWarning
+
+    X, y = list(SMILES[:40]), class_target(SMILES[:40])
+    with pytest.warns(DataConversionWarning, match="column-vector y"):
+        est = GMNetClassifier(**TINY).fit(X, y.reshape(-1, 1))
+    assert est.n_tasks_ == 1 and est.predict(X[:4]).shape == (4,)
+    y_missing = y.astype(float).reshape(-1, 1)
+    y_missing[[3, 7]] = np.nan
+    with pytest.raises(ValueError, match=r"one task with missing labels at rows \[3, 7\]"):
+        GMNetClassifier(**TINY).fit(X, y_missing)
+
+
+def test_a_failed_refit_leaves_no_fitted_network_behind():
+    X, y = list(SMILES[:40]), regression_target(SMILES[:40])
+    est = GMNetRegressor(**TINY).fit(X, y)
+    with pytest.raises(ValueError, match="X_valid"):
+        est.fit(X, y + 100, X_valid=["C(("], y_valid=[1.0])
+    with pytest.raises(NotFittedError):
+        est.predict(X[:2])  # not the old network read through the new vocabulary and scaling
+
+
+def test_y_valid_must_have_the_columns_of_y():
+    X, y = list(SMILES[:40]), regression_target(SMILES[:40])
+    y2 = np.stack([y, -y], axis=1)
+    with pytest.raises(ValueError, match=r"y_valid has 1 target column\(s\) and y 2"):
+        GMNetRegressor(**TINY).fit(X[:30], y2[:30], X_valid=X[30:], y_valid=y[30:])
+    with pytest.raises(ValueError, match=r"y_valid has 1 target column\(s\) and y 2"):
+        GMNetClassifier(**TINY).fit(X[:30], (y2[:30] > 0).astype(float), X_valid=X[30:], y_valid=(y[30:] > 0).astype(float))
+
+
+def test_save_load_keeps_the_best_epoch_and_refuses_what_json_cannot_hold_before_writing(tmp_path):
+    X, y = list(SMILES[:40]), regression_target(SMILES[:40])
+    est = GMNetRegressor(**{**TINY, "max_epochs": 3}, device=torch.device("cpu")).fit(X, y)
+    assert est.net_.train_split is None  # the fitted net holds no validation data
+    loaded = load_model(est.save(tmp_path / "m"))
+    assert loaded.best_epoch_ == est.best_epoch_ and loaded.resume_info_ is None
+    np.testing.assert_allclose(loaded.predict(X[:5]), est.predict(X[:5]), rtol=1e-5)
+    odd = GMNetRegressor(**{**TINY, "max_epochs": 1}, activation=np.tanh).fit(X, y)  # a callable: numpy in, out
+    with pytest.raises(TypeError, match="cannot store ufunc in config.json"):
+        odd.save(tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()  # nothing half-written
+
+
+def test_randomised_smiles_past_max_length_fall_back_to_the_given_smiles():
+    """'CC(C)C' has 8 tokens with [CLS]/[SEP]; some of its randomised SMILES ('C(C)(C)C') have 10."""
+    X = ["CC(C)C", "CCO", "CCN", "CCC", "CCCl", "CC=O", "C#N", "CCCC", "OCCO", "NCCN", "CCCO", "CC#N"] * 2
+    y = np.arange(len(X), dtype=float)
+    est = GMNetRegressor(**TINY, max_length=8, augment=4, tta=4, valid_split=None, descriptors=False,
+                         fingerprint=False, forest=False).fit(X, y)
+    variants = est._encodable_variants(["CC(C)C"], [["C(C)(C)C", "C(C)CC"]])
+    assert variants == [["CC(C)C", "C(C)CC"]]
+    pred = est.predict(["CC(C)C"])
+    assert np.isfinite(pred).all()
+
+
+def test_multilabel_score_weights_rows_and_leaves_out_tasks_without_labels():
+    X, y = list(SMILES[:40]), class_target(SMILES[:40]).astype(float)
+    Y = np.stack([y, 1 - y, y], axis=1)
+    est = GMNetClassifier(**TINY).fit(X, Y)
+    pred = est.predict(X)
+    Y_eval = Y.copy()
+    Y_eval[:, 2] = np.nan  # the third task has no label here
+    weight = np.arange(1, 41, dtype=float)
+    expected = np.mean([np.average(pred[:, j] == Y[:, j], weights=weight) for j in range(2)])
+    assert est.score(X, Y_eval, sample_weight=weight) == pytest.approx(expected)
+    with pytest.raises(NotFittedError):
+        GMNetClassifier(**TINY).score(X, Y)
+
+
+def test_best_epoch_follows_the_selection_metric_not_a_users_scorer():
+    from skorch.callbacks import EpochScoring
+
+    X, y = list(SMILES[:40]), regression_target(SMILES[:40])
+    # a user scorer whose best epoch is the first: "valid_neg_epoch" is highest at epoch 1
+    user = EpochScoring(lambda net, X, y: -len(net.history), name="valid_neg_epoch", lower_is_better=False, on_train=False)
+    est = GMNetRegressor(**{**TINY, "max_epochs": 4, "lr": 3e-3}, callbacks=[user]).fit(X, y)
+    rmse_best = [row["epoch"] for row in est.history_ if row.get("valid_rmse_best")][-1]
+    assert rmse_best > 1  # else the two answers would coincide
+    assert est.best_epoch_ == rmse_best and [row["valid_neg_epoch_best"] for row in est.history_][0]
+
+
+def test_save_writes_the_parameters_the_fit_ran_with_and_tta_predicts_repeat(tmp_path):
+    X, y = list(SMILES[:40]), regression_target(SMILES[:40])
+    drawn = GMNetRegressor(**{**TINY, "random_state": np.random.RandomState(3)}, tta=2).fit(X, y)
+    np.testing.assert_array_equal(drawn.predict(X[:6]), drawn.predict(X[:6]))  # tta's seed is drawn once, at fit
+    reloaded = load_model(drawn.save(tmp_path / "drawn"))  # saved with the seed the fit drew
+    assert reloaded.random_state == drawn._tta_seed
+    np.testing.assert_allclose(reloaded.predict(X[:6]), drawn.predict(X[:6]), rtol=1e-5)
+    est = GMNetRegressor(**TINY, tta=2).fit(X, y)
+    est.set_params(d_model=32, n_estimators=2)  # after fit: not what the weights are
+    loaded = load_model(est.save(tmp_path / "m"))
+    assert loaded.d_model == 16 and loaded.n_estimators == 1
+    np.testing.assert_allclose(loaded.predict(X[:6]), est.predict(X[:6]), rtol=1e-5)

@@ -97,8 +97,6 @@ _REGRESSOR_ONLY = {
 _CLASSIFIER_ONLY = {
     "check_classifiers_train": "it also asks for an error when predict gets another number of features than "
                                "fit; SMILES have no feature count",
-    "check_supervised_y_2d": "a 2-D y is multi-label (0/1/NaN per task, missing labels masked), not a "
-                             "column vector of classes",
 }
 
 

@@ -168,3 +168,19 @@ def test_a_snapshot_resumes_under_another_n_jobs(tmp_path):
         GMNetRegressor(**TINY, callbacks=[TrainingSnapshot(tmp_path), KillAtEpoch(2)]).fit(X, Y)
     est = GMNetRegressor(**TINY, n_jobs=1, callbacks=[TrainingSnapshot(tmp_path)]).fit(X, Y)
     assert est.resume_info_["resumed_from_epoch"] == 1 and len(read_snapshot_infos(tmp_path)) == 1  # killed in epoch 2
+
+
+def test_an_early_stopped_fit_is_snapshotted_and_a_refit_trains_no_further(tmp_path):
+    """Early stopping ends the fit inside its last epoch's end, before the snapshot's turn: that
+    epoch is written at the end of training, marked, and the refit returns the same model."""
+    params = {**TINY, "max_epochs": 12, "patience": 1, "lr": 1e-30}  # nothing improves after epoch 1
+    full = GMNetRegressor(**params).fit(X, Y)
+    assert len(full.history_) < params["max_epochs"]
+    first = GMNetRegressor(**params, callbacks=[TrainingSnapshot(tmp_path)]).fit(X, Y)
+    (info,) = read_snapshot_infos(tmp_path)
+    assert info["epochs_done"] == len(full.history_) and info["stopped_early"]
+    _assert_same_fit(first, full, X[:40])
+    again = GMNetRegressor(**params, callbacks=[TrainingSnapshot(tmp_path)]).fit(X, Y)
+    assert again.resume_info_["resumed_from_epoch"] == len(full.history_)
+    assert len(again.resume_info_["parts"]) == 2 and again.resume_info_["parts"][1]["from_epoch"] == len(full.history_)
+    _assert_same_fit(again, full, X[:40])

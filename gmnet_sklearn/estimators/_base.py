@@ -206,10 +206,20 @@ class SmilesNetBase(BaseEstimator):
         ``invalid_valid_rows_`` keep the count and positions); otherwise they raise.
         """
         self._validate_params()
+        # A refit that fails must not leave the old networks beside the new data's vocabulary and
+        # target scaling (a half-updated estimator that still looks fitted).
+        for name in ("net_", "nets_", "forest_"):
+            self.__dict__.pop(name, None)
         if self.freeze_encoder_epochs and self.pretrained is None:
             raise ValueError(f"freeze_encoder_epochs={self.freeze_encoder_epochs} keeps the encoder fixed, which "
                              "needs pretrained weights: pass pretrained=... or freeze_encoder_epochs=0")
         seed = _seed(self.random_state)
+        # what save() writes: the parameters this fit ran with (a set_params after fit must not
+        # make the saved model rebuild another shape), and tta's seed (one draw, so repeated
+        # predicts agree when random_state is a RandomState)
+        self._params_at_fit = self.get_params(deep=False)
+        self._tta_seed = seed if self.random_state is not None else 0
+        self._selection_metric = None
         with torch_threads(self.n_jobs):
             train_set, valid_set, fingerprint_data = self._prepare_data(X, y, X_valid, y_valid, seed)
             self.nets_, infos = [], []
@@ -254,6 +264,9 @@ class SmilesNetBase(BaseEstimator):
             valid_X = check_smiles_input(X_valid, "X_valid")
             check_consistent_length(valid_X, y_valid)
             y_valid = self._check_y(y_valid, len(valid_X))
+            n_columns = (1 if y.ndim == 1 else y.shape[1], 1 if y_valid.ndim == 1 else y_valid.shape[1])
+            if n_columns[0] != n_columns[1]:
+                raise ValueError(f"y_valid has {n_columns[1]} target column(s) and y {n_columns[0]}: they must match")
             warn_missing_targets(y_valid, name="y_valid")
             valid_X, y_valid, self.invalid_valid_rows_ = self._skip_invalid(valid_X, y_valid, "X_valid")
         elif self.valid_split is not None:
@@ -266,9 +279,13 @@ class SmilesNetBase(BaseEstimator):
         train_X = [X[i] for i in train_idx]
         variants = randomized_smiles(train_X, self.augment, seed) if self.augment else []
         flat_variants = [v for vs in variants for v in vs]
-        # The vocabulary comes from a pretrained checkpoint, else (when fitted) from the training
-        # SMILES and their variants.
+        # The vocabulary comes from a pretrained checkpoint, else (when fitted) from all of X and
+        # the variants: tokens seen only in the internal validation rows get (untrained) ids of
+        # their own rather than [UNK].
         self.tokenizer_ = self._make_tokenizer(list(X) + flat_variants)
+        if variants:
+            variants = self._encodable_variants(train_X, variants)
+            flat_variants = [v for vs in variants for v in vs]
         encoded = self._encode(X).subset(train_idx)
         y_train = self._fit_y(y[train_idx])  # target statistics / classes come from the training part only
         descriptors = self._molecule_features(train_X, fit=True)
@@ -284,13 +301,26 @@ class SmilesNetBase(BaseEstimator):
         train_set.smiles = train_X  # the given SMILES, as the forest reads them
         valid_set = None
         if valid_X is not None:
-            enc_valid = self._encode(valid_X)
+            try:
+                enc_valid = self._encode(valid_X)
+            except ValueError as exc:
+                if X_valid is None:  # rows of X: encoded (and reported) with X above
+                    raise
+                raise ValueError(f"X_valid: {exc}") from None  # its rows, not X's
             order = np.argsort(enc_valid.lengths, kind="stable")  # less padding, same rows
             valid_set = EncodedSmilesDataset(enc_valid, self._transform_y(y_valid), order=order, device=self.device_,
                                              descriptors=self._molecule_features(valid_X))
             valid_set.smiles = list(valid_X)  # the forest's blend weight is chosen on their predictions
         self.n_invalid_skipped_ = len(self.invalid_rows_) + len(self.invalid_valid_rows_)
         return train_set, valid_set, fingerprint_data
+
+    def _encodable_variants(self, smiles: list, variants: list) -> list:
+        """``variants`` (a list per SMILES) with each one the tokenizer rejects replaced by its
+        SMILES: a randomised SMILES can have more tokens than the given one, past ``max_length``,
+        and must neither fail a fit or predict on valid input nor be averaged in as an empty row."""
+        flat = [v for vs in variants for v in vs]
+        ok = iter(self.tokenizer_.encode_batch(flat, max_length=self.max_length_, on_invalid="mask").valid.tolist())
+        return [[v if next(ok) else s for v in vs] for s, vs in zip(smiles, variants)]
 
     def _skip_invalid(self, X: list, y: np.ndarray, name: str):
         """``(X, y, skipped row positions)``: unchanged unless ``on_invalid="skip"``."""
@@ -429,7 +459,11 @@ class SmilesNetBase(BaseEstimator):
             # A snapshot of this fit puts the net back where it left off (in its on_train_begin);
             # only the epochs left are trained.
             epochs_done = snapshot.prepare() if snapshot is not None else 0
-            net.partial_fit(train_set, y=None, epochs=self.max_epochs - epochs_done)
+            finished = snapshot is not None and snapshot.finished_  # it stopped early: nothing left to train
+            net.partial_fit(train_set, y=None, epochs=0 if finished else self.max_epochs - epochs_done)
+            # predefined_split holds the validation set (tokens, fused features): a fitted model
+            # (and its pickle) does not need it
+            net.train_split = None
         finally:
             if self._checkpoint_dir is not None:
                 shutil.rmtree(self._checkpoint_dir, ignore_errors=True)
@@ -474,6 +508,7 @@ class SmilesNetBase(BaseEstimator):
 
     def _selection_callbacks(self, valid_set):
         name, lower, scorer = self._validation_metric(valid_set.y.cpu().numpy())
+        self._selection_metric = name  # best_epoch_ reads its "_best" flags, not a user scorer's
         self._checkpoint_dir = tempfile.mkdtemp(prefix="gmnet_ckpt_")
         scoring = [] if scorer is None else [EpochScoring(scorer, name=name, lower_is_better=lower, on_train=False, use_caching=True)]
         stopping = [] if self.patience is None else [
@@ -499,7 +534,9 @@ class SmilesNetBase(BaseEstimator):
         """``_member_outputs``' work on checked SMILES, run under the estimator's ``n_jobs``."""
         views = [X]
         if self.tta:
-            variants = randomized_smiles(X, self.tta, _seed(self.random_state) if self.random_state is not None else 0)
+            tta_seed = self.__dict__.get("_tta_seed", self.random_state if self.random_state is not None else 0)  # (loaded: an int or None)
+            variants = randomized_smiles(X, self.tta, tta_seed)
+            variants = self._encodable_variants(X, variants)
             views += [[vs[j] for vs in variants] for j in range(self.tta)]
         total, valid = None, None
         for view in views:
@@ -548,10 +585,12 @@ class SmilesNetBase(BaseEstimator):
     def best_epoch_(self) -> int:
         """1-based epoch whose weights were restored (the last epoch without validation)."""
         hist = self.history_
-        metric = [k for k in hist[-1] if k.startswith("valid_") and k.endswith("_best") and k != "valid_loss_best"]
-        key = metric[0] if metric else ("valid_loss_best" if "valid_loss_best" in hist[-1] else None)
-        if key is None:
+        if not len(hist):  # loaded by load(): the history stays behind, the epoch is in config.json
+            return self.__dict__.get("_saved_best_epoch")
+        name = self.__dict__.get("_selection_metric")
+        if name is None:  # no validation set: the last epoch
             return len(hist)
+        key = f"{name}_best"
         best = [row["epoch"] for row in hist if row.get(key)]
         return best[-1] if best else len(hist)
 
@@ -566,6 +605,21 @@ class SmilesNetBase(BaseEstimator):
         from safetensors.torch import save_file
 
         check_is_fitted(self, "net_")
+        params = {k: v for k, v in self.__dict__.get("_params_at_fit", self.get_params(deep=False)).items()
+                  if k != "callbacks"}
+        params["vocab_file"] = None  # the vocabulary travels in vocab.txt
+        if isinstance(params.get("random_state"), np.random.RandomState):
+            params["random_state"] = self._tta_seed  # the seed the fit drew from it: a refit repeats the fit
+        config = {
+            "format": "gmnet_sklearn.v1",
+            "library_version": __version__,
+            "estimator": type(self).__name__,
+            "params": params,
+            "fitted": self._fitted_metadata(),
+        }
+        # first, so a parameter config.json cannot hold (a callable, a RandomState) fails before
+        # any file is written
+        config_text = json.dumps(config, indent=2, default=_json_default)
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         for i, net in enumerate(self.nets_):
@@ -581,16 +635,7 @@ class SmilesNetBase(BaseEstimator):
             self.forest_.save(path / "forest.skops")
         vocab = sorted(self.tokenizer_.vocabulary_.items(), key=lambda kv: kv[1])
         (path / "vocab.txt").write_text("".join(tok + "\n" for tok, _ in vocab))
-        params = {k: v for k, v in self.get_params(deep=False).items() if k != "callbacks"}
-        params["vocab_file"] = None  # the vocabulary travels in vocab.txt
-        config = {
-            "format": "gmnet_sklearn.v1",
-            "library_version": __version__,
-            "estimator": type(self).__name__,
-            "params": params,
-            "fitted": self._fitted_metadata(),
-        }
-        (path / "config.json").write_text(json.dumps(config, indent=2, default=_json_default))
+        (path / "config.json").write_text(config_text)
         return path
 
     @classmethod
@@ -630,6 +675,7 @@ class SmilesNetBase(BaseEstimator):
             net.module_.load_state_dict(module.state_dict())
             est.nets_.append(net)
         est.net_ = est.nets_[0]
+        est.resume_info_ = None
         est.forest_ = MoleculeForest.load(path / "forest.skops") if (path / "forest.skops").exists() else None
         return est
 
@@ -637,9 +683,11 @@ class SmilesNetBase(BaseEstimator):
         return {"n_outputs_": self.n_outputs_, "max_length_": self.max_length_, "n_train_": self.n_train_,
                 "n_valid_": self.n_valid_, "n_invalid_skipped_": self.n_invalid_skipped_,
                 "invalid_rows_": self.invalid_rows_, "invalid_valid_rows_": self.invalid_valid_rows_,
-                "forest_weight_": getattr(self, "forest_weight_", 0.0)}
+                "forest_weight_": getattr(self, "forest_weight_", 0.0), "best_epoch": self.best_epoch_}
 
     def _restore_fitted_metadata(self, meta: dict[str, Any]):
+        meta = dict(meta)
+        self._saved_best_epoch = meta.pop("best_epoch", None)  # (None: saved before it was kept)
         for key, value in meta.items():
             setattr(self, key, np.asarray(value, dtype=np.int64 if key.startswith("invalid_") else None)
                     if isinstance(value, list) else value)
@@ -681,4 +729,7 @@ def _json_default(obj):
         return obj.item()
     if isinstance(obj, os.PathLike):  # e.g. pretrained=Path(...)
         return os.fspath(obj)
-    raise TypeError(f"cannot store {type(obj).__name__} in config.json")
+    if isinstance(obj, torch.device):
+        return str(obj)
+    raise TypeError(f"cannot store {type(obj).__name__} in config.json (save() writes the fit's parameters as "
+                    "JSON: fit with a named value, e.g. activation='gelu', to save the model)")

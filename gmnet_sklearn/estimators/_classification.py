@@ -8,8 +8,10 @@ import warnings
 
 import numpy as np
 from sklearn.base import ClassifierMixin
+from sklearn.exceptions import DataConversionWarning
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
 
 from ._targets import check_target
 from .losses import CrossEntropyLoss, MaskedBCEWithLogitsLoss
@@ -22,6 +24,17 @@ class SmilesClassifierMixin(ClassifierMixin):
 
     def _check_y(self, y, n: int) -> np.ndarray:
         y = check_target(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            # one task as a column: raveled with scikit-learn's warning; missing labels, which
+            # a single task cannot mask, are named
+            column = y[:, 0]
+            missing = np.array([v is None or (isinstance(v, float) and np.isnan(v)) for v in column], dtype=bool)
+            if missing.any():
+                raise ValueError(f"y is one task with missing labels at rows {np.nonzero(missing)[0][:10].tolist()}: "
+                                 "leave those rows out (a 2-D y with NaN is for several tasks)")
+            warnings.warn("A column-vector y was passed when a 1d array was expected; it is raveled",
+                          DataConversionWarning, stacklevel=3)
+            y = column
         if y.ndim == 2:
             try:
                 y = y.astype(np.float64)
@@ -70,6 +83,18 @@ class SmilesClassifierMixin(ClassifierMixin):
         return y.reshape(len(y), -1).astype(np.float32)
 
     _forest_kind = "classification"
+
+    def _internal_split(self, smiles: list, seed: int, y: np.ndarray | None = None):
+        """The base split, with the rows of any class it left out of the training part moved back
+        into it: the classes are the training part's, and a rare class (a row or two on one small
+        scaffold) would otherwise be unknown to the model, or leave it a single class."""
+        train, valid = super()._internal_split(smiles, seed, y)
+        if y is None or y.ndim != 1 or not len(valid):
+            return train, valid
+        unseen = ~np.isin(y[valid], y[train])
+        if unseen.any():
+            train, valid = np.sort(np.concatenate([train, valid[unseen]])), valid[~unseen]
+        return train, valid
 
     def _can_rank(self, y_valid: np.ndarray) -> bool:
         """ROC-AUC needs both classes (in at least one task)."""
@@ -134,12 +159,17 @@ class SmilesClassifierMixin(ClassifierMixin):
         return out
 
     def score(self, X, y, sample_weight=None) -> float:
-        """Accuracy (single task) or mean per-task accuracy over observed labels (multi-label)."""
+        """Accuracy (single task) or mean per-task accuracy over observed labels (multi-label; a
+        task without any observed label in ``y`` is left out), weighted by ``sample_weight``."""
+        check_is_fitted(self, "net_")
         if self.n_tasks_ == 1:
             return super().score(X, y, sample_weight)
         y = np.asarray(y, dtype=np.float64)
         pred = self.predict(X)
-        return float(np.mean([np.mean(pred[~np.isnan(y[:, j]), j] == y[~np.isnan(y[:, j]), j]) for j in range(y.shape[1])]))
+        weight = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        accuracies = [np.average(pred[seen, j] == y[seen, j], weights=weight[seen])
+                      for j in range(y.shape[1]) if (seen := ~np.isnan(y[:, j])).any()]
+        return float(np.mean(accuracies)) if accuracies else float("nan")
 
     def _fitted_metadata(self):
         meta = super()._fitted_metadata()

@@ -58,7 +58,10 @@ class SmilesRegressorMixin(RegressorMixin):
     def predict(self, X, return_std: bool = False):
         """Predictions in the original units of y (the mean over ensemble members and SMILES
         variants); NaN rows for invalid SMILES with on_invalid='nan'. ``return_std=True`` also
-        returns the standard deviation over the ensemble's members (0 for one member)."""
+        returns the standard deviation over the ensemble's members (0 for one member). With
+        ``forest=True`` each member is blended with the same forest, so the spread is the
+        networks' times ``1 - forest_weight_`` (0 at weight 1); ``with network_alone(est):``
+        (``gmnet_sklearn.forest``) gives the networks' own."""
         outs, _ = self._member_outputs(X)
         pred = outs.mean(0) * self.y_scale_ + self.y_mean_
         std = outs.std(0) * self.y_scale_

@@ -37,7 +37,7 @@ from typing import Any, Optional
 
 import numpy as np
 import torch
-from skorch.callbacks import Callback
+from skorch.callbacks import Callback, EarlyStopping
 
 SNAPSHOT_FORMAT = "gmnet_sklearn.training_snapshot.v1"
 # What the other callbacks carry from epoch to epoch: scorers' and Checkpoint's best score,
@@ -111,8 +111,10 @@ class TrainingSnapshot(Callback):
 
     def prepare(self) -> int:
         """Called by ``fit`` once the net is initialized: load this fit's snapshot, if any, to be
-        restored when training begins (``on_train_begin``). Returns the epochs it has done."""
+        restored when training begins (``on_train_begin``). Returns the epochs it has done;
+        ``finished_`` says whether the fit ended there (early stopping) with epochs to spare."""
         self.pending_ = self.load()
+        self.finished_ = self.pending_ is not None and bool(self.pending_.get("stopped_early"))
         return 0 if self.pending_ is None else int(self.pending_["epochs_done"])
 
     def discard(self) -> None:
@@ -151,6 +153,18 @@ class TrainingSnapshot(Callback):
         self.parts_.append({"from_epoch": len(net.history), "meta": self.meta})
 
     def on_epoch_end(self, net, **kwargs):
+        self._write(net)
+
+    def on_train_end(self, net, **kwargs):
+        # Early stopping ends the fit inside an epoch's end, before this callback's turn: that
+        # epoch is written here, marked so that a refit trains no further. (skorch also ends
+        # training this way on Ctrl-C; then no early-stopping count is full and a refit resumes.)
+        stopped = any(isinstance(cb, EarlyStopping) and cb.misses_ >= cb.patience
+                      for _, cb in net.callbacks_ if hasattr(cb, "misses_"))
+        if stopped and len(net.history) < self.max_epochs_:
+            self._write(net, stopped_early=True)
+
+    def _write(self, net, stopped_early: bool = False):
         best = None
         if self.checkpoint_dir_ is not None and (Path(self.checkpoint_dir_) / "best.pt").exists():
             best = (Path(self.checkpoint_dir_) / "best.pt").read_bytes()
@@ -170,13 +184,15 @@ class TrainingSnapshot(Callback):
             "loader_rng": self.loader_.generator_.get_state(),
             "parts": self.parts_,
             "elapsed_s": elapsed,
+            "stopped_early": stopped_early,
         }
         Path(self.dirname).mkdir(parents=True, exist_ok=True)
         buf = io.BytesIO()
         torch.save(state, buf)
         _atomic_write(self.path_, buf.getvalue())
         info = {"format": SNAPSHOT_FORMAT, "fingerprint": self.fingerprint_, "fit": self.summary_,
-                "epochs_done": len(net.history), "max_epochs": self.max_epochs_, "elapsed_s": elapsed,
+                "epochs_done": len(net.history), "max_epochs": self.max_epochs_, "stopped_early": stopped_early,
+                "elapsed_s": elapsed,
                 "parts": self.parts_, "written_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         _atomic_write(self.info_path_, json.dumps(info, indent=1, default=str).encode())
 
