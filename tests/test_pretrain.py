@@ -95,6 +95,8 @@ def test_reader_takes_a_byte_order_mark_and_a_folder_given_as_the_test_set_whole
     assert list(iter_file(tmp_path / "excel.csv")) == ["CCO", "C#N"]
     (tmp_path / "bom.smi").write_bytes("\ufeffSMILES\nCCO\n".encode("utf-8"))
     assert list(iter_file(tmp_path / "bom.smi")) == ["CCO"]  # the header is a header, not a record
+    (tmp_path / "latin1.smi").write_bytes(b"CCO\nC\xe9C\nC#N\n")  # one byte that is not UTF-8
+    assert list(iter_file(tmp_path / "latin1.smi")) == ["CCO", "C\ufffdC", "C#N"]  # an invalid record, counted later
     held = tmp_path / "held"
     held.mkdir()
     write_csv(held / "test.csv", ["CCN"])

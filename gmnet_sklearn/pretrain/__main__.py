@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-grad-norm", type=float, default=1.0)
     p.add_argument("--mask-prob", type=float, default=0.15)
     p.add_argument("--eval-every", type=int, default=1000)
-    p.add_argument("--eval-size", type=int, default=10_000)
+    p.add_argument("--eval-size", type=int, default=10_000, help="held-out SMILES evaluated (0: all of them)")
     p.add_argument("--checkpoint-every", type=int, default=200)
     p.add_argument("--checkpoint-minutes", type=float, default=10.0)
     p.add_argument("--time-limit", type=float, default=None, help="seconds; stop with a checkpoint after this long")
@@ -80,7 +80,7 @@ def main(argv=None) -> int:
         smiles_column=args.smiles_column, vocab_file=args.vocab_file, max_length=args.max_length, epochs=args.epochs, max_steps=args.max_steps,
         batch_size=args.batch_size, lr=args.lr, weight_decay=args.weight_decay, warmup=args.warmup,
         lr_schedule=args.lr_schedule, max_grad_norm=args.max_grad_norm, mask_prob=args.mask_prob,
-        eval_every=args.eval_every, eval_size=args.eval_size, checkpoint_every=args.checkpoint_every,
+        eval_every=args.eval_every, eval_size=args.eval_size or None, checkpoint_every=args.checkpoint_every,
         checkpoint_minutes=args.checkpoint_minutes, time_limit=args.time_limit, shard_size=args.shard_size,
         bucket_by_length=not args.no_bucket, cache_dir=args.cache_dir, seed=args.seed, device=args.device,
         precision=args.precision, n_jobs=args.jobs, progress=not args.quiet, prepare_only=args.prepare_only, **model_kwargs)

@@ -9,7 +9,8 @@ is a header). ``.csv``: the column named ``smiles`` (any case), or ``smiles_colu
 A folder's corpus files are read in name order; files whose name starts with ``test`` or ``valid``
 are held out (MOSES ships ``train.csv.gz``, ``test.csv.gz`` and ``test_scaffolds.csv.gz`` side by
 side) and :func:`held_out_file` finds the ``test`` file for evaluation. Files are UTF-8, with or
-without a byte-order mark (as spreadsheet programs write CSV).
+without a byte-order mark (as spreadsheet programs write CSV); a byte that is not UTF-8 becomes
+U+FFFD, which no SMILES holds, so its record is counted as invalid like any other.
 """
 
 from __future__ import annotations
@@ -66,8 +67,8 @@ def held_out_file(corpus) -> Path | None:
 
 def _open_text(path: Path):
     if path.name.lower().endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
-    return open(path, encoding="utf-8-sig", newline="")
+        return gzip.open(path, "rt", encoding="utf-8-sig", errors="replace", newline="")
+    return open(path, encoding="utf-8-sig", errors="replace", newline="")
 
 
 def iter_file(path, smiles_column: str | None = None) -> Iterator[str]:
