@@ -279,8 +279,9 @@ def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device
                                 argv = py + ["benchmarks.run", "--arm", "gmnet", "--endpoints", ep, "--seeds", str(seed),
                                              *common]
                             else:
+                                # (ablation has no --cuda-graphs: the estimators' default on CUDA is graphs anyway)
                                 argv = py + ["benchmarks.ablation", "--endpoints", ep, "--k", str(k), "--L", str(L),
-                                             "--seeds", str(seed), *common]
+                                             "--seeds", str(seed), *(a for a in common if a != "--cuda-graphs")]
                             add(group, "gmnet", ep, seed, k, L, argv)
         else:
             raise ValueError(f"unknown group {group!r}; choose from {GROUPS}")
@@ -395,7 +396,7 @@ def calibrate(*, protocol_name: str, device: str, workers: int, threads: int, en
     protocol = get_protocol(protocol_name)
     batch = int(protocol.training["batch_size"])
     jobs = []
-    for i in range(workers):
+    for i in range(max(workers, len(ARMS))):  # at least one run per arm (with one worker, one at a time)
         arm = ARMS[i % len(ARMS)]
         argv = [sys.executable, "-m", "benchmarks.run", "--arm", arm, "--endpoints", endpoint, "--seeds", str(i),
                 "--protocol", protocol_name, "--device", device, "--results-dir", str(scratch), "--threads", str(threads),

@@ -316,6 +316,10 @@ def main(argv=None) -> int:
                 except Exception as exc:  # recorded, and the arm leaves the timings
                     failed[arm] = f"{name} {mode}: {type(exc).__name__}: {exc}"
                     print(f"arm {arm} failed: {failed[arm]}", flush=True)
+                    if arm in ARMS:  # a term of every ratio: nothing left to measure against
+                        write_report(report, out)
+                        raise RuntimeError(f"arm {arm}, a term of the ratios, failed ({failed[arm]}); "
+                                           f"the figures so far are in {out}") from exc
                     del models[arm]
             times = {arm: [] for arm in models}
             for _ in range(args.rounds):

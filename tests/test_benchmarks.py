@@ -634,6 +634,32 @@ def test_report_table2_counts_pretrained_against_scratch_and_the_baseline(tmp_pa
     assert summary["encoders"] == {} and "**Mixed:**" not in section  # these records name no encoder
 
 
+def test_report_table2_compares_each_pair_on_the_seeds_both_have(tmp_path):
+    """A pretrained column with seed 0 alone against a scratch column of seeds 0-2: compared on seed
+    0 (where scratch is better), not the one seed against the three-seed mean (which it beats)."""
+    results = tmp_path / "results"
+    recs = [_record("gmnet", "esol", 0, 0.80, protocol="tuned_moses")]
+    recs += [_record("gmnet", "esol", s, v, protocol="tuned") for s, v in enumerate((0.79, 0.90, 0.95))]
+    _write_records(results, recs)
+    _, section = _report_section(results, tmp_path, "Table 2: pretrained encoders")
+    assert "beats its scratch runs on **0 of 1** endpoints measured (ESOL on seed 0 only)" in section
+    summary = json.loads((results / "summary.json").read_text())["table2"]["tuned_moses"]
+    assert summary["compared_on_fewer_seeds"]["pretrained_beats_scratch"] == ["ESOL on seed 0"]
+
+
+def test_report_split_check_flags_an_endpoint_run_on_two_splits(tmp_path):
+    results = tmp_path / "results"
+    recs = [_record("gmnet", "esol", s, 1.0) for s in range(2)] + [_record("chemberta", "esol", 0, 1.0)]
+    for r, sha in zip(recs, ("a" * 64, "a" * 64, "b" * 64)):
+        r["sizes"] = {"train": 8, "valid": 1, "test": 1, "split_sha256": sha}
+    _write_records(results, recs)
+    _, section = _report_section(results, tmp_path, "Split check")
+    assert "**Warning:**" in section and "esol: `aaaaaaaaaaaa` (chemberta3), `bbbbbbbbbbbb` (chemberta3)" in section
+    _write_records(results, [{**recs[2], "sizes": {**recs[2]["sizes"], "split_sha256": "a" * 64}}])
+    _, section = _report_section(results, tmp_path, "Split check")
+    assert "has its endpoint's one fingerprint" in section
+
+
 def test_report_table2_says_when_a_block_mixes_encoders(tmp_path):
     """Runs of one fine-tuning protocol that started from different encoders (a shipped encoder
     replaced by a longer pretraining, before every endpoint is rerun) are flagged, not averaged

@@ -208,9 +208,9 @@ def test_report_peers_section_from_hand_made_records(tmp_path):
     recs += [_peer_record("rf_ecfp", "bbbp", 0, 0.80), _peer_record("rf_ecfp", "tox21", 0, 0.70)]
     recs += [_record("gmnet", "esol", s, v) for s, v in enumerate((1.0, 1.0, 1.0))]
     recs += [_record("chemberta", "bbbp", 0, 0.85)]
-    tuned = _record("gmnet", "esol", 0, 0.85)  # protocol "tuned": not (yet) in protocols.py
-    tuned.update(protocol="tuned", protocol_base="tuned", k=10, L=2)
-    recs.append(tuned)
+    tuned = _record("gmnet", "esol", 0, 0.85, protocol="tuned")
+    elsewhere = _record("gmnet", "bbbp", 0, 0.99, protocol="tuned", k=10, L=2)  # not tuned's (k, L): not its column
+    recs += [tuned, elsewhere]
     _write_records(results, recs)
     text, section = _report_section(results, tmp_path, "Peers: what a chemist would pick instead")
     header = next(ln for ln in section.splitlines() if ln.startswith("| Endpoint | Metric"))
@@ -230,6 +230,9 @@ def test_report_peers_section_from_hand_made_records(tmp_path):
     assert "### Protocol `peers`" not in text
     hw = text.split("## Hardware and wall time")[1]
     assert "| peers | RF-ECFP4 | esol | 3 |" in hw and "| peers | Chemprop | esol | 2 |" in hw
+    # a target counts only against every peer on the same seeds: ESOL's one tuned seed is not compared
+    assert "Not comparable yet: ESOL (RF-ECFP4, Chemprop on other seeds than ours)" in section
+    assert "BBBP (no Chemprop records)" not in section  # no tuned BBBP run at tuned's (k, L): nothing to compare
     summary = json.loads((results / "summary.json").read_text())["peers"]
     assert summary["endpoints"]["esol"]["best"] == ["gmnet@tuned"]
     assert summary["endpoints"]["esol"]["columns"]["rf_ecfp"]["test"]["n"] == 3
@@ -256,6 +259,7 @@ def test_report_shows_a_forest_blending_arm_beside_its_network_alone(tmp_path):
     protocol that trains the network alone, reads the network alone too."""
     results = tmp_path / "results"
     recs = [_peer_record("rf_ecfp", "esol", s, 0.95) for s in range(2)]
+    recs += [_peer_record("chemprop", "esol", s, 0.97) for s in range(2)]  # targets count against every peer
     for s in range(2):
         r = _record("gmnet", "esol", s, 0.90, protocol="tuned")
         r["forest"] = {"weight": 0.3, "network_valid_metric": 1.1, "network_test_metric": 1.0}

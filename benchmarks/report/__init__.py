@@ -24,7 +24,7 @@ from .. import _common as C
 from ..peers import PEER_ARMS
 from ..protocols import ARMS, ENDPOINTS, EXTRA_ENDPOINTS, PAPER_KL, PAPER_KL_LABELS, TABLE1_ENDPOINTS
 from ._format import rel
-from ._records import Index, default_kl, load_results
+from ._records import Index, default_kl, load_results, split_fingerprints
 from .embedder import embedder_section
 from .extras import EXTRAS_INTRO, extras_section
 from .fit_time import FIT_TIME_INTRO, fit_time_section
@@ -161,6 +161,19 @@ def render(idx: Index, results_dir: Path, out_path: Path, primary: str) -> Tuple
         parts += [f"- [`{rel(r['_path'], out_dir)}`]({rel(r['_path'], out_dir)}): " + "; ".join(r["warnings"])
                   for r in flagged]
         parts.append("")
+    splits = split_fingerprints(idx)
+    summary["split_fingerprints"] = splits
+    mixed = {ep: shas for ep, shas in splits.items() if len(shas) > 1}
+    parts += ["## Split check", ""]
+    if mixed:
+        parts += ["**Warning:** records of these endpoints ran on different splits (`sizes.split_sha256`, with the "
+                  "protocols carrying each): " + "; ".join(
+                      f"{ep}: " + ", ".join(f"`{sha[:12]}` ({', '.join(ps)})" for sha, ps in shas.items())
+                      for ep, shas in mixed.items()) + ".", ""]
+    else:
+        parts += [f"Every record that carries a split fingerprint (`sizes.split_sha256`; {len(splits)} endpoints, all "
+                  "protocols without `@` overrides) has its endpoint's one fingerprint: every table above compares "
+                  "runs on the same rows.", ""]
     hw_text, hw = hardware_section(idx, protocols, out_dir, machines)
     summary["hardware_and_wall_time"] = hw
     parts += ["## Hardware and wall time", "", "Per group of runs: the machine(s) they ran on and the time they took "

@@ -83,3 +83,32 @@ def summarise_runs(runs: Dict[int, dict]) -> Optional[dict]:
     s["values"] = [runs[k]["test_metric"] for k in sorted(runs)]
     s["valid"] = stats([runs[k].get("valid_metric") for k in sorted(runs)])
     return s
+
+
+def paired(a: Optional[dict], b: Optional[dict]) -> Optional[Tuple[float, float, List[int]]]:
+    """Two columns (``summarise_runs`` summaries) compared fairly: their means over the seeds both
+    have, and those seeds; None when they share none. A mean over seeds 0-2 against one over
+    seed 0 alone would compare different draws."""
+    if not a or not b:
+        return None
+    common = sorted(set(a["seeds"]) & set(b["seeds"]))
+    if not common:
+        return None
+    va, vb = dict(zip(a["seeds"], a["values"])), dict(zip(b["seeds"], b["values"]))
+    return float(np.mean([va[s] for s in common])), float(np.mean([vb[s] for s in common])), common
+
+
+def seeds_text(seeds: Sequence[int]) -> str:
+    return ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(str(s) for s in seeds)
+
+
+def split_fingerprints(idx: Index) -> Dict[str, Dict[str, List[str]]]:
+    """Per endpoint, each split fingerprint (``sizes.split_sha256``) its records carry and the
+    protocols that carry it, over every protocol without overrides (``@limit`` runs use other
+    rows on purpose). One fingerprint per endpoint: every table compares runs on the same rows."""
+    found: Dict[str, Dict[str, set]] = defaultdict(lambda: defaultdict(set))
+    for r in idx.records:
+        sha = (r.get("sizes") or {}).get("split_sha256")
+        if sha and "@" not in r["protocol"]:
+            found[r["endpoint"]][sha].add(r["protocol"])
+    return {ep: {sha: sorted(ps) for sha, ps in sorted(shas.items())} for ep, shas in sorted(found.items())}

@@ -9,7 +9,7 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from ..peers import PEER_ARM_LABELS, PEER_ARMS, PEER_PROTOCOL
-from ..protocols import ARM_LABELS, ARMS, ENDPOINTS, EXTRA_ENDPOINTS, TABLE1_ENDPOINTS
+from ..protocols import ARM_LABELS, ARMS, ENDPOINTS, EXTRA_ENDPOINTS, PROTOCOLS, TABLE1_ENDPOINTS
 from ._format import DASH, duration, fmt, md_table
 from ._records import Index, summarise_runs
 
@@ -21,9 +21,10 @@ PEER_REFERENCE_PROTOCOLS: Tuple[str, ...] = ("tuned", "chemberta3")
 
 def arm_runs(idx: Index, protocol: str, arm: str, endpoint: str) -> Dict[int, dict]:
     """The seeds of one arm; for Chem-GMNet the protocol's default (k, L), or the only (k, L)
-    present when the protocol is not (yet) defined in protocols.py."""
+    present when the protocol is not (yet) defined in protocols.py (a defined protocol's runs at
+    another (k, L) are not its runs)."""
     runs = idx.runs(protocol, arm, endpoint)
-    if not runs and arm == "gmnet":
+    if not runs and arm == "gmnet" and PROTOCOLS.get(idx.base.get(protocol, protocol.split("@")[0])) is None:
         cells = idx.kl_cells(protocol, endpoint)
         if len(cells) == 1:
             runs = next(iter(cells.values()))
@@ -128,6 +129,14 @@ def peer_targets_text(summary: dict, ours: str = "gmnet@tuned", what: str = "Che
         if not mine or not peers:
             absent.append(ep.label)
             continue
+        # met only against every peer, on the same seeds: not against whichever happen to be there
+        lacking = [PEER_ARM_LABELS[key] for key in PEER_ARMS if key not in peers]
+        uneven = [PEER_ARM_LABELS[key] for key in peers if peers[key]["seeds"] != mine["seeds"]]
+        if lacking or uneven:
+            absent.append(f"{ep.label} (" + "; ".join(
+                ([f"no {', '.join(lacking)} records"] if lacking else [])
+                + ([f"{', '.join(uneven)} on other seeds than ours"] if uneven else [])) + ")")
+            continue
         best_key = (max if ep.higher_is_better else min)(peers, key=lambda k: peers[k]["mean"])
         best = peers[best_key]["mean"]
         gap = mine["mean"] - best
@@ -143,7 +152,7 @@ def peer_targets_text(summary: dict, ours: str = "gmnet@tuned", what: str = "Che
     if missed:
         parts.append("Not met: " + "; ".join(missed) + ".")
     if absent:
-        parts.append("No records yet: " + ", ".join(absent) + ".")
+        parts.append("Not comparable yet: " + ", ".join(absent) + ".")
     text = " ".join(parts)
     if ours == "gmnet@tuned" and any(NETWORK_ALONE_KEY in summary[n]["columns"] for n in PEER_TARGET_ENDPOINTS):
         text += "\n\n" + peer_targets_text(summary, NETWORK_ALONE_KEY, "the network of Chem-GMNet `tuned` alone")
