@@ -361,7 +361,7 @@ class SmilesTokenizer:
     def _check_str(smiles: Any) -> str:
         if not isinstance(smiles, str):
             raise TypeError(f"SMILES must be a str, got {type(smiles).__name__}: {smiles!r}")
-        if not smiles:
+        if not smiles.strip():  # as the batch path: blank is empty
             raise ValueError("empty SMILES string")
         return smiles
 

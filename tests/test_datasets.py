@@ -623,6 +623,7 @@ def test_bunch_follows_sklearn_fetchers(name):
     X, y = fetch_moleculenet(name, data, download=False, return_X_y=True)
     assert isinstance(X, np.ndarray) and X.tolist() == b.data.tolist()
     np.testing.assert_array_equal(y, b.target)
+    assert b.target.flags.writeable and y.flags.writeable  # as scikit-learn's (pandas' copy-on-write gives views)
     # as_frame: data a Series named smiles, target a Series (one task) or a DataFrame, frame both
     f = fetch_moleculenet(name, data, download=False, as_frame=True)
     assert set(f) == set(b) and f.data is f.smiles

@@ -510,3 +510,25 @@ def test_a_classifier_whose_scaffold_validation_part_has_one_class_uses_the_bala
     # a regressor, or a classifier whose validation part can rank, keeps DeepChem's order
     train_r, valid_r = GMNetRegressor(valid_size=0.2)._internal_split(smiles, 0, y.astype(float))
     assert sorted(valid_r) == sorted(deepchem_valid)
+
+
+def test_rounding_pd_na_and_groups_of_another_length():
+    """Found in review: fractions whose complement rounds below 0, pandas' missing value in a
+    "string" column, and groups shorter than X (rows that would be in no fold)."""
+    import pandas as pd
+    from sklearn.model_selection import cross_validate
+    from sklearn.dummy import DummyRegressor
+
+    from gmnet_sklearn.model_selection import ScaffoldKFold, ScaffoldSplit, scaffold_split
+
+    smiles = ["c1ccccc1O", "CCO", "C1CCCCC1N", "c1ccncc1", "CC(=O)O", "c1ccc2ccccc2c1", "C1CCNCC1", "CCCN", "OC1CCCC1", "CCCl"]
+    train, valid, test = scaffold_split(smiles, frac_train=0.8, frac_valid=0.2, frac_test=1 - 0.8 - 0.2)
+    assert len(test) == 0 and sorted([*train, *valid]) == list(range(10))
+    folds = list(ScaffoldSplit(part="valid", frac_train=0.8, frac_valid=0.2).split(smiles))
+    assert folds and sorted([*folds[0][0], *folds[0][1]]) == list(range(10))
+    s = pd.Series(["c1ccccc1O", None, "CCO", "C1CCCCC1N"], dtype="string")
+    train, valid, test = scaffold_split(s)
+    assert 1 not in [*train, *valid, *test]  # no molecule, as DeepChem drops it
+    X = np.zeros((12, 3))
+    with pytest.raises(ValueError, match="groups holds 10 SMILES for 12 rows of X"):
+        cross_validate(DummyRegressor(), X, np.zeros(12), groups=smiles, cv=ScaffoldKFold(2))

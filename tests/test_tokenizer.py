@@ -357,3 +357,10 @@ def test_surrounding_whitespace_is_ignored_inner_whitespace_is_an_error():
         tokenize_smiles("CC O")
     with pytest.raises(ValueError, match="empty"):
         tok.encode_batch(["  "])
+
+
+def test_blank_smiles_are_empty_on_every_path(tok: SmilesTokenizer) -> None:
+    for call in (tok.encode, tok.encode_with_flags):
+        with pytest.raises(ValueError, match="empty SMILES"):
+            call("  ")
+    assert tok.encode_batch(["  "], on_invalid="mask").errors == {0: "empty string"}

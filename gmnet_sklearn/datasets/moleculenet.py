@@ -691,7 +691,7 @@ def fetch_moleculenet(
     frame = pd.DataFrame({"smiles": df[smiles_col]})
     for t in task_list:
         frame[t] = pd.to_numeric(df[t], errors="coerce").astype(np.float64)
-    target = frame[task_list].to_numpy(dtype=np.float64)
+    target = frame[task_list].to_numpy(dtype=np.float64, copy=True)  # writable, as scikit-learn's fetchers give
     if len(task_list) == 1:
         target = target[:, 0]
 

@@ -27,6 +27,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 from sklearn.model_selection import BaseCrossValidator
+from sklearn.utils.validation import _num_samples
 # Requests `groups` when metadata routing is enabled.
 from sklearn.model_selection._split import GroupsConsumerMixin as _GroupsConsumer
 
@@ -112,12 +113,22 @@ def murcko_scaffold(smiles, include_chirality: bool = False) -> Optional[str]:
         with _QuietRDKit():
             sc = _scaffold_of_str(smiles, bool(include_chirality))
         return None if sc is _UNPARSABLE else sc
-    if smiles is None or isinstance(smiles, numbers.Number):
+    if smiles is None or isinstance(smiles, numbers.Number) or _is_missing(smiles):
         return None
     Chem, MurckoScaffoldSmiles = _rdkit()
     if isinstance(smiles, Chem.Mol):
         return MurckoScaffoldSmiles(mol=smiles, includeChirality=bool(include_chirality))
     raise TypeError(f"expected a SMILES string or an RDKit Mol, got {type(smiles).__name__}")
+
+
+def _is_missing(value) -> bool:
+    """pandas' missing value (``pd.NA`` in a "string" column, ``NaT``), which is no molecule."""
+    import pandas as pd
+
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # an array-like: not a single missing value
+        return False
 
 
 def _scaffolds(smiles: np.ndarray, include_chirality: bool = False) -> list:
@@ -143,7 +154,8 @@ def _as_smiles_array(X, smiles_column: str = "smiles", name: str = "smiles") -> 
 
 def _check_fractions(frac_train, frac_valid, frac_test):
     for name, v in (("frac_train", frac_train), ("frac_valid", frac_valid), ("frac_test", frac_test)):
-        if not (0.0 <= float(v) <= 1.0):
+        # (a rounding error's worth below 0 is 0: 1 - 0.8 - 0.2 is -5.6e-17 in floating point)
+        if not (-1e-12 <= float(v) <= 1.0):
             raise ValueError(f"{name} must be in [0, 1], got {v!r}")
     # DeepChem: np.testing.assert_almost_equal(frac_train + frac_valid + frac_test, 1.)
     if abs(frac_train + frac_valid + frac_test - 1.0) >= 1.5e-7:
@@ -310,7 +322,10 @@ def _smiles_from(X, groups, smiles_column):
     """SMILES come from ``groups`` when given (useful when X is a feature matrix),
     else from X."""
     if groups is not None:
-        return _as_smiles_array(groups, smiles_column, name="groups")
+        smiles = _as_smiles_array(groups, smiles_column, name="groups")
+        if X is not None and _num_samples(X) != len(smiles):  # GroupKFold's check: no row left in no fold
+            raise ValueError(f"groups holds {len(smiles)} SMILES for {_num_samples(X)} rows of X: one per row")
+        return smiles
     try:
         return _as_smiles_array(X, smiles_column, name="X")
     except ValueError as exc:
@@ -393,7 +408,7 @@ class ScaffoldSplit(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
             smiles,
             frac_train=self.frac_train,
             frac_valid=self.frac_valid,
-            frac_test=1.0 - self.frac_train - self.frac_valid,
+            frac_test=max(0.0, 1.0 - self.frac_train - self.frac_valid),
             max_smiles_length=self.max_smiles_length,
             drop_invalid=self.drop_invalid,
         )
