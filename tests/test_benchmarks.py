@@ -374,7 +374,7 @@ def test_report_statistics_and_win_counts(tmp_path):
     bbbp = next(ln for ln in text.splitlines() if ln.startswith("| BBBP |"))
     ours_gm, ours_cb = bbbp.split("|")[5:7]
     assert ours_gm.strip() == "0.700 (n=1)" and ours_cb.strip() == "**0.750** (n=1)"  # one seed: no spread
-    assert "Chem-GMNet wins 1 of 2 endpoints with both arms present, ChemBERTa 1" in text
+    assert "Chem-GMNet wins 1 of 2 endpoints with both arms present (each on the seeds both arms have), ChemBERTa 1" in text
     assert "the winner matches the paper's on 1 of 2" in text
     assert "Paper: Chem-GMNet wins 7 of 10 endpoints, ChemBERTa 3." in text
     grid_row = next(ln for ln in text.split("(k, L) grid: ESOL")[1].splitlines() if ln.startswith("| k=10 |"))
@@ -632,6 +632,15 @@ def test_report_table2_counts_pretrained_against_scratch_and_the_baseline(tmp_pa
     summary = json.loads((results / "summary.json").read_text())["table2"]["tuned_moses"]
     assert summary["counts"] == {"pretrained_beats_scratch": [1, 2], "gmnet_beats_chemberta_pretrained": [1, 2]}
     assert summary["encoders"] == {} and "**Mixed:**" not in section  # these records name no encoder
+
+
+def test_report_table1_wins_compare_the_arms_on_the_seeds_both_have(tmp_path):
+    """Chem-GMNet's seed 0 beats ChemBERTa's only seed; its three-seed mean would not."""
+    results = tmp_path / "results"
+    recs = [_record("gmnet", "esol", s, v) for s, v in enumerate((1.0, 2.0, 2.0))] + [_record("chemberta", "esol", 0, 1.5)]
+    _write_records(results, recs)
+    text, _ = _report_section(results, tmp_path, "Table 1: test metric, paper vs. ours (protocol `chemberta3`)")
+    assert "- Ours: Chem-GMNet wins 1 of 1 endpoints with both arms present (each on the seeds both arms have)" in text
 
 
 def test_report_table2_compares_each_pair_on_the_seeds_both_have(tmp_path):
