@@ -643,6 +643,17 @@ def test_report_table1_wins_compare_the_arms_on_the_seeds_both_have(tmp_path):
     assert "- Ours: Chem-GMNet wins 1 of 1 endpoints with both arms present (each on the seeds both arms have)" in text
 
 
+def test_report_checks_every_protocols_records_against_its_definition(tmp_path):
+    """Not only the main protocol's: a `tuned_moses` record written under another lr is named."""
+    results = tmp_path / "results"
+    odd = _record("gmnet", "bbbp", 1, 0.7, protocol="tuned_moses")
+    odd["protocol_definition"] = {**odd["protocol_definition"],
+                                  "training": {**odd["protocol_definition"]["training"], "lr": 1e-3}}
+    _write_records(results, [_record("gmnet", "bbbp", 0, 0.7, protocol="tuned_moses"), odd, _record("gmnet", "esol", 0, 1.0)])
+    _, section = _report_section(results, tmp_path, "Record checks")
+    assert "**Warning:** result files written under another definition" in section and "`tuned_moses` 1 of 2" in section
+
+
 def test_report_table2_compares_each_pair_on_the_seeds_both_have(tmp_path):
     """A pretrained column with seed 0 alone against a scratch column of seeds 0-2: compared on seed
     0 (where scratch is better), not the one seed against the three-seed mean (which it beats)."""
@@ -662,10 +673,10 @@ def test_report_split_check_flags_an_endpoint_run_on_two_splits(tmp_path):
     for r, sha in zip(recs, ("a" * 64, "a" * 64, "b" * 64)):
         r["sizes"] = {"train": 8, "valid": 1, "test": 1, "split_sha256": sha}
     _write_records(results, recs)
-    _, section = _report_section(results, tmp_path, "Split check")
+    _, section = _report_section(results, tmp_path, "Record checks")
     assert "**Warning:**" in section and "esol: `aaaaaaaaaaaa` (chemberta3), `bbbbbbbbbbbb` (chemberta3)" in section
     _write_records(results, [{**recs[2], "sizes": {**recs[2]["sizes"], "split_sha256": "a" * 64}}])
-    _, section = _report_section(results, tmp_path, "Split check")
+    _, section = _report_section(results, tmp_path, "Record checks")
     assert "has its endpoint's one fingerprint" in section
 
 

@@ -30,7 +30,7 @@ from .extras import EXTRAS_INTRO, extras_section
 from .fit_time import FIT_TIME_INTRO, fit_time_section
 from .hardware import commands_section, hardware_ids, hardware_section
 from .peers import PEERS_INTRO, peers_section
-from .table1 import kl_grid, missing_runs, params_grid, protocol_section, table1, wins_text
+from .table1 import definition_check, kl_grid, missing_runs, params_grid, protocol_section, table1, wins_text
 from .table2 import TABLE2_INTRO, table2_section
 from .throughput import fast_vs_reference_section, op_count_section, throughput_section
 
@@ -164,7 +164,7 @@ def render(idx: Index, results_dir: Path, out_path: Path, primary: str) -> Tuple
     splits = split_fingerprints(idx)
     summary["split_fingerprints"] = splits
     mixed = {ep: shas for ep, shas in splits.items() if len(shas) > 1}
-    parts += ["## Split check", ""]
+    parts += ["## Record checks", ""]
     if mixed:
         parts += ["**Warning:** records of these endpoints ran on different splits (`sizes.split_sha256`, with the "
                   "protocols carrying each): " + "; ".join(
@@ -174,6 +174,16 @@ def render(idx: Index, results_dir: Path, out_path: Path, primary: str) -> Tuple
         parts += [f"Every record that carries a split fingerprint (`sizes.split_sha256`; {len(splits)} endpoints, all "
                   "protocols without `@` overrides) has its endpoint's one fingerprint: every table above compares "
                   "runs on the same rows.", ""]
+    definitions = definition_check(idx)
+    summary["protocol_definition_check"] = {p: {"differ": a, "records": b} for p, (a, b) in definitions.items()}
+    differ = {p: v for p, v in definitions.items() if v[0]}
+    if differ:
+        parts += ["**Warning:** result files written under another definition of their protocol than "
+                  "`benchmarks/protocols.py`'s (their `protocol_definition`): " + ", ".join(
+                      f"`{p}` {a} of {b}" for p, (a, b) in differ.items()) + ".", ""]
+    else:
+        parts += [f"Every result file of the {len(definitions)} protocols defined in `benchmarks/protocols.py` (runs "
+                  "without overrides) was written under that definition (its `protocol_definition`).", ""]
     hw_text, hw = hardware_section(idx, protocols, out_dir, machines)
     summary["hardware_and_wall_time"] = hw
     parts += ["## Hardware and wall time", "", "Per group of runs: the machine(s) they ran on and the time they took "

@@ -223,19 +223,33 @@ def protocol_section(idx: Index, protocol: str) -> str:
     for ep, over in d["endpoint_overrides"].items():
         rows.append([f"override for {ep}", f"`{over}`"])
     text = d["description"] + "\n\n" + md_table(["parameter", "value"], rows)
-    recs = [r for r in idx.records if r["protocol"] == protocol]
-    def essentials(defn):
-        defn = {k: v for k, v in (defn or {}).items() if k != "description"}
-        if "training" in defn:
-            # Records written before the recipe parameters existed list only lr, batch size, epochs
-            # and bucketing: their estimators ran with what is now PAPER_TRAINING for the rest
-            # (Adam, no weight decay, no schedule, one member, no augmentation or descriptors).
-            defn["training"] = {**{k: v for k, v in PAPER_TRAINING.items() if k not in defn["training"]},
-                                **defn["training"]}
-        return defn
-
-    differ = [r for r in recs if r.get("protocol_definition") and essentials(r["protocol_definition"]) != essentials(d)]
-    if differ:
-        text += (f"\n\n**Warning:** {len(differ)} of {len(recs)} result files of this protocol were written under a "
+    n_differ, n = definition_check(idx).get(protocol, (0, 0))
+    if n_differ:
+        text += (f"\n\n**Warning:** {n_differ} of {n} result files of this protocol were written under a "
                  "different definition of it (their `protocol_definition` differs from `benchmarks/protocols.py`).")
     return text
+
+
+def _essentials(defn):
+    defn = {k: v for k, v in (defn or {}).items() if k != "description"}
+    if "training" in defn:
+        # Records written before the recipe parameters existed list only lr, batch size, epochs
+        # and bucketing: their estimators ran with what is now PAPER_TRAINING for the rest
+        # (Adam, no weight decay, no schedule, one member, no augmentation or descriptors).
+        defn["training"] = {**{k: v for k, v in PAPER_TRAINING.items() if k not in defn["training"]},
+                            **defn["training"]}
+    return defn
+
+
+def definition_check(idx: Index) -> Dict[str, Tuple[int, int]]:
+    """Per protocol defined in protocols.py (runs without ``@`` overrides): how many of its
+    records were written under another definition of it, of how many carrying one."""
+    out = {}
+    for protocol in idx.protocols:
+        base = PROTOCOLS.get(protocol)
+        if base is None or "@" in protocol:
+            continue
+        d = _essentials(base.to_dict())
+        recs = [r for r in idx.records if r["protocol"] == protocol and r.get("protocol_definition")]
+        out[protocol] = (sum(_essentials(r["protocol_definition"]) != d for r in recs), len(recs))
+    return out
