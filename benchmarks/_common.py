@@ -295,7 +295,9 @@ def discard_snapshot(est) -> None:
 
     info = getattr(est, "resume_info_", None)
     if info:
-        remove_snapshot(info["snapshot"])
+        paths = info["snapshot"]  # one per ensemble member with n_estimators > 1
+        for path in paths if isinstance(paths, list) else [paths]:
+            remove_snapshot(path)
 
 
 def score(endpoint: Endpoint, est, X, y_true, data: EndpointData):

@@ -774,3 +774,17 @@ def test_profile_step_lists_a_steps_ops(moleculenet_path, deepchem_vocab, monkey
     names = [r["name"] for r in res["ops"]]
     assert res["time"] == "cpu" and res["total_self_us_per_step"] > 0 and "aten::_fused_adam_" in names
     assert res["ops"] == sorted(res["ops"], key=lambda r: -r["self_us_per_step"])  # most time first
+
+
+def test_discard_snapshot_removes_every_members_snapshot(tmp_path):
+    """An ensemble's resume_info_ lists one snapshot per member."""
+    from types import SimpleNamespace
+
+    paths = []
+    for i in range(2):
+        for suffix in (".pt", ".json"):
+            (tmp_path / f"m{i}{suffix}").write_text("x")
+        paths.append(str(tmp_path / f"m{i}.pt"))
+    C.discard_snapshot(SimpleNamespace(resume_info_={"snapshot": paths}))
+    C.discard_snapshot(SimpleNamespace(resume_info_=None))
+    assert not list(tmp_path.iterdir())
