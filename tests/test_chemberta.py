@@ -223,3 +223,24 @@ def test_dropout_train_vs_eval():
     net.eval()
     with torch.no_grad():
         assert torch.equal(net(ids, conj, mask), net(ids, conj, mask))
+
+
+def test_estimator_length_limit_follows_the_vocabularys_pad_id(tmp_path, deepchem_vocab):
+    """RoBERTa positions start after [PAD]'s id: with [PAD] at id 3 a 515-position model takes 511
+    tokens, and a longer SMILES is an invalid row (NaN with on_invalid='nan'), not an error inside
+    the model."""
+    import numpy as np
+
+    from gmnet_sklearn import ChemBERTaRegressor
+
+    tokens = [t for t in open(deepchem_vocab).read().splitlines() if t]
+    tokens.remove("[PAD]")
+    vocab = tmp_path / "vocab_pad3.txt"
+    vocab.write_text("\n".join(tokens[:3] + ["[PAD]"] + tokens[3:]) + "\n")
+    X = ["CCO", "CCN", "c1ccccc1", "CC(=O)O", "CCCC", "CCOC", "c1ccncc1", "CC(C)O"] * 2
+    est = ChemBERTaRegressor(vocab_file=str(vocab), d_model=16, n_layers=1, n_heads=2, intermediate_size=16,
+                             max_epochs=1, valid_split=None, descriptors=False, fingerprint=False, forest=False,
+                             random_state=0, on_invalid="nan").fit(X, np.arange(16.0))
+    assert est.tokenizer_.pad_id == 3 and est.max_length_ == 515 - 3 - 1
+    pred = est.predict(["C" * 509, "C" * 510])  # 511 and 512 tokens with [CLS] and [SEP]
+    assert np.isfinite(pred[0]) and np.isnan(pred[1])

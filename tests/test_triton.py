@@ -174,3 +174,35 @@ def test_float64_inputs_round_trip():
     assert_close(y, y_ref, "y_sfa")
     assert_close(cv, cv_ref, "cv")
     assert all(g.dtype == torch.float64 for g in torch.autograd.grad(y.sum() + cv.sum(), leaves))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_cached_constants_first_built_in_inference_mode_still_train(device, monkeypatch):
+    """A prediction (under inference_mode) before a fit in the same process: the kernels' cached
+    tables must be plain tensors, which backward can save (as functional's plans are)."""
+    from gmnet_sklearn.gm.ops.sphere_readout import triton as readout_kernels
+    from gmnet_sklearn.gm.transformer import GMNet
+
+    monkeypatch.setattr(kernels, "_CONSTS", {})
+    monkeypatch.setattr(readout_kernels, "_TABLES", {})
+    torch.manual_seed(0)
+    ids = torch.randint(1, 30, (2, 6), device=device)
+    mask = torch.ones(2, 6, dtype=torch.bool, device=device)
+    predicting = GMNet(30, 1, k=8, L=3, d_model=24, n_layers=1, n_heads=2).to(device).eval()
+    with torch.inference_mode():
+        predicting(ids, None, mask, impl="triton")
+    assert kernels._CONSTS  # built there, first
+    training = GMNet(30, 1, k=8, L=3, d_model=24, n_layers=1, n_heads=2).to(device).train()
+    training(ids, None, mask, impl="triton").sum().backward()
+    assert all(p.grad is not None for p in training.parameters() if p.requires_grad)
+    # the read-out's own table, the same way (called directly: the model picks its read-out form)
+    from gmnet_sklearn.gm.ops.sphere_readout import sphere_readout
+
+    W = torch.randn(2, 4, F.harmonic_basis(8, 3).n_monomials, device=device)
+    z = torch.randn(2, 8, 7, device=device)
+    with torch.inference_mode():
+        sphere_readout(W, [z], impl="triton")
+    assert readout_kernels._TABLES
+    W.requires_grad_()
+    sphere_readout(W, [z], impl="triton").sum().backward()
+    assert W.grad is not None

@@ -156,6 +156,11 @@ class SmilesNetBase(BaseEstimator):
             raise ValueError(f"max_length={self.max_length} exceeds what the {self._family} model can take ({limit})")
         return int(self.max_length)
 
+    def _vocabulary_max_length(self, max_length: int | None) -> int | None:
+        """``max_length_`` once the vocabulary (``tokenizer_``) is known, where the model's limit
+        depends on it; the model families override this."""
+        return max_length
+
     def _check_y(self, y, n: int) -> np.ndarray:
         raise NotImplementedError
 
@@ -283,6 +288,7 @@ class SmilesNetBase(BaseEstimator):
         # the variants: tokens seen only in the internal validation rows get (untrained) ids of
         # their own rather than [UNK].
         self.tokenizer_ = self._make_tokenizer(list(X) + flat_variants)
+        self.max_length_ = self._vocabulary_max_length(self.max_length_)
         if variants:
             variants = self._encodable_variants(train_X, variants)
             flat_variants = [v for vs in variants for v in vs]

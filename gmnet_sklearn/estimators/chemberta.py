@@ -92,6 +92,11 @@ class _ChemBERTaParams(SmilesNetBase):
         # RoBERTa positions start after the padding index; with [PAD] = 0 that leaves 514.
         return self.max_position_embeddings - 1
 
+    def _vocabulary_max_length(self, max_length):
+        # a vocabulary whose [PAD] is not id 0 leaves fewer positions (the model's own limit)
+        limit = self.max_position_embeddings - self.tokenizer_.pad_id - 1
+        return limit if max_length is None else min(max_length, limit)
+
     def _build_module(self, vocab_size, n_outputs, pad_id):
         return ChemBERTa(vocab_size, n_outputs, d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads,
                          intermediate_size=self.intermediate_size, max_position_embeddings=self.max_position_embeddings,

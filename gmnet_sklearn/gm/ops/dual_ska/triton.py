@@ -346,7 +346,10 @@ _CONSTS: dict = {}
 def _constants(k: int, L: int, device: torch.device) -> torch.Tensor:
     key = (k, L, str(device))
     if key not in _CONSTS:
-        _CONSTS[key] = torch.tensor(_constants_host(k, L), dtype=torch.float32, device=device)
+        # a plain tensor even when first asked for under inference_mode (a predict before a fit):
+        # it is saved for backward, which an inference tensor cannot be
+        with torch.inference_mode(False):
+            _CONSTS[key] = torch.tensor(_constants_host(k, L), dtype=torch.float32, device=device)
     return _CONSTS[key]
 
 

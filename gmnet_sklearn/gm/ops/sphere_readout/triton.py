@@ -184,7 +184,10 @@ _TABLES: dict = {}
 def _variables(k: int, L: int, device: torch.device) -> torch.Tensor:
     key = (k, L, str(device))
     if key not in _TABLES:
-        _TABLES[key] = torch.tensor(_variables_host(k, L), dtype=torch.int32, device=device)
+        # a plain tensor even when first asked for under inference_mode (a predict before a fit):
+        # it is saved for backward, which an inference tensor cannot be
+        with torch.inference_mode(False):
+            _TABLES[key] = torch.tensor(_variables_host(k, L), dtype=torch.int32, device=device)
     return _TABLES[key]
 
 
