@@ -223,7 +223,7 @@ def protocol_section(idx: Index, protocol: str) -> str:
     for ep, over in d["endpoint_overrides"].items():
         rows.append([f"override for {ep}", f"`{over}`"])
     text = d["description"] + "\n\n" + md_table(["parameter", "value"], rows)
-    n_differ, n = definition_check(idx).get(protocol, (0, 0))
+    n_differ, n = definition_check(idx, [protocol]).get(protocol, (0, 0))
     if n_differ:
         text += (f"\n\n**Warning:** {n_differ} of {n} result files of this protocol were written under a "
                  "different definition of it (their `protocol_definition` differs from `benchmarks/protocols.py`).")
@@ -241,11 +241,12 @@ def _essentials(defn):
     return defn
 
 
-def definition_check(idx: Index) -> Dict[str, Tuple[int, int]]:
-    """Per protocol defined in protocols.py (runs without ``@`` overrides): how many of its
-    records were written under another definition of it, of how many carrying one."""
+def definition_check(idx: Index, protocols: Optional[Sequence[str]] = None) -> Dict[str, Tuple[int, int]]:
+    """Per protocol defined in protocols.py (runs without ``@`` overrides; all of the index's, or
+    ``protocols``): how many of its records were written under another definition of it, of how
+    many carrying one."""
     out = {}
-    for protocol in idx.protocols:
+    for protocol in idx.protocols if protocols is None else protocols:
         base = PROTOCOLS.get(protocol)
         if base is None or "@" in protocol:
             continue

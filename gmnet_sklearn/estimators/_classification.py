@@ -18,6 +18,11 @@ from .losses import CrossEntropyLoss, MaskedBCEWithLogitsLoss
 from .metrics import ValidROCAUC, has_auc, probability_roc_auc, scores_from_raw
 
 
+def _missing_labels(labels) -> np.ndarray:
+    """Which single-task labels are missing (None or NaN; the labels may be objects)."""
+    return np.array([v is None or (isinstance(v, float) and np.isnan(v)) for v in labels], dtype=bool)
+
+
 class SmilesClassifierMixin(ClassifierMixin):
     """Classification: y (n,) single task (2 logits + cross-entropy for binary), or (n, n_tasks)
     multi-label with 0/1/NaN (BCE with missing labels masked)."""
@@ -28,7 +33,7 @@ class SmilesClassifierMixin(ClassifierMixin):
             # one task as a column: raveled with scikit-learn's warning; missing labels, which
             # a single task cannot mask, are named
             column = y[:, 0]
-            missing = np.array([v is None or (isinstance(v, float) and np.isnan(v)) for v in column], dtype=bool)
+            missing = _missing_labels(column)
             if missing.any():
                 raise ValueError(f"y is one task with missing labels at rows {np.nonzero(missing)[0][:10].tolist()}: "
                                  "leave those rows out (a 2-D y with NaN is for several tasks)")
@@ -45,7 +50,7 @@ class SmilesClassifierMixin(ClassifierMixin):
                 rows = np.nonzero(bad.any(1))[0]
                 raise ValueError(f"multi-label targets must be 0, 1 or NaN; bad values at rows {rows[:10].tolist()}")
         else:
-            missing = np.array([v is None or (isinstance(v, float) and np.isnan(v)) for v in y], dtype=bool)
+            missing = _missing_labels(y)
             if missing.any():
                 raise ValueError(
                     f"single-task labels must not be missing (rows {np.nonzero(missing)[0][:10].tolist()}); "
