@@ -481,6 +481,18 @@ def test_report_shows_the_compiled_arms_against_their_own_models_and_each_other(
     assert "torch threads 1, torch ?; load average 2.04 when it started)" in text
 
 
+def test_report_gives_a_failed_arm_one_line_naming_the_error_a_compiler_subprocess_wrapped():
+    from benchmarks.report.throughput import _failure_line
+
+    wrapped = ("esol train: InductorError: SubprocException: An exception occurred in a subprocess:\n\nTraceback (most recent"
+               " call last):\n  File \"x.py\", line 4, in dot\n    assert a == b\nAssertionError: Both operands must be same"
+               " dtype. Got fp64 and fp32\n\nThe above exception was the direct cause\ntriton.CompilationError: at 74:40:")
+    assert _failure_line(wrapped) == ("esol train: InductorError: SubprocException: An exception occurred in a subprocess: ... "
+                                      "AssertionError: Both operands must be same dtype. Got fp64 and fp32")
+    assert _failure_line("esol train: boom") == "esol train: boom"
+    assert _failure_line("") == ""
+
+
 def test_report_tables_the_graphed_arms_against_both_baselines_and_says_which_path_the_estimators_run():
     from benchmarks.report.throughput import _throughput_table
 

@@ -4,11 +4,20 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Optional
 
 from ..protocols import ARM_LABELS
 from ._format import rel
+
+
+def _failure_line(message: str) -> str:
+    """A failed arm's message in one line: its first line, and where that only wraps another
+    exception (a compiler's subprocess error carries a whole traceback), the first raised error's own line."""
+    lines = [ln.strip() for ln in message.splitlines() if ln.strip()] or [""]
+    cause = next((ln for ln in lines[1:] if re.match(r"^[A-Za-z_][\w.]*(Error|Exception): ", ln)), None)
+    return lines[0] if cause is None else f"{lines[0]} ... {cause}"
 
 
 def _throughput_table(data: dict) -> str:
@@ -121,7 +130,8 @@ def _throughput_table(data: dict) -> str:
                 lines.append(f"| {name} | {mode} | {cell(g)} | {cell(c)} | {ratio(g, mps['gmnet'])} | "
                              f"{ratio(c, mps['chemberta'])} | {ratio(g, c)} |")
     if (graph_arms or compiled) and data.get("failed_arms"):
-        lines += ["", "Failed arms: " + "; ".join(f"`{a}`: {err}" for a, err in data["failed_arms"].items())]
+        lines += ["", "Failed arms (the whole message is in the JSON): "
+                  + "; ".join(f"`{a}`: {_failure_line(err)}" for a, err in data["failed_arms"].items())]
     if data.get("complete") is False:
         lines += ["", "**Incomplete**: the run was stopped before its end; the rows above are what it had measured."]
     if data.get("datasets"):
