@@ -120,7 +120,9 @@ def _fwd_kernel(
 
         acc_y += tl.dot(W, p, input_precision="ieee")
 
-        S = tl.where(key_ok[None, :], Ks * scale, FLOAT32_MIN)
+        # the product cast back: triton.jit types the Python float `scale` float32, but torch.compile's
+        # copy of these kernels passed it as float64 (an H100 run: tl.dot got fp64 and fp32 operands)
+        S = tl.where(key_ok[None, :], (Ks * scale).to(tl.float32), FLOAT32_MIN)
         S = tl.where(col_ok[None, :], S, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(S, axis=1))
         corr = tl.exp(m_i - m_new)
@@ -210,11 +212,11 @@ def _bwd_tile(
             dP_prev = dP
             dP = dP_next
 
-    S = tl.where(key_ok[None, :], Ks * scale, FLOAT32_MIN)
+    S = tl.where(key_ok[None, :], (Ks * scale).to(tl.float32), FLOAT32_MIN)  # float32: see _fwd_kernel
     S = tl.where(col_ok[None, :], S, float("-inf"))
     alpha = tl.exp(S - m_i[:, None]) * linv_i[:, None]
     dS = tl.where(key_ok[None, :], alpha * (dA - delta_i[:, None]), 0.0)
-    dc = dW * dKE + scale * dS * dK
+    dc = dW * dKE + (scale * dS).to(tl.float32) * dK
     return W, alpha, dc, accF, accB
 
 
