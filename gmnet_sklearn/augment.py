@@ -7,15 +7,22 @@ and ``tta`` (predictions averaged over variants). The variants come from RDKit's
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 
 
-def randomized_smiles(smiles, n: int, random_state: int = 0) -> list[list[str]]:
+def randomized_smiles(smiles, n: int, random_state: int = 0, per_molecule: bool = False) -> list[list[str]]:
     """``n`` randomised SMILES per input SMILES (a list per input).
 
     Each variant parses to the same canonical molecule as its input. A molecule with fewer
     distinct orderings than ``n`` repeats some; a SMILES RDKit cannot parse gets ``n`` copies of
     itself (the tokenizer then decides what to do with it).
+
+    The seeds: by default one stream over the inputs (a training set's variants, drawn in its
+    order); with ``per_molecule`` each SMILES's own, from ``random_state`` and the SMILES, so its
+    variants do not depend on the other inputs or their order (prediction: a molecule predicted
+    alone, in a batch or shuffled gets the same answer).
     """
     from rdkit import Chem, rdBase
 
@@ -31,6 +38,8 @@ def randomized_smiles(smiles, n: int, random_state: int = 0) -> list[list[str]]:
                 out.append([s] * n)
                 continue
             # RDKit's seeded enumerator (MolToSmiles(doRandom=True) draws from an unseeded stream)
-            variants = list(Chem.MolToRandomSmilesVect(mol, n, randomSeed=int(rng.randint(2**31 - 1))))
+            seed = (int(np.random.SeedSequence([random_state, zlib.crc32(s.encode())]).generate_state(1)[0]) % (2**31 - 1)
+                    if per_molecule else int(rng.randint(2**31 - 1)))
+            variants = list(Chem.MolToRandomSmilesVect(mol, n, randomSeed=seed))
             out.append(variants)
     return out

@@ -63,6 +63,18 @@ def main(argv=None) -> int:
     metric, paper_gm, paper_cb = endpoint.metric, endpoint.paper_value("gmnet"), endpoint.paper_value("chemberta")
     print(f"{args.dataset}: {len(smiles)} molecules from {data.source} ({data.path}); "
           f"DeepChem scaffold split {len(train)}/{len(valid)}/{len(test)}")
+    left_out = np.setdiff1d(np.arange(len(smiles)), np.concatenate([train, valid, test]))
+    if len(left_out):  # the protocol's, said here so that no row goes missing unannounced
+        from rdkit import rdBase
+
+        from .model_selection.scaffold import MAX_SMILES_LENGTH
+        from .utils.validation import mol_from_smiles
+
+        with rdBase.BlockLogs():
+            unparsable = [int(i) for i in left_out if mol_from_smiles(smiles[i]) is None]
+        print(f"  left out as the protocol does: {len(unparsable)} SMILES RDKit cannot parse (rows "
+              f"{unparsable[:10]}{' ...' if len(unparsable) > 10 else ''}), {len(left_out) - len(unparsable)} longer "
+              f"than {MAX_SMILES_LENGTH} characters")
     cls = GMNetRegressor if metric == "rmse" else GMNetClassifier
     params = dict(PAPER_PROTOCOL) if args.protocol == "paper" else {}
     overrides = {"k": args.k, "L": args.L, "d_model": args.d_model, "n_layers": args.n_layers,

@@ -144,11 +144,17 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
         self.on_invalid = on_invalid
         self.n_jobs = n_jobs
 
+    def _check_params(self):
+        # here and in transform: set_params may change them on a fitted transformer
+        if self.on_invalid not in ("raise", "nan"):
+            raise ValueError(f"on_invalid must be 'raise' or 'nan', got {self.on_invalid!r}")
+        if isinstance(self.n_quantiles, bool) or not isinstance(self.n_quantiles, (int, np.integer)) or self.n_quantiles < 2:
+            raise ValueError(f"n_quantiles must be an integer >= 2, got {self.n_quantiles!r}")
+
     def fit(self, X, y=None):
         from .estimators._base import check_smiles_input
 
-        if self.on_invalid not in ("raise", "nan"):
-            raise ValueError(f"on_invalid must be 'raise' or 'nan', got {self.on_invalid!r}")
+        self._check_params()
         raw = compute_descriptors(check_smiles_input(X), self.on_invalid, n_jobs=self.n_jobs)
         return self._fit_raw(raw)
 
@@ -180,6 +186,7 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
         from .estimators._base import check_smiles_input
 
         check_is_fitted(self, "quantiles_")
+        self._check_params()
         return self._transform_raw(compute_descriptors(check_smiles_input(X), self.on_invalid, n_jobs=self.n_jobs))
 
     def _transform_raw(self, raw: np.ndarray) -> np.ndarray:

@@ -4,7 +4,7 @@
 
 For parity and ROC plots use scikit-learn's own displays, which take the estimators as they are:
 ``sklearn.metrics.PredictionErrorDisplay.from_estimator(est, smiles, y)`` and
-``RocCurveDisplay.from_estimator(clf, smiles, y)`` (``examples/plots.py``).
+``RocCurveDisplay.from_estimator(clf, smiles, y)`` (``examples/plot_regression.py``, ``examples/plot_roc.py``).
 matplotlib is an optional dependency (``pip install "gmnet_sklearn[plot]"``), imported on use.
 """
 
@@ -79,15 +79,21 @@ class TrainingCurveDisplay:
             raise ValueError(f"member must be an index of the estimator's {len(estimator.nets_)} member(s), got {member!r}")
         history = estimator.nets_[member].history
         if not len(history):
+            if estimator.__dict__.get("_saved_best_epoch") is not None:
+                raise ValueError("this estimator was loaded with load(), and save() keeps no training history: "
+                                 "build the display from the fitted estimator before saving it")
             raise ValueError("the estimator's history is empty: no epoch was trained")
-        metric_name = _metric_key(history[-1])
+        # the metric the fit selected on (a user's EpochScoring may come first in the history row)
+        selected = estimator.__dict__.get("_selection_metric")
+        metric_name = (selected if selected not in (None, "valid_loss") and selected in history[-1]
+                       else _metric_key(history[-1]))
         has_valid = "valid_loss" in history[-1]
         best = None
         if has_valid:
             if member == 0:
                 best = estimator.best_epoch_
             else:
-                key = f"{metric_name or 'valid_loss'}_best"
+                key = f"{selected or metric_name or 'valid_loss'}_best"
                 flagged = [row["epoch"] for row in history if row.get(key)]
                 best = flagged[-1] if flagged else None
         display = cls(
@@ -107,13 +113,13 @@ class TrainingCurveDisplay:
         from matplotlib.ticker import MaxNLocator
         if ax is None:
             _, ax = plt.subplots()
-        loss_kwargs = loss_kwargs or {}
+        loss_kwargs = loss_kwargs or {}  # the caller's styles override the defaults, as in scikit-learn's displays
         epochs = np.asarray(self.epochs)
         self.lines_ = {}
-        (self.lines_["train_loss"],) = ax.plot(epochs, self.train_loss, label="train loss", color="C0", **loss_kwargs)
+        (self.lines_["train_loss"],) = ax.plot(epochs, self.train_loss, **{"label": "train loss", "color": "C0", **loss_kwargs})
         if self.valid_loss is not None:
-            (self.lines_["valid_loss"],) = ax.plot(epochs, self.valid_loss, label="validation loss", color="C1",
-                                                   **loss_kwargs)
+            (self.lines_["valid_loss"],) = ax.plot(epochs, self.valid_loss,
+                                                   **{"label": "validation loss", "color": "C1", **loss_kwargs})
         ax.set_xlabel("epoch")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel("loss")
@@ -122,7 +128,7 @@ class TrainingCurveDisplay:
             self.metric_ax_ = ax.twinx()
             label = _METRIC_LABELS.get(self.metric_name, self.metric_name)
             (self.lines_[self.metric_name],) = self.metric_ax_.plot(
-                epochs, self.metric, label=label, color="C2", marker="o", markersize=3, **(metric_kwargs or {}))
+                epochs, self.metric, **{"label": label, "color": "C2", "marker": "o", "markersize": 3, **(metric_kwargs or {})})
             self.metric_ax_.set_ylabel(label)
         self.best_epoch_line_ = None
         if self.best_epoch is not None:

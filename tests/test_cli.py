@@ -32,3 +32,19 @@ def test_main_job_rejects_unknown_dataset(capsys):
         cli.main(["--dataset", "not-a-dataset"])
     assert exit_info.value.code == 2  # argparse's usage error, not a crash further on
     assert "invalid choice: 'not-a-dataset'" in capsys.readouterr().err
+
+
+def test_main_job_says_which_rows_the_protocol_left_out(monkeypatch, capsys):
+    from sklearn.utils import Bunch
+
+    import gmnet_sklearn.datasets as datasets
+
+    from ._smiles import SMILES, regression_target
+
+    smiles = list(SMILES) + ["C1CC", "C" * 201]  # one RDKit cannot parse, one past the protocol's 200 characters
+    data = Bunch(smiles=smiles, target=regression_target(smiles), source="a test", path="memory")
+    monkeypatch.setattr(datasets, "fetch_moleculenet", lambda *a, **k: data)
+    assert cli.main(["--epochs", "1", "--k", "3", "--L", "1", "--d-model", "16", "--n-heads", "2",
+                     "--n-layers", "1", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert f"left out as the protocol does: 1 SMILES RDKit cannot parse (rows [{len(SMILES)}]), 1 longer than 200" in out

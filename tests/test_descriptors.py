@@ -73,3 +73,12 @@ def test_fitting_on_copies_of_one_molecule_says_why_it_cannot_scale():
     for smiles in (["CCO"], ["CCO", "CCO", "CCO"]):
         with pytest.raises(ValueError, match="no RDKit descriptor varies across the .* training SMILES"):
             RDKitDescriptors().fit(smiles)
+
+
+def test_parameters_are_checked_in_fit_and_again_in_transform():
+    for bad in (0, 1, -5, 2.5, True):
+        with pytest.raises(ValueError, match="n_quantiles must be an integer >= 2"):
+            RDKitDescriptors(n_quantiles=bad).fit(SMILES)
+    fitted = RDKitDescriptors().fit(SMILES)
+    with pytest.raises(ValueError, match="on_invalid must be 'raise' or 'nan'"):
+        fitted.set_params(on_invalid="bogus").transform(["CCO", "C1CC"])

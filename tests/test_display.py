@@ -66,6 +66,28 @@ def test_training_curve_on_given_axes_and_members(classifier):
         TrainingCurveDisplay.from_estimator(classifier, member=2)
 
 
+def test_training_curve_follows_the_selection_metric_beside_a_users_scorer_and_takes_style_overrides():
+    from skorch.callbacks import EpochScoring
+
+    mae = EpochScoring("neg_mean_absolute_error", name="valid_mae", lower_is_better=True, on_train=False)
+    est = GMNetRegressor(**TINY, n_estimators=2, callbacks=[mae]).fit(SMILES, regression_target(SMILES))
+    assert "valid_mae" in est.nets_[1].history[-1]
+    for member in (0, 1):
+        disp = TrainingCurveDisplay.from_estimator(est, member=member)
+        assert disp.metric_name == "valid_rmse"
+        rmse = est.nets_[member].history[:, "valid_rmse"]
+        assert rmse[disp.best_epoch - 1] == min(rmse)
+    disp = disp.plot(loss_kwargs={"color": "k", "label": "loss"}, metric_kwargs={"marker": "x"})
+    assert disp.lines_["train_loss"].get_color() == "k" and disp.lines_["train_loss"].get_label() == "loss"
+    assert disp.lines_["valid_rmse"].get_marker() == "x"
+
+
+def test_training_curve_of_a_loaded_estimator_says_save_keeps_no_history(regressor, tmp_path):
+    loaded = GMNetRegressor.load(regressor.save(tmp_path / "m"))
+    with pytest.raises(ValueError, match="loaded with load"):
+        TrainingCurveDisplay.from_estimator(loaded)
+
+
 def test_training_curve_without_validation():
     est = GMNetRegressor(**{**TINY, "max_epochs": 2}, valid_split=None).fit(SMILES[:20], regression_target(SMILES[:20]))
     disp = TrainingCurveDisplay.from_estimator(est)

@@ -287,6 +287,9 @@ def test_bad_inputs_have_clear_errors():
         GMNetRegressor(**TINY).fit(X[:5] + [42], np.zeros(6))
     with pytest.raises(TypeError, match="single string"):
         GMNetRegressor(**TINY).fit("CCO", [1.0])
+    for unordered in (set(X[:5]), dict.fromkeys(X[:5])):  # no row order to pair with y
+        with pytest.raises(TypeError, match="ordered sequence of SMILES"):
+            GMNetRegressor(**TINY).fit(unordered, np.zeros(5))
     with pytest.raises(ValueError, match=r"inconsistent numbers of samples: \[50, 49\]"):
         GMNetRegressor(**TINY).fit(X, Y[:-1])
     with pytest.raises(ValueError, match="at least two classes.*'a'"):

@@ -113,11 +113,23 @@ def test_augment_trains_on_one_variant_per_molecule_an_epoch():
 def test_tta_averages_over_variants():
     est = GMNetRegressor(**{**TINY, "tta": 2}).fit(X, Y)
     plain = copy.copy(est).set_params(tta=0)  # the same fitted members, no averaging
-    variants = randomized_smiles(X, 2, random_state=0)
+    variants = randomized_smiles(X, 2, random_state=0, per_molecule=True)
     views = [X, [v[0] for v in variants], [v[1] for v in variants]]
     expected = np.mean([plain.predict(view) for view in views], axis=0)
     np.testing.assert_allclose(est.predict(X), expected, rtol=1e-6, atol=1e-9)
     assert not np.allclose(plain.predict(views[1]), plain.predict(views[0]))  # the variants do differ
+    # a molecule's prediction is its own: alone, in the batch, or in another order
+    order = np.random.RandomState(0).permutation(len(X))
+    np.testing.assert_allclose(est.predict([X[i] for i in order]), est.predict(X)[order], rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(np.concatenate([est.predict(X[i:i + 1]) for i in range(5)]), est.predict(X)[:5],
+                               rtol=1e-6, atol=1e-9)
+
+
+def test_per_molecule_variants_do_not_depend_on_the_other_inputs():
+    batch = randomized_smiles(["CCO", "c1ccccc1O", "CCO"], 3, random_state=4, per_molecule=True)
+    assert batch[1] == randomized_smiles(["c1ccccc1O"], 3, random_state=4, per_molecule=True)[0]
+    assert batch[0] == batch[2]  # the same SMILES, the same variants
+    assert batch[1] != randomized_smiles(["c1ccccc1O"], 3, random_state=5, per_molecule=True)[0]
 
 
 def test_ensemble_mean_and_std_are_over_members():

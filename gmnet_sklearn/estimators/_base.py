@@ -541,7 +541,7 @@ class SmilesNetBase(BaseEstimator):
         views = [X]
         if self.tta:
             tta_seed = self.__dict__.get("_tta_seed", self.random_state if self.random_state is not None else 0)  # (loaded: an int or None)
-            variants = randomized_smiles(X, self.tta, tta_seed)
+            variants = randomized_smiles(X, self.tta, tta_seed, per_molecule=True)  # a molecule's answer is its own
             variants = self._encodable_variants(X, variants)
             views += [[vs[j] for vs in variants] for j in range(self.tta)]
         total, valid = None, None

@@ -15,11 +15,15 @@ def check_smiles_input(X, name: str = "X", *, smiles_column: str = "smiles", ens
     (matched case-insensitively). The items are not checked here: the tokenizer names every
     item that is not a usable SMILES, with its position.
 
-    Raises TypeError for a single string (it would be read character by character) or a
-    non-iterable, ValueError for other shapes or fewer than ``ensure_min_samples`` items.
+    Raises TypeError for a single string (it would be read character by character), a set or
+    mapping (no row order to match labels) or a non-iterable, ValueError for other shapes or fewer than ``ensure_min_samples`` items.
     """
     if isinstance(X, (str, bytes)):
         raise TypeError(f"{name} must be a sequence of SMILES strings, got a single string; wrap it in a list")
+    if isinstance(X, (set, frozenset, dict)) or (hasattr(X, "keys") and not hasattr(X, "iloc")):
+        # no order (a set) or keys rather than molecules (a mapping): rows would not line up with y
+        raise TypeError(f"{name} must be an ordered sequence of SMILES strings (a list, array or pandas Series), "
+                        f"got a {type(X).__name__}")
     if hasattr(X, "columns") and hasattr(X, "iloc"):  # a pandas DataFrame
         columns = {str(c).lower(): c for c in X.columns}
         if smiles_column in X.columns:
