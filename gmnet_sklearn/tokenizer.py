@@ -204,16 +204,20 @@ class EncodedBatch:
         return len(self.ids)
 
     def subset(self, index) -> "EncodedBatch":
-        """The items at ``index`` (positions), in that order; ``errors`` keyed by new positions."""
-        index = np.asarray(index, dtype=np.int64)
-        new_pos = {int(old): new for new, old in enumerate(index)}
+        """The items at ``index`` (positions, negative ones from the end, repeats allowed), in that
+        order; ``errors`` keyed by new positions."""
+        index = np.asarray(index)
+        if index.dtype == bool:  # numpy would read True/False as positions 1/0
+            raise TypeError("subset takes positions, not a boolean mask (use np.flatnonzero(mask))")
+        index = index.astype(np.int64)
+        index = np.where(index < 0, index + len(self), index)  # (out of range either way: IndexError below)
         return EncodedBatch(
             ids=[self.ids[i] for i in index],
             flags=[self.flags[i] for i in index],
             lengths=self.lengths[index],
             valid=self.valid[index],
             pad_id=self.pad_id,
-            errors={new_pos[p]: why for p, why in self.errors.items() if p in new_pos},
+            errors={new: self.errors[int(old)] for new, old in enumerate(index) if int(old) in self.errors},
         )
 
     @classmethod
@@ -283,7 +287,9 @@ class SmilesTokenizer:
     # -- vocabulary ------------------------------------------------------------------------
     def _load_vocab(self, path: str) -> None:
         with open(path, encoding="utf-8") as fh:
-            # Same as transformers' load_vocab: the id is the line index, only "\n" stripped.
+            # As transformers' load_vocab: the id is the line index. Unlike it, "\r" is stripped too
+            # (a file saved on Windows), a trailing blank line is tolerated and a repeated token
+            # is an error (there the later line would silently win).
             tokens = [line.rstrip("\r\n") for line in fh]
         if tokens and tokens[-1] == "":  # tolerate a trailing blank line
             tokens.pop()

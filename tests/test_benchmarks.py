@@ -479,6 +479,9 @@ def test_report_shows_the_compiled_arms_against_their_own_models_and_each_other(
     assert "| esol | inference | 90 | 160 | 0.90 | 2.00 | 0.56 |" in text
     assert "`x_compiled`: esol train: boom" in text
     assert "torch threads 1, torch ?; load average 2.04 when it started)" in text
+    assert "TF32" not in text
+    assert "load average 2.04 when it started; float32 matmuls and the fused kernels on TF32)" in _throughput_table(
+        {**data, "matmul_precision": "high"})
 
 
 def test_report_gives_a_failed_arm_one_line_naming_the_error_a_compiler_subprocess_wrapped():

@@ -532,3 +532,16 @@ def test_rounding_pd_na_and_groups_of_another_length():
     X = np.zeros((12, 3))
     with pytest.raises(ValueError, match="groups holds 10 SMILES for 12 rows of X"):
         cross_validate(DummyRegressor(), X, np.zeros(12), groups=smiles, cv=ScaffoldKFold(2))
+
+
+def test_rdkit_molecules_split_as_their_smiles_do_and_folds_emptied_by_the_length_cut_raise():
+    from rdkit import Chem
+
+    smiles = ["c1ccccc1C", "c1ccccc1CC", "C1CCCCC1O", "c1ccncc1", "c1ccoc1", "CC(C)O", "c1ccc2ccccc2c1",
+              "C1CCNCC1", "c1ccsc1C", "CCN"]
+    mols = [Chem.MolFromSmiles(s) for s in smiles]
+    for a, b in zip(scaffold_split(mols), scaffold_split(smiles)):  # the 200-character cut no longer drops Mols
+        np.testing.assert_array_equal(a, b)
+    assert [te.tolist() for _, te in ScaffoldKFold(2).split(mols)] == [te.tolist() for _, te in ScaffoldKFold(2).split(smiles)]
+    with pytest.raises(ValueError, match=r"fold\(s\) \[1\] of 3 have no molecule within max_smiles_length=12"):
+        list(ScaffoldKFold(3, max_smiles_length=12).split(["c1ccccc1C", "C1CCCCC1O", "c1ccc2ccccc2c1CCCCCCC", "CCN"]))

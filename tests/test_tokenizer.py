@@ -312,6 +312,22 @@ def test_encode_batch_errors_name_items(tok: SmilesTokenizer) -> None:
         tok.encode_batch("CCO")
 
 
+def test_encoded_batch_subset_keeps_each_rows_error(tok: SmilesTokenizer) -> None:
+    batch = tok.encode_batch(["CCO", "C1CC", "c1ccccc1"], on_invalid="mask")
+    sub = batch.subset([1, 1, -2, 0])  # repeated and negative positions
+    assert sub.valid.tolist() == [False, False, False, True]
+    assert set(sub.errors) == {0, 1, 2} and sub.errors[0] == batch.errors[1]
+    assert list(sub.ids[3]) == list(batch.ids[0])
+    with pytest.raises(TypeError, match="boolean mask"):
+        batch.subset([True, False, True])
+
+
+def test_resolve_endpoints_takes_one_name_as_a_string() -> None:
+    from gmnet_sklearn.datasets.endpoints import resolve_endpoints
+
+    assert resolve_endpoints("bbbp") == resolve_endpoints(["bbbp"])
+
+
 def test_encode_batch_mask(tok: SmilesTokenizer) -> None:
     items = ["CCO", "C1CC", "", 3.5, "c1ccccc1", "CC O"]
     batch = tok.encode_batch(items, max_length=8, on_invalid="mask")

@@ -206,3 +206,29 @@ def test_cached_constants_first_built_in_inference_mode_still_train(device, monk
     W.requires_grad_()
     sphere_readout(W, [z], impl="triton").sum().backward()
     assert W.grad is not None
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_tf32_when_torch_allows_it_for_its_own_matmuls(device):
+    """The kernels' dots follow torch.set_float32_matmul_precision: IEEE at "highest" (the default),
+    TF32 at "high". Under TF32 (10-bit mantissa inputs) the outputs stay near the float64 reference;
+    the interpreter on CPU computes in float32 either way."""
+    from gmnet_sklearn.gm.triton import dot_precision
+
+    before = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("highest")
+        assert dot_precision() == "ieee"
+        torch.set_float32_matmul_precision("high")
+        assert dot_precision() == "tf32"
+        leaves, mask = make_inputs(13, 8, 3, device)
+        q, k, p, lg = leaves
+        y, cv = dual_ska_triton(F.normalise(q), F.normalise(k), p, lg, mask, 3)
+        (y_ref, cv_ref), ref_leaves = reference(leaves, mask, 3, False)
+        got = grads((y, cv), (torch.ones_like(y), torch.ones_like(cv)), leaves)
+        want = grads((y_ref, cv_ref), (torch.ones_like(y_ref), torch.ones_like(cv_ref)), ref_leaves)
+        for a, b in zip((y, cv, *got), (y_ref, cv_ref, *want)):
+            b = b.detach().double().cpu()
+            assert ((a.detach().double().cpu() - b).norm() / b.norm().clamp_min(1e-30)).item() < 5e-3
+    finally:
+        torch.set_float32_matmul_precision(before)

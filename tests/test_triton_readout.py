@@ -120,3 +120,24 @@ def test_auto_form_on_cuda_follows_the_measured_rule():
     with torch.inference_mode():
         assert readout_op.select("auto", w.detach(), [small[0].detach()], 3) == "triton"
         assert readout_op.select("auto", w.detach().double(), [small[0].detach().double()], 3) == "reference"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_triton_readout_under_tf32_stays_near_the_reference(device):
+    """torch.set_float32_matmul_precision("high") lets the read-out's dots use TF32 (gm.triton.dot_precision)."""
+    before = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("high")
+        leaves = inputs(8, 3, 2, 40, 37, 2, True, device)
+        W, zs, scales = leaves[0], leaves[1:3], leaves[3:]
+        ref_leaves = [t.detach().cpu().double().requires_grad_(True) for t in leaves]
+        ref = sphere_readout(ref_leaves[0], ref_leaves[1:3], ref_leaves[3:], impl="reference")
+        out = sphere_readout(W.float(), [z.float() for z in zs], [s.float() for s in scales], impl="triton")
+        grads = torch.autograd.grad(out.double().sum(), leaves)
+        grads_ref = torch.autograd.grad(ref.sum(), ref_leaves)
+        rel = lambda a, b: ((a.detach().cpu() - b).norm() / b.norm().clamp_min(1e-30)).item()  # noqa: E731
+        assert rel(out.double(), ref.detach()) < 5e-3
+        for a, b in zip(grads, grads_ref):
+            assert rel(a, b) < 5e-3
+    finally:
+        torch.set_float32_matmul_precision(before)

@@ -194,6 +194,10 @@ def test_chemberta_from_hugging_face_roberta_for_masked_lm(tmp_path):
     # the MLM head in plain torch gives Hugging Face's logits
     ours = ChemBERTaForMaskedLM(n_vocab, 16, 2, 2, 32, 60, type_vocab_size=1, dropout=0.0, attention_dropout=0.0).eval()
     assert ours.load_hf_state_dict(hf.state_dict()) == []
+    untied = dict(hf.state_dict())
+    untied["lm_head.decoder.weight"] = untied["lm_head.decoder.weight"] + 1.0  # as trained with tie_word_embeddings=False
+    with pytest.raises(ValueError, match="differs from the word embeddings"):
+        ChemBERTaForMaskedLM(n_vocab, 16, 2, 2, 32, 60, type_vocab_size=1).load_hf_state_dict(untied)
     ids = torch.tensor([[2, 7, 8, 9, 3], [2, 10, 3, 0, 0]])
     with torch.no_grad():
         ref = hf(input_ids=ids, attention_mask=(ids != 0).long()).logits

@@ -14,6 +14,9 @@
 #             compilation that runs long loses only its own figures)
 #   profile   the kernels of a Chem-GMNet step by time at batch 32 and 1024, alone
 #   remeasure batch 512 and masked-LM pretraining again (their JSON is committed)
+#   tf32      TF32 tensor cores (--matmul-precision high: torch's matmuls and the fused kernels' dots):
+#             masked-LM pretraining at batch 1024 as it ships and under TF32 (the same call, so the two
+#             compare), and one ESOL seed per arm under TF32 (its accuracy effect), alone
 # Timings are taken only by phases that run alone: name sweep with tests, the others in a call of
 # their own (the default plan: `session.sh 530` then at once `PHASES="seeds compiled profile"
 # session.sh <the device time left - 40>`).
@@ -56,10 +59,19 @@ if has remeasure; then
       --batch-size 1024 --steps 6 --gmnet-readout triton --bf16 --note "GPU device call, alone" \
       --output $OUT/pretrain_throughput_cuda.json >> $OUT/throughput.log 2>&1; echo "pretrain rc=$? at $(elapsed) s"
 fi
+if has tf32; then
+  for mp in highest high; do
+    timeout 90 python3 -m benchmarks.pretrain_throughput --device cuda --threads 4 --corpus .gpu/moses --n-smiles 20000 \
+        --batch-size 1024 --steps 6 --gmnet-readout triton --matmul-precision $mp --note "GPU device call, alone" \
+        --output $OUT/pretrain_throughput_cuda_$mp.json >> $OUT/throughput.log 2>&1; echo "pretrain ($mp) rc=$? at $(elapsed) s"
+  done
+  timeout 120 python3 -m benchmarks.throughput --device cuda --threads 4 --esol-seed-only --esol-seed gmnet chemberta \
+      --matmul-precision high --out $OUT/throughput_cuda_esol_seeds_tf32.json >> $OUT/throughput.log 2>&1; echo "ESOL seeds (TF32) rc=$? at $(elapsed) s"
+fi
 if has profile; then  # where a step's device time goes (the kernels by time)
   for b in 1024 32; do
     [ "$(left)" -gt 30 ] && timeout 45 python3 -m benchmarks.profile_step --arm gmnet --device cuda --batch-size $b --threads 4 >> $OUT/throughput.log 2>&1
   done; echo "profiles rc=$? at $(elapsed) s"
 fi
-[ -f $OUT/throughput.log ] && grep -E "mol/s|esol seed|failed" $OUT/throughput.log
+[ -f $OUT/throughput.log ] && grep -E "mol/s|SMILES/s|esol seed|failed" $OUT/throughput.log
 if [ -n "$SWEEP" ]; then wait $SWEEP; echo "sweep rc=$? at $(elapsed) s"; tail -30 $OUT/sweep.log; fi

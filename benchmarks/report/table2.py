@@ -231,7 +231,8 @@ def pretrain_throughput_rows(records: List[Tuple[str, dict]]) -> List[List[str]]
         hw = r.get("hardware", {})
         minutes = lambda m: f"{m:.1f}" if m < 10 else f"{m:.0f}"  # noqa: E731
         rows.append([f"`{name}`", f"{r.get('shape_preset', 'paper')} (d {d['d_model']}, {d['n_heads']} heads)",
-                     f"{hw.get('gpu') or hw.get('cpu', '?')}, batch {r['batch_size']}",
+                     f"{hw.get('gpu') or hw.get('cpu', '?')}, batch {r['batch_size']}"
+                     + (", TF32 matmuls" if r.get("matmul_precision", "highest") != "highest" else ""),
                      str(r["threads"]), f"{g['smiles_per_second']:.0f}", f"{c['smiles_per_second']:.0f}",
                      f"{r['gmnet_over_chemberta_speed']:.2f}x",
                      f"{minutes(g['moses_epoch_minutes'])} / {minutes(c['moses_epoch_minutes'])} min",

@@ -36,7 +36,8 @@ def _throughput_table(data: dict) -> str:
     load = hw.get("load_average_1_5_15min")
     device = (f"Device `{data.get('device')}` ({where}; {hw.get('cpu_count', '?')} cores, torch threads "
               f"{hw.get('torch_threads', '?')}, torch {hw.get('torch', '?')}"
-              f"{'' if load is None else f'; load average {load[0]:.2f} when it started'})")
+              f"{'' if load is None else f'; load average {load[0]:.2f} when it started'}"
+              f"{'' if data.get('matmul_precision', 'highest') == 'highest' else '; float32 matmuls and the fused kernels on TF32'})")
     steps = (f", batch {data.get('batch_size')} ({data.get('batching', 'bucketed')} batches: "
              f"{'shuffled, padded to their longest SMILES' if data.get('batching') == 'plain' else 'length-bucketed'}), "
              f"median of {data.get('rounds')} interleaved rounds of {data.get('steps_per_round')} batches")

@@ -392,7 +392,14 @@ class ChemBERTaForMaskedLM(nn.Module):
                     found.add(head[key])
                     unexpected.remove(key)
                 elif key == "lm_head.decoder.weight":
-                    unexpected.remove(key)  # tied to the word embeddings, loaded with them
+                    # tied to the word embeddings here (Hugging Face's default), so loaded with them;
+                    # a checkpoint trained untied (tie_word_embeddings=False) has a head this cannot hold
+                    embedding = next((v for k, v in state_dict.items() if k.endswith("embeddings.word_embeddings.weight")), None)
+                    if embedding is not None and not torch.equal(state_dict[key], embedding):
+                        raise ValueError("lm_head.decoder.weight differs from the word embeddings (a checkpoint made "
+                                         "with tie_word_embeddings=False): this masked-LM ties them, as "
+                                         "RobertaForMaskedLM does by default, and cannot load an untied decoder")
+                    unexpected.remove(key)
         missing = set(own) - found - {"decoder.weight"}
         if missing:
             raise KeyError(f"Hugging Face state dict lacks lm_head.{sorted(missing)}")

@@ -145,7 +145,10 @@ def by_size(names) -> list:
 
 
 def resolve_endpoints(names) -> list:
-    """Expand the keywords ``table1``, ``extras`` and ``all``; check the names."""
+    """Expand the keywords ``table1``, ``extras`` and ``all``; check the names (one name may be
+    given as a string)."""
+    if isinstance(names, str):  # not its characters
+        names = [names]
     out = []
     for name in names:
         key = name.strip().lower().replace("-", "_")

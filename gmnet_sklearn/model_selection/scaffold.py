@@ -189,15 +189,23 @@ def scaffold_groups(smiles, include_chirality: bool = False) -> np.ndarray:
     return labels
 
 
+def _within_length(item, max_len: int) -> bool:
+    """The protocol's length cut on a SMILES string; an RDKit molecule (the scaffolds accept them
+    too) is measured by its canonical SMILES. Anything else has no molecule and is not kept."""
+    if isinstance(item, str):
+        return len(item) <= max_len
+    from rdkit import Chem
+
+    if isinstance(item, Chem.Mol):
+        return len(Chem.MolToSmiles(item)) <= max_len
+    return False
+
+
 def _length_filter(idx: Sequence[int], smiles: np.ndarray, max_len: Optional[int]) -> np.ndarray:
     idx = np.asarray(idx, dtype=np.int64)
     if max_len is None or idx.size == 0:
         return idx
-    keep = np.fromiter(
-        (isinstance(smiles[i], str) and len(smiles[i]) <= max_len for i in idx),
-        dtype=bool,
-        count=idx.size,
-    )
+    keep = np.fromiter((_within_length(smiles[i], max_len) for i in idx), dtype=bool, count=idx.size)
     return idx[keep]
 
 
@@ -469,12 +477,16 @@ class ScaffoldKFold(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
             sizes[k] += len(group)
         if self.max_smiles_length is not None:
             too_long = np.fromiter(
-                (not isinstance(s, str) or len(s) > self.max_smiles_length for s in smiles),
+                (not _within_length(s, self.max_smiles_length) for s in smiles),
                 dtype=bool,
                 count=len(smiles),
             )
             fold_of[too_long] = -1
         usable = fold_of >= 0
+        emptied = [k for k in range(n_splits) if not (fold_of == k).any()]
+        if emptied:  # every molecule of those folds is past the length cut
+            raise ValueError(f"fold(s) {emptied} of {n_splits} have no molecule within max_smiles_length="
+                             f"{self.max_smiles_length}: use fewer folds or a larger max_smiles_length")
         for k in range(n_splits):
             test = np.flatnonzero(fold_of == k)
             train = np.flatnonzero(usable & (fold_of != k))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
-__all__ = ["triton_available", "interpret_mode"]
+__all__ = ["triton_available", "interpret_mode", "dot_precision"]
 
 
 @lru_cache(maxsize=None)
@@ -37,3 +37,13 @@ def triton_available() -> bool:
 
     return torch.cuda.is_available() or interpret_mode()
 
+
+
+def dot_precision() -> str:
+    """The fused kernels' ``tl.dot`` precision: IEEE float32 while PyTorch's float32 matmul
+    precision is "highest" (its default), TF32 tensor cores when it is "high" or "medium"
+    (``torch.set_float32_matmul_precision``), so one setting governs torch's matmuls and these
+    kernels alike. Read when a kernel is launched (a CUDA graph keeps what its capture used)."""
+    import torch
+
+    return "ieee" if torch.get_float32_matmul_precision() == "highest" else "tf32"

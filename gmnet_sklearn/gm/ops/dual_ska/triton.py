@@ -25,8 +25,9 @@ dC_i = sum_{s<i} G_is - sum_{t>i} G_ti and dD_i = sum_{t<i} G_ti - sum_{s>i} G_i
 them back: dlog_gamma = revcumsum(dC + dD) - dD.
 
 Arithmetic is float32 (inputs of other dtypes are cast; outputs and gradients are cast back), and
-every `tl.dot` asks for IEEE float32 precision (no TF32), so results match the float64 reference
-to ~1e-5 relative.
+every `tl.dot` asks for IEEE float32 precision (no TF32) by default, so results match the float64
+reference to ~1e-5 relative; under ``torch.set_float32_matmul_precision("high")`` they use TF32
+tensor cores as torch's own matmuls then do (`gm.triton.dot_precision`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import triton.language as tl
 from torch.autograd.function import once_differentiable
 
 from ... import functional as F
+from ...triton import dot_precision
 
 __all__ = ["dual_ska_triton", "DualSKATriton", "INTERPRETED"]
 
@@ -57,7 +59,7 @@ def _fwd_kernel(
     q_ptr, k_ptr, p_ptr, C_ptr, D_ptr, mask_ptr, consts_ptr,
     y_ptr, cv_ptr, m_ptr, linv_ptr,
     T, H, KDIM, scale,
-    L: tl.constexpr, KP: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+    L: tl.constexpr, KP: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, DOT: tl.constexpr,
 ):
     bh = tl.program_id(0)  # b*h on axis 0: grid axes 1 and 2 are capped at 65535 on CUDA
     pid_m = tl.program_id(1)
@@ -85,7 +87,7 @@ def _fwd_kernel(
         p = tl.load(p_ptr + io_n, mask=mk_n, other=0.0)
         key_ok = tl.load(mask_ptr + b * T + offs_n, mask=col_ok, other=0) != 0
 
-        c = tl.dot(q, tl.trans(k), input_precision="ieee")
+        c = tl.dot(q, tl.trans(k), input_precision=DOT)
         tm = offs_m[:, None]
         sn = offs_n[None, :]
         lower = sn < tm
@@ -118,7 +120,7 @@ def _fwd_kernel(
                 P_prev = P
                 P = P_next
 
-        acc_y += tl.dot(W, p, input_precision="ieee")
+        acc_y += tl.dot(W, p, input_precision=DOT)
 
         # the product cast back: triton.jit types the Python float `scale` float32, but torch.compile's
         # copy of these kernels passed it as float64 (an H100 run: tl.dot got fp64 and fp32 operands)
@@ -128,7 +130,7 @@ def _fwd_kernel(
         corr = tl.exp(m_i - m_new)
         e = tl.exp(S - m_new[:, None])
         l_i = l_i * corr + tl.sum(e, axis=1)
-        acc_c = acc_c * corr[:, None] + tl.dot(e, p, input_precision="ieee")
+        acc_c = acc_c * corr[:, None] + tl.dot(e, p, input_precision=DOT)
         m_i = m_new
 
     linv = 1.0 / l_i
@@ -142,7 +144,7 @@ def _fwd_kernel(
 def _bwd_tile(
     q, k, p, dy, dcv, m_i, linv_i, delta_i, offs_m, offs_n, T, key_ok,
     C_ptr, D_ptr, consts_ptr, accF, accB, scale,
-    L: tl.constexpr, LP: tl.constexpr, ROWS: tl.constexpr,
+    L: tl.constexpr, LP: tl.constexpr, ROWS: tl.constexpr, DOT: tl.constexpr,
 ):
     """Recompute one (query block x key block) tile and its backward pieces.
 
@@ -150,9 +152,9 @@ def _bwd_tile(
     the per-degree sums of G = dW K_l E_l over s < t (accF) and s > t (accB), over keys (ROWS) or
     over queries (columns).
     """
-    c = tl.dot(q, tl.trans(k), input_precision="ieee")
-    dW = tl.dot(dy, tl.trans(p), input_precision="ieee")
-    dA = tl.dot(dcv, tl.trans(p), input_precision="ieee")
+    c = tl.dot(q, tl.trans(k), input_precision=DOT)
+    dW = tl.dot(dy, tl.trans(p), input_precision=DOT)
+    dA = tl.dot(dcv, tl.trans(p), input_precision=DOT)
     row_ok = offs_m < T
     col_ok = offs_n < T
     tm = offs_m[:, None]
@@ -226,7 +228,7 @@ def _bwd_query_kernel(
     dy_ptr, dcv_ptr, m_ptr, linv_ptr, delta_ptr,
     dq_ptr, dCq_ptr, dDq_ptr,
     T, H, KDIM, scale,
-    L: tl.constexpr, LP: tl.constexpr, KP: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+    L: tl.constexpr, LP: tl.constexpr, KP: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, DOT: tl.constexpr,
 ):
     bh = tl.program_id(0)  # b*h on axis 0: grid axes 1 and 2 are capped at 65535 on CUDA
     pid_m = tl.program_id(1)
@@ -258,9 +260,9 @@ def _bwd_query_kernel(
         key_ok = tl.load(mask_ptr + b * T + offs_n, mask=col_ok, other=0) != 0
         W, alpha, dc, accF, accB = _bwd_tile(
             q, k, p, dy, dcv, m_i, linv_i, delta_i, offs_m, offs_n, T, key_ok,
-            C_ptr + dec, D_ptr + dec, consts_ptr, accF, accB, scale, L, LP, True,
+            C_ptr + dec, D_ptr + dec, consts_ptr, accF, accB, scale, L, LP, True, DOT,
         )
-        dq += tl.dot(dc, k, input_precision="ieee")
+        dq += tl.dot(dc, k, input_precision=DOT)
 
     tl.store(dq_ptr + io_m, dq, mask=mk_m)
     # Row sums: dC_t gets sum_{s<t} G_ts, dD_t gets -sum_{s>t} G_ts.
@@ -277,7 +279,7 @@ def _bwd_key_kernel(
     dy_ptr, dcv_ptr, m_ptr, linv_ptr, delta_ptr,
     dk_ptr, dp_ptr, dCk_ptr, dDk_ptr,
     T, H, KDIM, scale,
-    L: tl.constexpr, LP: tl.constexpr, KP: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+    L: tl.constexpr, LP: tl.constexpr, KP: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, DOT: tl.constexpr,
 ):
     bh = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -310,11 +312,11 @@ def _bwd_key_kernel(
         delta_i = tl.load(delta_ptr + bh * T + offs_m, mask=row_ok, other=0.0)
         W, alpha, dc, accF, accB = _bwd_tile(
             q, k, p, dy, dcv, m_i, linv_i, delta_i, offs_m, offs_n, T, key_ok,
-            C_ptr + dec, D_ptr + dec, consts_ptr, accF, accB, scale, L, LP, False,
+            C_ptr + dec, D_ptr + dec, consts_ptr, accF, accB, scale, L, LP, False, DOT,
         )
-        dk += tl.dot(tl.trans(dc), q, input_precision="ieee")
-        dp += tl.dot(tl.trans(W), dy, input_precision="ieee")
-        dp += tl.dot(tl.trans(alpha), dcv, input_precision="ieee")
+        dk += tl.dot(tl.trans(dc), q, input_precision=DOT)
+        dp += tl.dot(tl.trans(W), dy, input_precision=DOT)
+        dp += tl.dot(tl.trans(alpha), dcv, input_precision=DOT)
 
     tl.store(dk_ptr + io_n, dk, mask=mk_n)
     tl.store(dp_ptr + io_n, dp, mask=mk_n)
@@ -396,6 +398,7 @@ class DualSKATriton(torch.autograd.Function):
         scale = 1.0 / math.sqrt(F.harmonic_dim(kdim, L))
         KP = max(16, triton.next_power_of_2(kdim))
         BM, BN, num_warps = _config(T, block)
+        dot = dot_precision()  # the backward keeps the forward's
 
         y = torch.empty_like(q32)
         cv = torch.empty_like(q32)
@@ -405,17 +408,17 @@ class DualSKATriton(torch.autograd.Function):
             grid = (B * H, triton.cdiv(T, BM))
             _fwd_kernel[grid](
                 q32, k32, p32, Ct, Dt, mask_i, consts, y, cv, m, linv,
-                T, H, kdim, scale, L=L, KP=KP, BM=BM, BN=BN, num_warps=num_warps,
+                T, H, kdim, scale, L=L, KP=KP, BM=BM, BN=BN, DOT=dot, num_warps=num_warps,
             )
         ctx.save_for_backward(q32, k32, p32, Ct, Dt, mask_i, consts, cv, m, linv)
-        ctx.meta = (L, scale, KP, BM, BN, num_warps, dtypes)
+        ctx.meta = (L, scale, KP, BM, BN, num_warps, dtypes, dot)
         return y.to(q.dtype), cv.to(q.dtype)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, dy, dcv):
         q, k, p, Ct, Dt, mask_i, consts, cv, m, linv = ctx.saved_tensors
-        L, scale, KP, BM, BN, num_warps, dtypes = ctx.meta
+        L, scale, KP, BM, BN, num_warps, dtypes, dot = ctx.meta
         B, H, T, kdim = q.shape
         dy = torch.zeros_like(q) if dy is None else dy.to(torch.float32).contiguous()
         dcv = torch.zeros_like(q) if dcv is None else dcv.to(torch.float32).contiguous()
@@ -427,7 +430,7 @@ class DualSKATriton(torch.autograd.Function):
         dCk, dDk = torch.empty_like(Ct), torch.empty_like(Dt)
         if B * H * T:
             common = (T, H, kdim, scale)
-            meta = dict(L=L, LP=LP, KP=KP, BM=BM, BN=BN, num_warps=num_warps)
+            meta = dict(L=L, LP=LP, KP=KP, BM=BM, BN=BN, DOT=dot, num_warps=num_warps)
             _bwd_query_kernel[(B * H, triton.cdiv(T, BM))](
                 q, k, p, Ct, Dt, mask_i, consts, dy, dcv, m, linv, delta, dq, dCq, dDq, *common, **meta
             )

@@ -19,7 +19,7 @@ each factor's coordinate gets dM times the product of the other factors, gathere
 k coordinates with a one-hot `tl.dot`. The normalisation's backward then runs in registers.
 
 Arithmetic is float32 (inputs of other dtypes are cast, gradients cast back) and every `tl.dot`
-asks for IEEE precision, as the DualSKA kernel does. Reference: `naive.py` (the tests compare
+asks for IEEE precision unless PyTorch's float32 matmul precision allows TF32, as the DualSKA kernel does. Reference: `naive.py` (the tests compare
 forward and backward, odd sizes, zero vectors, one and two branches, with and without scales).
 Tile sizes are untimed first choices (a GPU session tunes them).
 """
@@ -34,6 +34,7 @@ import triton.language as tl
 from torch.autograd.function import once_differentiable
 
 from ... import functional as F
+from ...triton import dot_precision
 
 __all__ = ["sphere_readout_triton", "SphereReadoutTriton", "INTERPRETED"]
 
@@ -69,7 +70,7 @@ def _inverse_norms(Z, zg, szk, szn, kk, n, nmask, k, eps):
 def _fwd_kernel(W, Z0, Z1, S, IDX, OUT, N, C, NM, k, eps,
                 swg, swc, swm, s0g, s0k, s0n, s1g, s1k, s1n, sog, soc, son,
                 NB: tl.constexpr, L: tl.constexpr, KP: tl.constexpr,
-                CB: tl.constexpr, MC: tl.constexpr, BN: tl.constexpr):
+                CB: tl.constexpr, MC: tl.constexpr, BN: tl.constexpr, DOT: tl.constexpr):
     g = tl.program_id(0)
     n = tl.program_id(1) * BN + tl.arange(0, BN)
     cc = tl.program_id(2) * CB + tl.arange(0, CB)
@@ -89,12 +90,12 @@ def _fwd_kernel(W, Z0, Z1, S, IDX, OUT, N, C, NM, k, eps,
         if NB == 2:
             M += sc1 * _monomial_chunk(Z1, g * s1g, s1k, s1n, n, nmask, inv1, IDX, mm, mmask, k, L, -1)
         w = tl.load(W + g * swg + cc[:, None] * swc + mm[None, :] * swm, mask=cmask[:, None] & mmask[None, :], other=0.0)
-        acc += tl.dot(w.to(tl.float32), M, input_precision="ieee")
+        acc += tl.dot(w.to(tl.float32), M, input_precision=DOT)
     tl.store(OUT + g * sog + cc[:, None] * soc + n[None, :] * son, acc, mask=cmask[:, None] & nmask[None, :])
 
 
 @triton.jit
-def _branch_grad(Z, zg, szk, szn, n, nmask, inv, IDX, mm, mmask, k, kk, dM, L: tl.constexpr):
+def _branch_grad(Z, zg, szk, szn, n, nmask, inv, IDX, mm, mmask, k, kk, dM, L: tl.constexpr, DOT: tl.constexpr):
     """sum over the chunk's monomials of dM * d(monomial)/dx, onto the k coordinates: (KP, BN)."""
     dx = tl.zeros((kk.shape[0], n.shape[0]), tl.float32)
     for j in tl.static_range(L):
@@ -102,7 +103,7 @@ def _branch_grad(Z, zg, szk, szn, n, nmask, inv, IDX, mm, mmask, k, kk, dM, L: t
         others = _monomial_chunk(Z, zg, szk, szn, n, nmask, inv, IDX, mm, mmask, k, L, j)
         contrib = tl.where((v < k)[:, None], dM * others, 0.0)
         onehot = (kk[:, None] == v[None, :]).to(tl.float32)  # (KP, MC)
-        dx += tl.dot(onehot, contrib, input_precision="ieee")
+        dx += tl.dot(onehot, contrib, input_precision=DOT)
     return dx
 
 
@@ -118,7 +119,7 @@ def _normalise_backward(dx, z, r, inv, eps):
 def _bwd_kernel(W, Z0, Z1, S, IDX, DOUT, DW, DZ0, DZ1, DS, N, C, NM, k, eps,
                 swg, swc, swm, s0g, s0k, s0n, s1g, s1k, s1n, sdg, sdc, sdn,
                 NB: tl.constexpr, HAS_SCALE: tl.constexpr, L: tl.constexpr, KP: tl.constexpr,
-                CB: tl.constexpr, MC: tl.constexpr, BN: tl.constexpr):
+                CB: tl.constexpr, MC: tl.constexpr, BN: tl.constexpr, DOT: tl.constexpr):
     g = tl.program_id(0)
     n = tl.program_id(1) * BN + tl.arange(0, BN)
     nmask = n < N
@@ -149,14 +150,14 @@ def _bwd_kernel(W, Z0, Z1, S, IDX, DOUT, DW, DZ0, DZ1, DS, N, C, NM, k, eps,
                            mask=cmask[:, None] & nmask[None, :], other=0.0).to(tl.float32)
             w = tl.load(W + g * swg + cc[:, None] * swc + mm[None, :] * swm,
                         mask=cmask[:, None] & mmask[None, :], other=0.0).to(tl.float32)
-            dM += tl.dot(tl.trans(w), dout, input_precision="ieee")
-            dw = tl.dot(dout, tl.trans(M), input_precision="ieee")  # (CB, MC)
+            dM += tl.dot(tl.trans(w), dout, input_precision=DOT)
+            dw = tl.dot(dout, tl.trans(M), input_precision=DOT)  # (CB, MC)
             tl.atomic_add(DW + (g * C + cc[:, None]) * NM + mm[None, :], dw, mask=cmask[:, None] & mmask[None, :])
         ds0 += dM * M0
-        dx0 += sc0 * _branch_grad(Z0, g * s0g, s0k, s0n, n, nmask, inv0, IDX, mm, mmask, k, kk, dM, L)
+        dx0 += sc0 * _branch_grad(Z0, g * s0g, s0k, s0n, n, nmask, inv0, IDX, mm, mmask, k, kk, dM, L, DOT)
         if NB == 2:
             ds1 += dM * M1
-            dx1 += sc1 * _branch_grad(Z1, g * s1g, s1k, s1n, n, nmask, inv1, IDX, mm, mmask, k, kk, dM, L)
+            dx1 += sc1 * _branch_grad(Z1, g * s1g, s1k, s1n, n, nmask, inv1, IDX, mm, mmask, k, kk, dM, L, DOT)
     zmask = (kk < k)[:, None] & nmask[None, :]
     tl.store(DZ0 + (g * k + kk[:, None]) * N + n[None, :], _normalise_backward(dx0, z0, r0, inv0, eps), mask=zmask)
     if HAS_SCALE:
@@ -219,20 +220,21 @@ class SphereReadoutTriton(torch.autograd.Function):
         table = _variables(k, L, weight.device)
         out = torch.empty(G, C, N, dtype=torch.float32, device=weight.device)
         KP, CB = max(16, triton.next_power_of_2(k)), _blocks(C)
+        dot = dot_precision()  # the backward keeps the forward's
         if G * C * N:
             grid = (G, triton.cdiv(N, BN), triton.cdiv(C, CB))
             _fwd_kernel[grid](w32, z32[0], z1, s, table, out, N, C, NM, k, eps,
                               *w32.stride(), *z32[0].stride(), *z1.stride(), *out.stride(),
-                              NB=nb, L=L, KP=KP, CB=CB, MC=MC, BN=BN)
+                              NB=nb, L=L, KP=KP, CB=CB, MC=MC, BN=BN, DOT=dot)
         ctx.save_for_backward(w32, *z32, s, table)
         ctx.meta = (L, eps, nb, has_scale, KP, CB, weight.dtype, [z.dtype for z in zs],
-                    [t.dtype for t in scales] if has_scale else None)
+                    [t.dtype for t in scales] if has_scale else None, dot)
         return out.to(weight.dtype)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
-        L, eps, nb, has_scale, KP, CB, w_dtype, z_dtypes, s_dtypes = ctx.meta
+        L, eps, nb, has_scale, KP, CB, w_dtype, z_dtypes, s_dtypes, dot = ctx.meta
         saved = ctx.saved_tensors
         w32, z32, s, table = saved[0], saved[1 : 1 + nb], saved[1 + nb], saved[2 + nb]
         z1 = z32[1] if nb == 2 else z32[0]
@@ -246,7 +248,7 @@ class SphereReadoutTriton(torch.autograd.Function):
             _bwd_kernel[(G, triton.cdiv(N, BN))](
                 w32, z32[0], z1, s, table, dout, dw, dz[0], dz[-1], ds, N, C, NM, k, eps,
                 *w32.stride(), *z32[0].stride(), *z1.stride(), *dout.stride(),
-                NB=nb, HAS_SCALE=has_scale, L=L, KP=KP, CB=CB, MC=MC, BN=BN)
+                NB=nb, HAS_SCALE=has_scale, L=L, KP=KP, CB=CB, MC=MC, BN=BN, DOT=dot)
         g_scales = [ds[:, b].to(s_dtypes[b]) for b in range(nb)] if has_scale else [None] * nb
         return (None, None, dw.to(w_dtype), *[d.to(t) for d, t in zip(dz, z_dtypes)], *g_scales)
 
