@@ -38,8 +38,8 @@ def randomized_smiles(smiles, n: int, random_state: int = 0, per_molecule: bool 
                 out.append([s] * n)
                 continue
             # RDKit's seeded enumerator (MolToSmiles(doRandom=True) draws from an unseeded stream)
-            seed = (int(np.random.SeedSequence([random_state, zlib.crc32(s.encode())]).generate_state(1)[0]) % (2**31 - 1)
-                    if per_molecule else int(rng.randint(2**31 - 1)))
+            seed = (int(np.random.SeedSequence([random_state, zlib.crc32(s.encode())]).generate_state(1)[0]) % (2**31 - 2) + 1
+                    if per_molecule else int(rng.randint(2**31 - 1)))  # (RDKit reads a seed of 0 as "unseeded")
             variants = list(Chem.MolToRandomSmilesVect(mol, n, randomSeed=seed))
             out.append(variants)
     return out

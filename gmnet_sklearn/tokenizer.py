@@ -210,7 +210,9 @@ class EncodedBatch:
         if index.dtype == bool:  # numpy would read True/False as positions 1/0
             raise TypeError("subset takes positions, not a boolean mask (use np.flatnonzero(mask))")
         index = index.astype(np.int64)
-        index = np.where(index < 0, index + len(self), index)  # (out of range either way: IndexError below)
+        if ((index < -len(self)) | (index >= len(self))).any():
+            raise IndexError(f"positions out of range for {len(self)} items: {index[(index < -len(self)) | (index >= len(self))][:5].tolist()}")
+        index = np.where(index < 0, index + len(self), index)
         return EncodedBatch(
             ids=[self.ids[i] for i in index],
             flags=[self.flags[i] for i in index],

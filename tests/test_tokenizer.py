@@ -320,6 +320,9 @@ def test_encoded_batch_subset_keeps_each_rows_error(tok: SmilesTokenizer) -> Non
     assert list(sub.ids[3]) == list(batch.ids[0])
     with pytest.raises(TypeError, match="boolean mask"):
         batch.subset([True, False, True])
+    for out_of_range in ([3], [-4]):
+        with pytest.raises(IndexError, match="out of range for 3 items"):
+            batch.subset(out_of_range)
 
 
 def test_resolve_endpoints_takes_one_name_as_a_string() -> None:

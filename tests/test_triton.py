@@ -219,6 +219,11 @@ def test_tf32_when_torch_allows_it_for_its_own_matmuls(device):
     try:
         torch.set_float32_matmul_precision("highest")
         assert dot_precision() == "ieee"
+        if hasattr(torch.backends.cuda.matmul, "fp32_precision"):  # PyTorch's newer switch, which the old getter refuses
+            torch.backends.cuda.matmul.fp32_precision = "tf32"
+            assert dot_precision() == "tf32"
+            torch.backends.cuda.matmul.fp32_precision = "none"
+            assert dot_precision() == "ieee"
         torch.set_float32_matmul_precision("high")
         assert dot_precision() == "tf32"
         leaves, mask = make_inputs(13, 8, 3, device)

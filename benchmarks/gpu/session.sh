@@ -71,7 +71,7 @@ fi
 if has profile; then  # where a step's device time goes (the kernels by time)
   for b in 1024 32; do
     [ "$(left)" -gt 30 ] && timeout 45 python3 -m benchmarks.profile_step --arm gmnet --device cuda --batch-size $b --threads 4 >> $OUT/throughput.log 2>&1
-  done; echo "profiles rc=$? at $(elapsed) s"
+  done; echo "profiles done at $(elapsed) s"
 fi
 [ -f $OUT/throughput.log ] && grep -E "mol/s|SMILES/s|esol seed|failed" $OUT/throughput.log
 if [ -n "$SWEEP" ]; then wait $SWEEP; echo "sweep rc=$? at $(elapsed) s"; tail -30 $OUT/sweep.log; fi

@@ -42,8 +42,15 @@ def triton_available() -> bool:
 def dot_precision() -> str:
     """The fused kernels' ``tl.dot`` precision: IEEE float32 while PyTorch's float32 matmul
     precision is "highest" (its default), TF32 tensor cores when it is "high" or "medium"
-    (``torch.set_float32_matmul_precision``), so one setting governs torch's matmuls and these
-    kernels alike. Read when a kernel is launched (a CUDA graph keeps what its capture used)."""
+    (``torch.set_float32_matmul_precision``, or ``torch.backends.cuda.matmul.fp32_precision =
+    "tf32"``), so one setting governs torch's matmuls and these kernels alike. Read when a kernel is launched (a CUDA graph keeps what its capture used)."""
     import torch
 
-    return "ieee" if torch.get_float32_matmul_precision() == "highest" else "tf32"
+    # torch's newer switch (torch.backends.cuda.matmul.fp32_precision, "none" = its parent's) also
+    # reflects the legacy one; mixing the two makes get_float32_matmul_precision raise, so read it first
+    mp = getattr(getattr(torch.backends.cuda, "matmul", None), "fp32_precision", None)
+    if mp is None:  # a torch before that API
+        return "ieee" if torch.get_float32_matmul_precision() == "highest" else "tf32"
+    if mp == "none":
+        mp = getattr(torch.backends, "fp32_precision", "ieee")
+    return "tf32" if mp == "tf32" else "ieee"

@@ -62,12 +62,12 @@ def _scale(S, g, NB: tl.constexpr, b: tl.constexpr):
 def _inverse_norms(Z, zg, szk, szn, kk, n, nmask, k, eps):
     z = tl.load(Z + zg + kk[:, None] * szk + n[None, :] * szn, mask=(kk < k)[:, None] & nmask[None, :], other=0.0)
     z = z.to(tl.float32)
-    r = tl.maximum(tl.sqrt(tl.sum(z * z, 0)), eps)
+    r = tl.maximum(tl.sqrt(tl.sum(z * z, 0)), eps).to(tl.float32)  # (torch.compile may pass eps as float64)
     return z, r, 1.0 / r
 
 
 @triton.jit
-def _fwd_kernel(W, Z0, Z1, S, IDX, OUT, N, C, NM, k, eps,
+def _readout_fwd_kernel(W, Z0, Z1, S, IDX, OUT, N, C, NM, k, eps,
                 swg, swc, swm, s0g, s0k, s0n, s1g, s1k, s1n, sog, soc, son,
                 NB: tl.constexpr, L: tl.constexpr, KP: tl.constexpr,
                 CB: tl.constexpr, MC: tl.constexpr, BN: tl.constexpr, DOT: tl.constexpr):
@@ -112,11 +112,11 @@ def _normalise_backward(dx, z, r, inv, eps):
     """Through x = z / max(|z|, eps): the tangential part over |z|, or dx / eps where clamped."""
     x = z * inv[None, :]
     radial = tl.sum(dx * x, 0)
-    return tl.where((r > eps)[None, :], (dx - x * radial[None, :]) * inv[None, :], dx / eps)
+    return tl.where((r > eps)[None, :], (dx - x * radial[None, :]) * inv[None, :], (dx / eps).to(tl.float32))
 
 
 @triton.jit
-def _bwd_kernel(W, Z0, Z1, S, IDX, DOUT, DW, DZ0, DZ1, DS, N, C, NM, k, eps,
+def _readout_bwd_kernel(W, Z0, Z1, S, IDX, DOUT, DW, DZ0, DZ1, DS, N, C, NM, k, eps,
                 swg, swc, swm, s0g, s0k, s0n, s1g, s1k, s1n, sdg, sdc, sdn,
                 NB: tl.constexpr, HAS_SCALE: tl.constexpr, L: tl.constexpr, KP: tl.constexpr,
                 CB: tl.constexpr, MC: tl.constexpr, BN: tl.constexpr, DOT: tl.constexpr):
@@ -193,7 +193,7 @@ def _variables(k: int, L: int, device: torch.device) -> torch.Tensor:
 
 
 # triton.jit reads TRITON_INTERPRET when the kernels above are defined: this says which they are.
-INTERPRETED = type(_fwd_kernel).__name__ == "InterpretedFunction"
+INTERPRETED = type(_readout_fwd_kernel).__name__ == "InterpretedFunction"
 
 MC, BN = 32, 32
 
@@ -223,7 +223,7 @@ class SphereReadoutTriton(torch.autograd.Function):
         dot = dot_precision()  # the backward keeps the forward's
         if G * C * N:
             grid = (G, triton.cdiv(N, BN), triton.cdiv(C, CB))
-            _fwd_kernel[grid](w32, z32[0], z1, s, table, out, N, C, NM, k, eps,
+            _readout_fwd_kernel[grid](w32, z32[0], z1, s, table, out, N, C, NM, k, eps,
                               *w32.stride(), *z32[0].stride(), *z1.stride(), *out.stride(),
                               NB=nb, L=L, KP=KP, CB=CB, MC=MC, BN=BN, DOT=dot)
         ctx.save_for_backward(w32, *z32, s, table)
@@ -245,7 +245,7 @@ class SphereReadoutTriton(torch.autograd.Function):
         dz = [torch.empty(G, k, N, dtype=torch.float32, device=w32.device) for _ in range(nb)]
         ds = torch.zeros(G, nb, dtype=torch.float32, device=w32.device)
         if G * C * N:
-            _bwd_kernel[(G, triton.cdiv(N, BN))](
+            _readout_bwd_kernel[(G, triton.cdiv(N, BN))](
                 w32, z32[0], z1, s, table, dout, dw, dz[0], dz[-1], ds, N, C, NM, k, eps,
                 *w32.stride(), *z32[0].stride(), *z1.stride(), *dout.stride(),
                 NB=nb, HAS_SCALE=has_scale, L=L, KP=KP, CB=CB, MC=MC, BN=BN, DOT=dot)
