@@ -35,6 +35,15 @@ def make_hf(dtype=torch.float32, pad_id=0, attn="eager", seed=0):
     return hf.to(dtype).eval()
 
 
+def test_from_hf_takes_the_heads_own_dropout():
+    """Hugging Face's RobertaClassificationHead uses config.classifier_dropout when it is set."""
+    hf = make_hf()
+    assert ChemBERTa.from_hf(hf).head.dropout.p == hf.config.hidden_dropout_prob
+    hf.config.classifier_dropout = 0.3
+    net = ChemBERTa.from_hf(hf)
+    assert net.head.dropout.p == 0.3 and net.embeddings.dropout.p == hf.config.hidden_dropout_prob
+
+
 def test_parameter_count():
     net = ChemBERTa(V, 2)
     assert net.n_parameters() == 3_425_138

@@ -142,6 +142,9 @@ class ChemBERTa(nn.Module):
         RoBERTa shape; the defaults are ChemBERTa-2's same-shape baseline.
     dropout, attention_dropout : float
         Hidden (embeddings, residual branches, head) and attention-probability dropout.
+    classifier_dropout : float or None
+        The head's dropout where it differs (Hugging Face's ``config.classifier_dropout``; None:
+        ``dropout``, as there).
     pad_id : int
         Padding token id (``[PAD]`` = 0 in DeepChem's vocabulary); also RoBERTa's position
         ``padding_idx``, so real tokens get positions ``pad_id + 1, pad_id + 2, ...``.
@@ -156,7 +159,8 @@ class ChemBERTa(nn.Module):
     def __init__(self, vocab_size: int, n_outputs: int, d_model: int = 384, n_layers: int = 3,
                  n_heads: int = 12, intermediate_size: int = 464, max_position_embeddings: int = 515,
                  type_vocab_size: int = 2, dropout: float = 0.144, attention_dropout: float = 0.109,
-                 pad_id: int = 0, layer_norm_eps: float = 1e-12, initializer_range: float = 0.02):
+                 pad_id: int = 0, layer_norm_eps: float = 1e-12, initializer_range: float = 0.02,
+                 classifier_dropout: float | None = None):
         super().__init__()
         if not 0 <= pad_id < min(vocab_size, max_position_embeddings - 1):
             raise ValueError(f"pad_id={pad_id} must index the vocabulary and leave room for positions")
@@ -179,7 +183,8 @@ class ChemBERTa(nn.Module):
             EncoderLayer(d_model, n_heads, intermediate_size, dropout, attention_dropout, layer_norm_eps)
             for _ in range(n_layers)
         )
-        self.head = ClassificationHead(d_model, n_outputs, dropout) if n_outputs else None
+        head_dropout = dropout if classifier_dropout is None else classifier_dropout
+        self.head = ClassificationHead(d_model, n_outputs, head_dropout) if n_outputs else None
         self.reset_parameters()
 
     # ------------------------------------------------------------------ init
@@ -311,6 +316,7 @@ class ChemBERTa(nn.Module):
             pad_id=cfg.pad_token_id,
             layer_norm_eps=cfg.layer_norm_eps,
             initializer_range=getattr(cfg, "initializer_range", 0.02),
+            classifier_dropout=getattr(cfg, "classifier_dropout", None),
         )
         act = getattr(cfg, "hidden_act", "gelu")
         if act != "gelu":
