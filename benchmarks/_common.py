@@ -52,6 +52,23 @@ def result_path(results_dir, protocol_name: str, arm: str, endpoint: str, seed: 
     return Path(results_dir) / protocol_name / arm / endpoint / name
 
 
+def add_matmul_precision_argument(parser) -> None:
+    """``--matmul-precision`` of the throughput commands (``apply_matmul_precision`` uses it)."""
+    parser.add_argument("--matmul-precision", choices=("highest", "high"), default="highest",
+                        help="torch.set_float32_matmul_precision for the whole run, every model: 'high' lets torch's "
+                             "float32 matmuls and the fused Triton kernels' dots use TF32 tensor cores (recorded)")
+
+
+def apply_matmul_precision(args, record: dict) -> None:
+    """Set ``args.matmul_precision`` for the process and note it in ``record`` when it is not the
+    default (so earlier records, all at the default, read the same)."""
+    import torch
+
+    torch.set_float32_matmul_precision(args.matmul_precision)
+    if args.matmul_precision != "highest":
+        record["matmul_precision"] = args.matmul_precision
+
+
 def resolve_data_home(data_home=None) -> Optional[str]:
     """``--data-home``, else ``GMNET_DATA`` (read by the loader itself), else the project's
     ``../shared/data/moleculenet`` when it exists."""

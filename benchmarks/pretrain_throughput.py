@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ._common import SHARED, git_info, gmnet_path
+from ._common import SHARED, add_matmul_precision_argument, apply_matmul_precision, git_info, gmnet_path
 from .throughput import hardware
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -94,14 +94,13 @@ def main(argv=None) -> int:
     p.add_argument("--bf16", action="store_true",
                    help="also time both models under bf16 autocast (models 'gmnet_bf16', 'chemberta_bf16'; "
                         "pretrain(precision='bf16')), interleaved with the others")
-    p.add_argument("--matmul-precision", choices=("highest", "high"), default="highest",
-                   help="torch.set_float32_matmul_precision for every model: 'high' lets torch's float32 matmuls "
-                        "and the fused Triton kernels' dots use TF32 tensor cores (recorded)")
+    add_matmul_precision_argument(p)
     p.add_argument("--note", default="", help="recorded as is, e.g. what else ran on the machine")
     p.add_argument("--output", default=None)
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
-    torch.set_float32_matmul_precision(args.matmul_precision)
+    precision = {}
+    apply_matmul_precision(args, precision)  # before any model is built; recorded below
 
     from gmnet_sklearn.estimators.presets import PAPER_SHAPE
     from gmnet_sklearn.pretrain.batches import BatchPlan, collate
@@ -179,8 +178,7 @@ def main(argv=None) -> int:
               "mean_padded_width": float(np.mean([b[0].shape[1] for b in batches])),
               "shape_preset": args.shape, "shape": {"paper_shape": dict(PAPER_SHAPE), **shape}, "gmnet_path": gmnet_path(args.device),
               "cache": cost, "models": {}}
-    if args.matmul_precision != "highest":  # only then: earlier records ran at the default
-        result["matmul_precision"] = args.matmul_precision
+    result.update(precision)
     for name, (mlm, _) in models.items():
         med, cpu = statistics.median(times[name]), statistics.median(cpu_times[name])
         result["models"][name] = {

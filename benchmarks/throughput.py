@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ._common import git_info, gmnet_path
+from ._common import add_matmul_precision_argument, apply_matmul_precision, git_info, gmnet_path
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DATASETS = {"esol": "esol", "lipophilicity": "lipophilicity"}
@@ -276,9 +276,7 @@ def main(argv=None) -> int:
     parser.add_argument("--arms", nargs="+", default=None,
                         help=f"arms to time besides {', '.join(ARMS)} (always timed: the ratios' terms; default: "
                              f"on CUDA {', '.join(CUDA_ARMS)}; on request: {', '.join(COMPILED_ARMS)})")
-    parser.add_argument("--matmul-precision", choices=("highest", "high"), default="highest",
-                        help="torch.set_float32_matmul_precision for the whole run, every arm: 'high' lets torch's "
-                             "float32 matmuls and the fused Triton kernels' dots use TF32 tensor cores (recorded)")
+    add_matmul_precision_argument(parser)
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     if args.esol_seed_only and not args.esol_seed:
@@ -286,7 +284,6 @@ def main(argv=None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    torch.set_float32_matmul_precision(args.matmul_precision)
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
     from gmnet_sklearn.datasets import fetch_moleculenet
     from gmnet_sklearn.tokenizer import SmilesTokenizer
@@ -301,8 +298,7 @@ def main(argv=None) -> int:
               "batching": args.batching, "batch_size": args.batch_size,
               "rounds": args.rounds, "steps_per_round": args.steps, "command": " ".join([sys.executable, "-m", "benchmarks.throughput", *sys.argv[1:]]),
               "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git": git_info(), "datasets": {}}
-    if args.matmul_precision != "highest":  # only then: earlier records ran at the default
-        report["matmul_precision"] = args.matmul_precision
+    apply_matmul_precision(args, report)  # before any model is built
     # the ratios' terms always run; --arms adds to them (default: every arm this device has)
     arms = tuple(dict.fromkeys([*ARMS, *(args.arms or (CUDA_ARMS if device.startswith("cuda") else ()))]))
     out = Path(args.out) if args.out else RESULTS / f"throughput_{device.split(':')[0]}.json"

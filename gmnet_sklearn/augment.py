@@ -12,6 +12,13 @@ import zlib
 import numpy as np
 
 
+def _molecule_seed(random_state: int, smiles: str) -> int:
+    """RDKit's seed for one SMILES's variants: from ``random_state`` and the string alone, never 0
+    (RDKit reads 0 as "unseeded")."""
+    state = np.random.SeedSequence([random_state, zlib.crc32(smiles.encode())]).generate_state(1)[0]
+    return int(state) % (2**31 - 2) + 1
+
+
 def randomized_smiles(smiles, n: int, random_state: int = 0, per_molecule: bool = False) -> list[list[str]]:
     """``n`` randomised SMILES per input SMILES (a list per input).
 
@@ -38,8 +45,7 @@ def randomized_smiles(smiles, n: int, random_state: int = 0, per_molecule: bool 
                 out.append([s] * n)
                 continue
             # RDKit's seeded enumerator (MolToSmiles(doRandom=True) draws from an unseeded stream)
-            seed = (int(np.random.SeedSequence([random_state, zlib.crc32(s.encode())]).generate_state(1)[0]) % (2**31 - 2) + 1
-                    if per_molecule else int(rng.randint(2**31 - 1)))  # (RDKit reads a seed of 0 as "unseeded")
+            seed = _molecule_seed(random_state, s) if per_molecule else int(rng.randint(2**31 - 1))
             variants = list(Chem.MolToRandomSmilesVect(mol, n, randomSeed=seed))
             out.append(variants)
     return out

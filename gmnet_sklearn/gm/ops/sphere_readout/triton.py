@@ -19,8 +19,9 @@ each factor's coordinate gets dM times the product of the other factors, gathere
 k coordinates with a one-hot `tl.dot`. The normalisation's backward then runs in registers.
 
 Arithmetic is float32 (inputs of other dtypes are cast, gradients cast back) and every `tl.dot`
-asks for IEEE precision unless PyTorch's float32 matmul precision allows TF32, as the DualSKA kernel does. Reference: `naive.py` (the tests compare
-forward and backward, odd sizes, zero vectors, one and two branches, with and without scales).
+asks for IEEE precision unless PyTorch's float32 matmul precision allows TF32, as the DualSKA
+kernel does. Reference: `naive.py` (the tests compare forward and backward, odd sizes, zero
+vectors, one and two branches, with and without scales).
 Tile sizes are untimed first choices (a GPU session tunes them).
 """
 
@@ -68,9 +69,9 @@ def _inverse_norms(Z, zg, szk, szn, kk, n, nmask, k, eps):
 
 @triton.jit
 def _readout_fwd_kernel(W, Z0, Z1, S, IDX, OUT, N, C, NM, k, eps,
-                swg, swc, swm, s0g, s0k, s0n, s1g, s1k, s1n, sog, soc, son,
-                NB: tl.constexpr, L: tl.constexpr, KP: tl.constexpr,
-                CB: tl.constexpr, MC: tl.constexpr, BN: tl.constexpr, DOT: tl.constexpr):
+                        swg, swc, swm, s0g, s0k, s0n, s1g, s1k, s1n, sog, soc, son,
+                        NB: tl.constexpr, L: tl.constexpr, KP: tl.constexpr,
+                        CB: tl.constexpr, MC: tl.constexpr, BN: tl.constexpr, DOT: tl.constexpr):
     g = tl.program_id(0)
     n = tl.program_id(1) * BN + tl.arange(0, BN)
     cc = tl.program_id(2) * CB + tl.arange(0, CB)
@@ -117,9 +118,9 @@ def _normalise_backward(dx, z, r, inv, eps):
 
 @triton.jit
 def _readout_bwd_kernel(W, Z0, Z1, S, IDX, DOUT, DW, DZ0, DZ1, DS, N, C, NM, k, eps,
-                swg, swc, swm, s0g, s0k, s0n, s1g, s1k, s1n, sdg, sdc, sdn,
-                NB: tl.constexpr, HAS_SCALE: tl.constexpr, L: tl.constexpr, KP: tl.constexpr,
-                CB: tl.constexpr, MC: tl.constexpr, BN: tl.constexpr, DOT: tl.constexpr):
+                        swg, swc, swm, s0g, s0k, s0n, s1g, s1k, s1n, sdg, sdc, sdn,
+                        NB: tl.constexpr, HAS_SCALE: tl.constexpr, L: tl.constexpr, KP: tl.constexpr,
+                        CB: tl.constexpr, MC: tl.constexpr, BN: tl.constexpr, DOT: tl.constexpr):
     g = tl.program_id(0)
     n = tl.program_id(1) * BN + tl.arange(0, BN)
     nmask = n < N
