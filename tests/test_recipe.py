@@ -89,6 +89,25 @@ def test_early_stopping_restores_the_best_epoch():
     assert masked_rmse(Yv, est.predict(Xv)) == pytest.approx(curve[best - 1], rel=1e-5)
 
 
+def test_early_stopping_replayed_from_a_full_run_is_the_early_stopped_run():
+    """benchmarks.patience_replay reads what a patience would have done off a run without one:
+    that holds only if stopping leaves the epochs before it (schedule included) unchanged."""
+    from benchmarks.patience_replay import replay
+
+    Xv, Yv = X[:12], Y[:12]
+    params = {**TINY, "max_epochs": 12, "lr": 3e-3}
+    full = GMNetRegressor(**params).fit(X[12:], Y[12:], X_valid=Xv, y_valid=Yv)
+    curve = list(full.history_[:, "valid_rmse"])
+    stopped_early = 0
+    for patience in (1, 2, 3):
+        est = GMNetRegressor(**params, patience=patience).fit(X[12:], Y[12:], X_valid=Xv, y_valid=Yv)
+        restored, stop = replay(curve, patience, higher_is_better=False)
+        assert list(est.history_[:, "valid_rmse"]) == curve[:stop]
+        assert est.best_epoch_ == restored
+        stopped_early += stop < len(curve)
+    assert stopped_early  # at least one patience stopped before the end, so the replay was tested
+
+
 def test_early_stopped_fit_resumes_exactly(tmp_path):
     from .test_training_snapshot import KillAtEpoch, Killed, _assert_same_fit
 
