@@ -143,7 +143,8 @@ def table2_section(idx: Index, results_dir: Path) -> Tuple[Optional[str], dict]:
                   "same batches of MOSES SMILES and the same masks, both models interleaved in one process; "
                   "targets: one MOSES epoch within 60 minutes on 2 CPU cores, and 50,000 SMILES/s on a GPU):", "",
                   md_table(["File", "Shape", "Device, batch", "Threads", "Chem-GMNet SMILES/s", "ChemBERTa SMILES/s",
-                            "Ratio", "MOSES epoch, Chem-GMNet / ChemBERTa", "Note"], rows), ""]
+                            "Ratio", "MOSES epoch, Chem-GMNet / ChemBERTa", "Other arms, SMILES/s (ratio)", "Note"],
+                           rows), ""]
         commands = [(name, r["command"]) for name, r in records if r.get("command")]
         if commands:
             parts += ["Commands (recorded in each file): " + "; ".join(f"`{name}`: `{cmd}`" for name, cmd in commands), ""]
@@ -236,8 +237,17 @@ def pretrain_throughput_rows(records: List[Tuple[str, dict]]) -> List[List[str]]
                      str(r["threads"]), f"{g['smiles_per_second']:.0f}", f"{c['smiles_per_second']:.0f}",
                      f"{r['gmnet_over_chemberta_speed']:.2f}x",
                      f"{minutes(g['moses_epoch_minutes'])} / {minutes(c['moses_epoch_minutes'])} min",
-                     plain_cell(r.get("note") or None)])
+                     other_arms_cell(r["models"]), plain_cell(r.get("note") or None)])
     return rows
+
+
+def other_arms_cell(models: dict) -> str:
+    """The arms beyond the two defaults (``gmnet_triton_readout``, ``*_bf16``, ...), each with its
+    speed relative to ChemBERTa's default arm."""
+    base = models["chemberta"]["smiles_per_second"]
+    others = [f"{name}: {m['smiles_per_second']:.0f} ({m['smiles_per_second'] / base:.2f}x)"
+              for name, m in models.items() if name not in ("gmnet", "chemberta")]
+    return "; ".join(others) or "—"
 
 
 TABLE2_INTRO = """\
