@@ -97,9 +97,12 @@ def table2_section(idx: Index, results_dir: Path) -> Tuple[Optional[str], dict]:
             esum[name] = {"paper": {arm: paper[arm] for arm in ARMS},
                           "ours": {f"{arm}@{p}": st[p, arm] for p in (pre, scratch) for arm in ARMS},
                           "best_peer": {"arm": best_peer[0], **best_peer[1]} if best_peer else None}
+        pre_def, scratch_def = PROTOCOLS.get(pre), PROTOCOLS.get(scratch)
+        alone = ("; network alone" if pre_def is not None and not pre_def.training.get("forest")
+                 and scratch_def is not None and scratch_def.training.get("forest") else "")  # block_runs' rule
         header = ["Endpoint", "Metric", "Paper Chem-GMNet (10M ZINC)", "Paper ChemBERTa-2 MLM-10M",
-                  f"Chem-GMNet `{pre}`", f"ChemBERTa `{pre}`", f"Chem-GMNet `{scratch}` (scratch)",
-                  f"ChemBERTa `{scratch}` (scratch)", "Best peer"]
+                  f"Chem-GMNet `{pre}`", f"ChemBERTa `{pre}`", f"Chem-GMNet `{scratch}` (scratch{alone})",
+                  f"ChemBERTa `{scratch}` (scratch{alone})", "Best peer"]
         n1, d1 = counts["pretrained_beats_scratch"]
         n2, d2 = counts["gmnet_beats_chemberta_pretrained"]
         parts += [f"Fine-tuned under `{pre}` (warm start) and `{scratch}` (random initialisation), test metric, "
