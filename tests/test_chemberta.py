@@ -253,3 +253,24 @@ def test_estimator_length_limit_follows_the_vocabularys_pad_id(tmp_path, deepche
     assert est.tokenizer_.pad_id == 3 and est.max_length_ == 515 - 3 - 1
     pred = est.predict(["C" * 509, "C" * 510])  # 511 and 512 tokens with [CLS] and [SEP]
     assert np.isfinite(pred[0]) and np.isnan(pred[1])
+
+
+def test_skip_leaves_out_rows_past_the_vocabularys_length_limit(tmp_path, deepchem_vocab):
+    """on_invalid='skip' skips with the limit the model will have ([PAD] at id 3: 511 tokens), so
+    a SMILES of 512 tokens is a skipped row, named in the warning, not an error in the fit."""
+    import numpy as np
+
+    from gmnet_sklearn import ChemBERTaRegressor
+    from gmnet_sklearn.exceptions import InvalidSmilesWarning
+
+    tokens = [t for t in open(deepchem_vocab).read().splitlines() if t]
+    tokens.remove("[PAD]")
+    vocab = tmp_path / "vocab_pad3.txt"
+    vocab.write_text("\n".join(tokens[:3] + ["[PAD]"] + tokens[3:]) + "\n")
+    X = ["CCO", "CCN", "c1ccccc1", "CC(=O)O", "CCCC", "CCOC", "c1ccncc1", "CC(C)O"] * 2 + ["C" * 510]
+    est = ChemBERTaRegressor(vocab_file=str(vocab), d_model=16, n_layers=1, n_heads=2, intermediate_size=16,
+                             max_epochs=1, valid_split=None, descriptors=False, fingerprint=False, forest=False,
+                             random_state=0, on_invalid="skip")
+    with pytest.warns(InvalidSmilesWarning, match=r"\[16\]"):
+        est.fit(X, np.arange(17.0))
+    assert est.invalid_rows_.tolist() == [16] and est.max_length_ == 511

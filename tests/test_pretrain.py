@@ -152,8 +152,20 @@ def test_cache_counts_invalid_and_resumes(corpus, tmp_path):
     for i in range(len(manifest["shards"])):
         for a, b in zip(EncodedCorpus(tmp_path / "c1").shard(i), EncodedCorpus(tmp_path / "c2").shard(i)):
             np.testing.assert_array_equal(a, b)
-    with pytest.raises(ValueError, match="cache of other data"):
+    with pytest.raises(ValueError, match="cache of other data \\(max_length differ"):
         build_cache(files, tok, tmp_path / "c1", shard_size=128, max_length=40)
+    with pytest.raises(ValueError, match="limit differ; limit is the held-out set's eval_size"):
+        build_cache(files, tok, tmp_path / "c1", shard_size=128, max_length=30, limit=5)
+
+
+def test_a_cache_of_another_csv_column_is_not_taken_for_the_default_one(tmp_path):
+    """smiles_column is part of the cache's identity whichever call names it."""
+    csv = tmp_path / "c.csv"
+    csv.write_text("smiles,other\nCCO,c1ccccc1\nCCN,CC(=O)O\n")
+    tok = SmilesTokenizer().fit([])
+    build_cache([csv], tok, tmp_path / "cache", smiles_column="other")
+    with pytest.raises(ValueError, match="smiles_column differ"):
+        build_cache([csv], tok, tmp_path / "cache")
 
 
 def test_cache_built_by_several_processes_is_the_same(corpus, tmp_path):
@@ -332,6 +344,34 @@ def test_bad_arguments(corpus, tmp_path):
         pretrain(folder, tmp_path / "x", "gmnet", vocab_file=vocab, batch_size=0)
     with pytest.raises(ValueError, match="precision must be 'float32' or 'bf16', got 'fp16'"):
         pretrain(folder, tmp_path / "x", "gmnet", vocab_file=vocab, precision="fp16")
+    # what only the masker, the test files, the device or the model can reject fails before the
+    # corpus is encoded (hours on MOSES), not after
+    for kwargs, error, match in [({"mask_prob": 1.5}, ValueError, "mask_prob must be in"),
+                                 ({"test_corpus": tmp_path / "missing.smi"}, FileNotFoundError, "missing.smi does not exist"),
+                                 ({"device": "cdua"}, ValueError, "device='cdua' is not a torch device"),
+                                 ({"d_model": 15, "n_heads": 2}, ValueError, "d_model=15 is not divisible")]:
+        with pytest.raises(error, match=match):
+            pretrain(folder, tmp_path / "early", "gmnet", vocab_file=vocab, progress=False, **kwargs)
+        assert not (tmp_path / "early" / "cache").exists()
+
+
+def test_chemberta_length_limit_and_an_empty_held_out_set(corpus, tmp_path):
+    """RoBERTa positions start after [PAD]'s id, so the longest sequence is
+    max_position_embeddings - pad_id - 1 (as in the estimators); a held-out set with no usable
+    SMILES warns and evaluates nothing rather than reporting a loss of 0."""
+    folder, _ = corpus
+    tokens = [t for t in write_vocab(tmp_path / "v0.txt").read_text().splitlines() if t != "[PAD]"]
+    vocab = tmp_path / "vocab_pad3.txt"
+    vocab.write_text("\n".join(tokens[:3] + ["[PAD]"] + tokens[3:]) + "\n")
+    params = {**TINY_CHEMBERTA, "max_position_embeddings": 40}
+    with pytest.raises(ValueError, match=r"max_length must be in \[3, 36\] for chemberta, got 39"):
+        pretrain(folder, tmp_path / "a", "chemberta", vocab_file=vocab, max_length=39, **params)
+    bad = tmp_path / "bad_test.smi"
+    bad.write_text("C1CC(\nc1cccc1\n")
+    with pytest.warns(UserWarning, match="has no SMILES the tokenizer takes in its first 10000 records: no held-out evaluation"):
+        summary = pretrain(folder, tmp_path / "b", "chemberta", vocab_file=vocab, test_corpus=bad, max_steps=2,
+                           batch_size=16, progress=False, device="cpu", **params)
+    assert summary["finished"] and all("eval_loss" not in h for h in summary["history"])
 
 
 def test_numpy_integers_and_a_named_smiles_column(corpus, tmp_path):

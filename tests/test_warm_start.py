@@ -94,9 +94,12 @@ def test_shape_conflicts_and_bad_sources(pretrained, tmp_path):
     (tmp_path / "v.txt").write_text("[PAD]\n[UNK]\nC\n")
     with pytest.raises(ValueError, match="brings its own vocabulary"):
         GMNetRegressor.from_pretrained(pretrained["gmnet"], vocab_file=str(tmp_path / "v.txt"), **FIT).fit(X, y)
-    # naming the checkpoint's own vocabulary is fine
+    # naming the checkpoint's own vocabulary is fine, and so is its activation in capitals (the
+    # models resolve names case-insensitively)
     GMNetRegressor.from_pretrained(pretrained["gmnet"], vocab_file=str(pretrained["gmnet"] / "vocab.txt"),
                                    descriptors=False, fingerprint=False, **FIT).fit(X, y)
+    GMNetRegressor.from_pretrained(pretrained["gmnet"], activation="GELU", descriptors=False, fingerprint=False,
+                                   **FIT).fit(X, y)
     from gmnet_sklearn.estimators import warm_start
 
     with pytest.MonkeyPatch.context() as mp:  # a package without the shipped folders says so

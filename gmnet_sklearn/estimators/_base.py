@@ -258,6 +258,11 @@ class SmilesNetBase(BaseEstimator):
                             None if y_valid is None else np.asarray(y_valid)]
         # on_invalid="skip": rows RDKit (or the tokenizer) rejects leave before anything else, so
         # splits, vocabulary, descriptors and variants all see the same rows.
+        if self.on_invalid == "skip":
+            # rows past the model's length limit leave too, and the limit can depend on the
+            # vocabulary ([PAD]'s id: ChemBERTa), whose special tokens do not depend on the rows
+            self.tokenizer_ = self._make_tokenizer([])
+            self.max_length_ = self._vocabulary_max_length(self.max_length_)
         X, y, self.invalid_rows_ = self._skip_invalid(X, y, "X")
 
         # Every SMILES is checked and encoded once, before any split, so errors name positions in

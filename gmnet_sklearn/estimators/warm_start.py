@@ -89,10 +89,16 @@ def read_source(pretrained, family: str) -> dict:
                      "Hugging Face RoBERTa config")
 
 
+def _comparable(value):
+    """Names (activations) are resolved case-insensitively by the models, so compared so."""
+    return value.lower() if isinstance(value, str) else value
+
+
 def check_compatible(est, source: dict, family: str) -> None:
     """Shape parameters of ``est`` that differ from the checkpoint's raise one ``ValueError``."""
     conflicts = [f"{name}={getattr(est, name)!r} (checkpoint: {source['params'][name]!r})"
-                 for name in SHAPE_PARAMS[family] if name in source["params"] and getattr(est, name) != source["params"][name]]
+                 for name in SHAPE_PARAMS[family]
+                 if name in source["params"] and _comparable(getattr(est, name)) != _comparable(source["params"][name])]
     if conflicts:
         raise ValueError(f"{type(est).__name__}(pretrained={str(est.pretrained)!r}): shape parameters conflict with the "
                          f"checkpoint: {', '.join(conflicts)}. Pass the checkpoint's values, or build the estimator with "

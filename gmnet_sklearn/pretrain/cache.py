@@ -104,9 +104,13 @@ def build_cache(files, tokenizer, cache_dir, shard_size: int = 100_000, max_leng
     manifest = {**identity, "complete": False, "shards": [], "invalid_examples": []}
     if path.exists():
         old = json.loads(path.read_text())
-        if {k: old.get(k) for k in identity} != identity:
-            raise ValueError(f"{cache_dir} holds a cache of other data (files, vocabulary, max_length or "
-                             "shard_size differ); use another cache_dir or delete it")
+        # smiles_column on both sides: a cache of another column must not pass for the default's
+        differ = [k for k in [*identity, *(["smiles_column"] if "smiles_column" not in identity else [])]
+                  if old.get(k) != identity.get(k)]
+        if differ:
+            raise ValueError(f"{cache_dir} holds a cache of other data ({', '.join(differ)} differ"
+                             + ("; limit is the held-out set's eval_size" if "limit" in differ else "")
+                             + "); use another cache_dir or delete it")
         manifest = old
         if manifest["complete"]:
             return manifest

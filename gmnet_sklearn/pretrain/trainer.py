@@ -14,8 +14,8 @@ once. Other arguments on an existing run raise ``ValueError``.
 Training: AdamW (no weight decay on biases and LayerNorm weights), linear warm-up then cosine or
 linear decay (torch's ``LambdaLR``, stepped per batch), gradient clipping, length-bucketed
 batches of ``batch_size`` SMILES (``batches.py``), RoBERTa masking (``masking.py``), and every
-``eval_every`` steps the masked-LM loss and masked-token accuracy on the first ``eval_size``
-SMILES of the corpus's test file with the same masks each time.
+``eval_every`` steps the masked-LM loss and masked-token accuracy on the usable SMILES among the
+first ``eval_size`` records of the corpus's test file, with the same masks each time.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import json
 import os
 import platform
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -123,7 +124,9 @@ class _Evaluator:
                                             labels.to(self.device), reduction="sum")
                 total, correct, n, batch_no = total + float(loss), correct + c, n + m, batch_no + 1
         mlm.train(was_training)
-        return {"eval_loss": total / max(n, 1), "eval_accuracy": correct / max(n, 1), "eval_masked_tokens": n}
+        if n == 0:  # no token was masked (a tiny held-out set): nothing measured, not a perfect score
+            return {"eval_loss": float("nan"), "eval_accuracy": float("nan"), "eval_masked_tokens": 0}
+        return {"eval_loss": total / n, "eval_accuracy": correct / n, "eval_masked_tokens": n}
 
 
 def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", smiles_column: str | None = None,
@@ -147,8 +150,9 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
     [CLS]/[SEP] included (default 514, what both families take). The budget is ``epochs`` passes
     over the corpus or ``max_steps`` batches. ``lr_schedule``: "linear", "cosine" or "constant"
     after ``warmup`` (a fraction of the steps). A checkpoint is written every
-    ``checkpoint_every`` steps and at least every ``checkpoint_minutes``; ``time_limit`` (seconds)
-    ends the call early with a checkpoint (call again to go on). ``callback(info)`` is called
+    ``checkpoint_every`` steps and at least every ``checkpoint_minutes``; ``time_limit`` (seconds of
+    training, counted from after the corpus is encoded and the first evaluation) ends the call
+    early with a checkpoint (call again to go on). ``callback(info)`` is called
     after every step with the step's numbers. ``prepare_only`` encodes the corpus (the cache)
     and returns its cost without training. ``precision`` "bf16": bfloat16 autocast of the
     forward on CUDA, as the estimators' parameter (ignored on CPU). ``n_jobs``: processes that
@@ -169,30 +173,44 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
     autocast_context("cpu", precision)  # validates it
     if not (lr > 0 and weight_decay >= 0 and max_grad_norm > 0):
         raise ValueError("lr and max_grad_norm must be > 0, weight_decay >= 0")
-    limit = 514 if model == "gmnet" else params["max_position_embeddings"] - 1
+    tokenizer = SmilesTokenizer(_vocab_path(vocab_file)).fit([])
+    # RoBERTa's positions start after [PAD]'s id (as the ChemBERTa estimators' limit)
+    limit = 514 if model == "gmnet" else params["max_position_embeddings"] - tokenizer.pad_id - 1
     max_length = limit if max_length is None else int(max_length)
     if not 3 <= max_length <= limit:
         raise ValueError(f"max_length must be in [3, {limit}] for {model}, got {max_length}")
     from ..estimators._base import resolve_device
 
     device = resolve_device(device)
+    try:  # a bad device name fails here, not after the corpus is encoded
+        torch.device(device)
+    except RuntimeError as e:
+        raise ValueError(f"device={device!r} is not a torch device ({e})") from None
+    # Everything that can reject the arguments runs before the corpus is encoded (hours on MOSES):
+    # the masker, the test files, the model (built again, seeded, below).
+    masker = Masker(tokenizer, mask_prob)
+    files = corpus_files(corpus)
+    test_path = held_out_file(corpus) if test_corpus == "auto" else (None if test_corpus is None else Path(test_corpus))
+    test_files = [] if test_path is None else corpus_files(test_path, hold_out=False)  # a folder: all of it
+    build_mlm(model, tokenizer.vocab_size, tokenizer.pad_id, params)
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     cache_dir = Path(cache_dir) if cache_dir is not None else output_dir / "cache"
 
-    tokenizer = SmilesTokenizer(_vocab_path(vocab_file)).fit([])
-    files = corpus_files(corpus)
     train_manifest = build_cache(files, tokenizer, cache_dir / "train", shard_size, max_length, progress=progress,
                                  label="encoding corpus", n_jobs=n_jobs, smiles_column=smiles_column)
     train = EncodedCorpus(cache_dir / "train")
-    test_path = held_out_file(corpus) if test_corpus == "auto" else (None if test_corpus is None else Path(test_corpus))
-    evaluator, test_files = None, []
-    masker = Masker(tokenizer, mask_prob)
-    if test_path is not None:
-        test_files = corpus_files(test_path, hold_out=False)  # a folder given as the test set: all of it
+    evaluator = None
+    if test_files:
         build_cache(test_files, tokenizer, cache_dir / "test", shard_size, max_length, limit=eval_size,
                     progress=progress, label="encoding test set", n_jobs=n_jobs, smiles_column=smiles_column)
-        evaluator = _Evaluator(EncodedCorpus(cache_dir / "test"), masker, tokenizer.pad_id, batch_size, seed, device)
+        held_out = EncodedCorpus(cache_dir / "test")
+        if sum(held_out.shard_sizes) == 0:
+            warnings.warn(f"the held-out set {test_path} has no SMILES the tokenizer takes"
+                          + (f" in its first {eval_size} records" if eval_size else "")
+                          + ": no held-out evaluation", stacklevel=2)
+        else:
+            evaluator = _Evaluator(held_out, masker, tokenizer.pad_id, batch_size, seed, device)
 
     if prepare_only:
         return {"prepared": True, "cache": cache_cost(train_manifest), "cache_dir": str(cache_dir)}
