@@ -75,7 +75,8 @@ class TrainingCurveDisplay:
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(estimator, "nets_")
-        if not (isinstance(member, (int, np.integer)) and 0 <= member < len(estimator.nets_)):
+        if not (isinstance(member, (int, np.integer)) and not isinstance(member, bool)
+                and 0 <= member < len(estimator.nets_)):
             raise ValueError(f"member must be an index of the estimator's {len(estimator.nets_)} member(s), got {member!r}")
         history = estimator.nets_[member].history
         if not len(history):

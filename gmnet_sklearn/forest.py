@@ -51,7 +51,7 @@ class MoleculeForest:
 
         cls = RandomForestRegressor if self.kind == "regression" else RandomForestClassifier
         return cls(n_estimators=N_TREES, max_features=MAX_FEATURES[self.kind], n_jobs=self.n_jobs,
-                   random_state=self.random_state + task)
+                   random_state=(self.random_state + task) % 2**32)  # a seed near 2**32 stays a valid seed
 
     def fit(self, features: np.ndarray, y: np.ndarray) -> "MoleculeForest":
         features = np.asarray(features, dtype=np.float32)
@@ -70,8 +70,13 @@ class MoleculeForest:
             self.forests_.append(self._new_forest(task).fit(features[observed], labels))
         return self
 
-    def predict(self, features: np.ndarray) -> np.ndarray:
+    def predict(self, features: np.ndarray, n_jobs: int | None = None) -> np.ndarray:
+        """``n_jobs``: threads of this call (the predicting machine's, not the fitting one's);
+        None: ``self.n_jobs``."""
         features = np.asarray(features, dtype=np.float32)
+        for forest in self.forests_:
+            if not isinstance(forest, float):
+                forest.n_jobs = self.n_jobs if n_jobs is None else n_jobs
         if self.kind == "classification" and not self.multi_label:
             forest = self.forests_[0]
             proba = np.zeros((len(features), self.n_classes_))
@@ -119,12 +124,16 @@ class MoleculeForest:
 def network_alone(est):
     """Inside: a fitted ``forest=True`` estimator predicts with its network alone (blend weight 0),
     e.g. to show what the forest adds; the weight is restored on leaving."""
+    had_weight = "forest_weight_" in est.__dict__
     weight = getattr(est, "forest_weight_", 0.0)
     est.forest_weight_ = 0.0
     try:
         yield est
     finally:
-        est.forest_weight_ = weight
+        if had_weight:
+            est.forest_weight_ = weight
+        else:  # an unfitted estimator must not look fitted afterwards
+            del est.forest_weight_
 
 
 def blend(network: np.ndarray, forest: np.ndarray, weight: float) -> np.ndarray:

@@ -62,8 +62,9 @@ def test_training_curve_on_given_axes_and_members(classifier):
         best_auc = max(history[:, "valid_roc_auc"])
         assert history[:, "valid_roc_auc"][disp.best_epoch - 1] == best_auc
     assert not np.allclose(axes[0].get_lines()[0].get_ydata(), axes[1].get_lines()[0].get_ydata())
-    with pytest.raises(ValueError, match="member must be"):
-        TrainingCurveDisplay.from_estimator(classifier, member=2)
+    for bad in (2, True):  # True is not member 1
+        with pytest.raises(ValueError, match="member must be"):
+            TrainingCurveDisplay.from_estimator(classifier, member=bad)
 
 
 def test_training_curve_follows_the_selection_metric_beside_a_users_scorer_and_takes_style_overrides():

@@ -175,3 +175,12 @@ def test_chemberta_pooled_state_and_no_moments():
     np.testing.assert_allclose(pooled, torch.cat(seen).numpy(), rtol=1e-5, atol=1e-5)  # the [CLS] state
     with pytest.raises(ValueError, match="needs a Chem-GMNet model"):
         GMNetEmbedder(est, features="moments", prefit=True).fit(SMILES)
+
+
+def test_width_is_the_fitted_models_after_set_params():
+    est = GMNetRegressor(**TINY, descriptors=False, fingerprint=False).fit(SMILES, Y)
+    expected = GMNetEmbedder(est, prefit=True).fit(SMILES).transform(SMILES[:5])
+    est.set_params(d_model=32)  # not refitted: the encoder is still 16 wide
+    emb = GMNetEmbedder(est, prefit=True).fit(SMILES)
+    assert emb.n_features_out_ == 16
+    np.testing.assert_array_equal(emb.transform(SMILES[:5]), expected)

@@ -105,6 +105,12 @@ def test_multi_output_regression_with_missing_targets():
     assert pred.shape == (len(X), 2) and np.isfinite(pred).all()
     with pytest.raises(ValueError, match="no observed values"):
         GMNetRegressor(**TINY).fit(X, np.stack([Y, np.full(len(Y), np.nan)], 1))
+    # observed only in rows an internal split holds out: the message says where they went
+    held_out = GMNetRegressor(**TINY, valid_split="random")._internal_split(X, 0)[1]
+    sparse = np.full(len(Y), np.nan)
+    sparse[held_out] = 1.0
+    with pytest.raises(ValueError, match="among the training rows .*internal validation split"):
+        GMNetRegressor(**TINY, valid_split="random").fit(X, np.stack([Y, sparse], 1))
 
 
 def test_classifier_string_labels(fitted_classifier):

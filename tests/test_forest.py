@@ -139,3 +139,51 @@ def test_a_model_saved_before_the_forest_existed_loads_as_a_network_alone(tmp_pa
     loaded = load_model(path)
     assert loaded.forest is False and loaded.forest_ is None
     np.testing.assert_allclose(loaded.predict(X[:5]), est.predict(X[:5]), rtol=1e-6)
+
+
+def test_save_follows_the_fit_not_later_set_params_and_a_reused_folder_lends_no_forest(tmp_path):
+    est = GMNetRegressor(**TINY, forest=True).fit(X, Y)
+    expected = est.predict(X[:8])
+    est.set_params(descriptors=False)  # after the fit: the saved model is still the fitted one
+    np.testing.assert_allclose(load_model(est.save(tmp_path / "m")).predict(X[:8]), expected, rtol=1e-6)
+    plain = GMNetRegressor(**TINY, forest=False).fit(X, Y)
+    loaded = load_model(plain.save(tmp_path / "m"))  # the folder held a forest=True model's forest.skops
+    assert loaded.forest_ is None and not (tmp_path / "m" / "forest.skops").exists()
+    np.testing.assert_allclose(loaded.predict(X[:8]), plain.predict(X[:8]), rtol=1e-6)
+
+
+def test_decision_function_stays_finite_where_the_blend_says_0_or_1():
+    from sklearn.metrics import get_scorer
+
+    y = class_target(SMILES)
+    clf = GMNetClassifier(**TINY, forest=True).fit(X, y)
+    clf.forest_weight_ = 1.0  # the forest alone: unanimous trees give probabilities of exactly 0 or 1
+    proba = clf.predict_proba(X)
+    assert ((proba == 0) | (proba == 1)).any()
+    scores = clf.decision_function(X)
+    assert np.isfinite(scores).all()
+    assert np.all(np.diff(scores[np.argsort(proba[:, 1], kind="stable")]) >= 0)  # the probabilities' order
+    assert np.isfinite(get_scorer("roc_auc")(clf, X, y))
+
+
+def test_forest_seeds_near_2_to_the_32_and_threads_of_the_predicting_call():
+    features = np.random.RandomState(0).normal(size=(30, 4))
+    y = np.random.RandomState(1).normal(size=(30, 2))
+    forest = MoleculeForest("regression", random_state=2**32 - 1).fit(features, y)  # task 1: seed 0
+    assert [f.random_state for f in forest.forests_] == [2**32 - 1, 0]
+    est = GMNetRegressor(**TINY, forest=True, n_jobs=2).fit(X, Y)
+    est.set_params(n_jobs=1).predict(X[:4])
+    assert all(f.n_jobs == 1 for f in est.forest_.forests_)  # the predicting call's threads
+
+
+def test_network_alone_leaves_an_unfitted_estimator_unfitted():
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    from gmnet_sklearn.forest import network_alone
+
+    est = GMNetRegressor()
+    with network_alone(est):
+        pass
+    with pytest.raises(NotFittedError):
+        check_is_fitted(est)

@@ -564,7 +564,8 @@ class SmilesNetBase(BaseEstimator):
             valid = enc.valid if valid is None else valid
         total /= len(views)
         if getattr(self, "forest_", None) is not None and self.forest_weight_ > 0:
-            total = blend(total, self.forest_.predict(self._forest_features(X, features))[None], self.forest_weight_)
+            total = blend(total, self.forest_.predict(self._forest_features(X, features), n_jobs=torch.get_num_threads())[None],
+                          self.forest_weight_)
         total[:, ~valid] = np.nan
         return total, valid
 
@@ -636,7 +637,7 @@ class SmilesNetBase(BaseEstimator):
         for i, net in enumerate(self.nets_):
             state = {k: v.detach().cpu().contiguous() for k, v in net.module_.state_dict().items()}
             save_file(state, str(path / _weights_file(i)))
-        if self.descriptors:
+        if params["descriptors"]:  # as fitted (config.json says so), whatever set_params did since
             scaler = self.descriptor_scaler_
             arrays = {"kept": scaler.kept_, "quantiles": scaler.quantiles_.quantiles_,
                       "references": scaler.quantiles_.references_}
@@ -644,6 +645,8 @@ class SmilesNetBase(BaseEstimator):
                       str(path / "descriptors.safetensors"))
         if getattr(self, "forest_", None) is not None:
             self.forest_.save(path / "forest.skops")
+        else:  # a folder saved into before must not lend this model another model's forest
+            (path / "forest.skops").unlink(missing_ok=True)
         vocab = sorted(self.tokenizer_.vocabulary_.items(), key=lambda kv: kv[1])
         (path / "vocab.txt").write_text("".join(tok + "\n" for tok, _ in vocab))
         (path / "config.json").write_text(config_text)
@@ -687,7 +690,7 @@ class SmilesNetBase(BaseEstimator):
             est.nets_.append(net)
         est.net_ = est.nets_[0]
         est.resume_info_ = None
-        est.forest_ = MoleculeForest.load(path / "forest.skops") if (path / "forest.skops").exists() else None
+        est.forest_ = MoleculeForest.load(path / "forest.skops") if est.forest else None
         return est
 
     def _fitted_metadata(self) -> dict[str, Any]:

@@ -17,6 +17,9 @@ from ._targets import check_target
 from .losses import CrossEntropyLoss, MaskedBCEWithLogitsLoss
 from .metrics import ValidROCAUC, has_auc, probability_roc_auc, scores_from_raw
 
+#: decision_function's clip of probabilities away from 0 and 1 (finite log-odds)
+PROBA_EPS = 1e-15
+
 
 def _missing_labels(labels) -> np.ndarray:
     """Which single-task labels are missing (None or NaN; the labels may be objects)."""
@@ -135,16 +138,16 @@ class SmilesClassifierMixin(ClassifierMixin):
         return probs
 
     def decision_function(self, X) -> np.ndarray:
-        """Log-odds of the (averaged) probabilities: binary (n,), multi-label (n, n_tasks);
-        log-probabilities (n, n_classes) for multiclass. For one member without ``tta`` these are
-        the logit differences the model outputs."""
-        probs = self.predict_proba(X)
-        with np.errstate(divide="ignore"):
-            if self.n_tasks_ == 1 and probs.shape[1] == 2:
-                return np.log(probs[:, 1]) - np.log(probs[:, 0])
-            if self.n_tasks_ > 1:
-                return np.log(probs) - np.log1p(-probs)
-            return np.log(probs)
+        """Log-odds of the (averaged, blended) probabilities: binary (n,), multi-label (n, n_tasks);
+        log-probabilities (n, n_classes) for multiclass. Probabilities are clipped to
+        [1e-15, 1 - 1e-15] first, so the values stay finite (scikit-learn's ROC-AUC scorer reads
+        them) where a forest's vote or a saturated softmax gives exactly 0 or 1."""
+        probs = np.clip(self.predict_proba(X), PROBA_EPS, 1 - PROBA_EPS)  # (NaN rows stay NaN)
+        if self.n_tasks_ == 1 and probs.shape[1] == 2:
+            return np.log(probs[:, 1]) - np.log(probs[:, 0])
+        if self.n_tasks_ > 1:
+            return np.log(probs) - np.log1p(-probs)
+        return np.log(probs)
 
     def predict(self, X) -> np.ndarray:
         """Class labels (single task) or 0/1 per task (multi-label). With on_invalid='nan', rows of

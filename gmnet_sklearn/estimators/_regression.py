@@ -32,7 +32,9 @@ class SmilesRegressorMixin(RegressorMixin):
         y2 = y.reshape(len(y), -1)
         empty = np.isnan(y2).all(0)
         if empty.any():
-            raise ValueError(f"target column(s) {np.nonzero(empty)[0].tolist()} have no observed values")
+            raise ValueError(f"target column(s) {np.nonzero(empty)[0].tolist()} have no observed values among the "
+                             "training rows (an internal validation split's rows do not count: pass X_valid/y_valid "
+                             "or valid_split=None)")
         self.y_mean_ = np.nanmean(y2, axis=0)
         scale = np.nanstd(y2, axis=0)  # population sd, as DeepChem's NormalizationTransformer
         self.y_scale_ = np.where(scale > 0, scale, 1.0)
