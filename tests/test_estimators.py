@@ -486,3 +486,46 @@ def test_save_writes_the_parameters_the_fit_ran_with_and_tta_predicts_repeat(tmp
     loaded = load_model(est.save(tmp_path / "m"))
     assert loaded.d_model == 16 and loaded.n_estimators == 1
     np.testing.assert_allclose(loaded.predict(X[:6]), est.predict(X[:6]), rtol=1e-5)
+
+
+def test_validation_without_labels_or_without_a_finite_metric():
+    with pytest.raises(ValueError, match="y_valid has no observed labels"):
+        GMNetRegressor(**TINY).fit(X[:16], Y[:16], X_valid=X[16:24], y_valid=np.full(8, np.nan))
+    # an internal split whose rows have no labels: no epoch has a finite validation RMSE, so none
+    # is restored (the last epoch stays) rather than a missing checkpoint file failing the fit
+    held_out = GMNetRegressor(**TINY, valid_split="random")._internal_split(X, 0)[1]
+    Y2 = np.stack([Y, -Y], 1)
+    Y2[held_out] = np.nan
+    with pytest.warns(UserWarning, match="was not finite in any epoch"):
+        est = GMNetRegressor(**TINY, valid_split="random").fit(X, Y2)
+    assert est.best_epoch_ == len(est.history_) and np.isfinite(est.predict(X)).all()
+
+
+def test_predict_follows_the_fitted_molecule_features_not_later_set_params():
+    est = GMNetRegressor(**TINY, descriptors=False, fingerprint=False).fit(X, Y)
+    expected = est.predict(X[:6])
+    for params in ({"fingerprint": True}, {"descriptors": True}):
+        est.set_params(**params)
+        np.testing.assert_array_equal(est.predict(X[:6]), expected)
+        est.set_params(descriptors=False, fingerprint=False)
+
+
+def test_pandas_nullable_targets_mark_missing_labels():
+    y = class_target(SMILES)
+    y_int = pd.array(np.asarray(y == y[0], dtype=int), dtype="Int64")
+    multi = pd.DataFrame({"a": y_int, "b": y_int[::-1]})
+    multi.iloc[3, 1] = pd.NA
+    clf = GMNetClassifier(**TINY, descriptors=False, fingerprint=False, forest=False).fit(X, multi)
+    assert clf.n_tasks_ == 2
+    single = pd.Series(list(y), dtype=object)
+    single.iloc[5] = pd.NA  # a missing single-task label: the row is named (was: "boolean value of NA")
+    with pytest.raises(ValueError, match=r"single-task labels must not be missing \(rows \[5\]\)"):
+        GMNetClassifier(**TINY, descriptors=False, fingerprint=False, forest=False).fit(X, single)
+
+
+def test_regression_score_leaves_out_tasks_without_labels():
+    Y2 = np.stack([Y, -Y], 1)
+    est = GMNetRegressor(**TINY, descriptors=False, fingerprint=False, forest=False).fit(X, Y2)
+    Y2[:, 1] = np.nan
+    assert est.score(X, Y2) == pytest.approx(r2_score(Y, est.predict(X)[:, 0]))
+    assert np.isnan(est.score(X, np.full_like(Y2, np.nan)))

@@ -184,3 +184,13 @@ def test_an_early_stopped_fit_is_snapshotted_and_a_refit_trains_no_further(tmp_p
     assert again.resume_info_["resumed_from_epoch"] == len(full.history_)
     assert len(again.resume_info_["parts"]) == 2 and again.resume_info_["parts"][1]["from_epoch"] == len(full.history_)
     _assert_same_fit(again, full, X[:40])
+
+
+def test_a_random_state_object_resumes_too(tmp_path):
+    """The seed a RandomState gives identifies the fit; its repr (an address) does not."""
+    with pytest.raises(Killed):
+        GMNetRegressor(**{**TINY, "random_state": np.random.RandomState(0)},
+                       callbacks=[TrainingSnapshot(tmp_path), KillAtEpoch(3)]).fit(X, Y)
+    resumed = GMNetRegressor(**{**TINY, "random_state": np.random.RandomState(0)},
+                             callbacks=[TrainingSnapshot(tmp_path)]).fit(X, Y)
+    assert resumed.resume_info_["resumed_from_epoch"] == 2 and len(read_snapshot_infos(tmp_path)) == 1

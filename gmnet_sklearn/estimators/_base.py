@@ -277,6 +277,9 @@ class SmilesNetBase(BaseEstimator):
             n_columns = (1 if y.ndim == 1 else y.shape[1], 1 if y_valid.ndim == 1 else y_valid.shape[1])
             if n_columns[0] != n_columns[1]:
                 raise ValueError(f"y_valid has {n_columns[1]} target column(s) and y {n_columns[0]}: they must match")
+            if all(v is None or (isinstance(v, float) and np.isnan(v)) for v in np.asarray(y_valid, dtype=object).ravel()):
+                raise ValueError("y_valid has no observed labels: nothing to select the best epoch by (pass labelled "
+                                 "validation rows, or neither X_valid nor y_valid)")
             warn_missing_targets(y_valid, name="y_valid")
             valid_X, y_valid, self.invalid_valid_rows_ = self._skip_invalid(valid_X, y_valid, "X_valid")
         elif self.valid_split is not None:
@@ -345,20 +348,25 @@ class SmilesNetBase(BaseEstimator):
         count fingerprint as log(1 + count). A SMILES RDKit rejects gets NaN descriptors (0
         after scaling) and a zero fingerprint; rejecting it is the tokenizer's job."""
         parts = []
-        if self.descriptors:
+        if self._as_fitted("descriptors"):
             # as many worker processes as torch has threads (the forest does the same)
             raw = compute_descriptors(smiles, on_invalid="raise" if fit else "nan", n_jobs=torch.get_num_threads())
             if fit:
                 self.descriptor_scaler_ = RDKitDescriptors()._fit_raw(raw)
             parts.append(self.descriptor_scaler_._transform_raw(raw))
-        if self.fingerprint:
+        if self._as_fitted("fingerprint"):
             counts = MorganFingerprint(**FUSED_FINGERPRINT, counts=True, on_invalid="zeros").transform(smiles)
             parts.append(np.log1p(counts, dtype=np.float32))
         return np.concatenate(parts, axis=1) if parts else None
 
     def _n_molecule_features(self) -> int:
-        n = self.descriptor_scaler_.n_features_out_ if self.descriptors else 0
-        return n + (FUSED_FINGERPRINT["n_bits"] if self.fingerprint else 0)
+        n = self.descriptor_scaler_.n_features_out_ if self._as_fitted("descriptors") else 0
+        return n + (FUSED_FINGERPRINT["n_bits"] if self._as_fitted("fingerprint") else 0)
+
+    def _as_fitted(self, name: str):
+        """A parameter as the fit ran with it: what shapes the model's inputs (the molecule
+        features) must not follow a set_params made after the fit."""
+        return self.__dict__.get("_params_at_fit", {}).get(name, getattr(self, name))
 
     def _make_tokenizer(self, smiles: list) -> SmilesTokenizer:
         """The checkpoint's vocabulary with ``pretrained`` (its shape checked here), else
@@ -398,7 +406,7 @@ class SmilesNetBase(BaseEstimator):
         """The model for the fitted vocabulary and outputs; wrapped for descriptor and
         fingerprint fusion."""
         module = self._build_module(self.tokenizer_.vocab_size, self.n_outputs_, self.tokenizer_.pad_id)
-        if self.descriptors or self.fingerprint:
+        if self._as_fitted("descriptors") or self._as_fitted("fingerprint"):
             module = DescriptorFusion(module, self._n_molecule_features(), self.d_model)
         return module
 
@@ -453,7 +461,9 @@ class SmilesNetBase(BaseEstimator):
         if snapshot is not None:  # last, so it sees this epoch's scores and best weights
             # how a fit runs (device, graphs, threads) is not what it computes; parameters at their old
             # defaults stay out so snapshots from before they existed still fit
-            params = {k: v for k, v in self.get_params(deep=False).items()
+            # a RandomState's repr holds its address; the seed drawn from it is hashed as the seed
+            params = {k: "<RandomState>" if isinstance(v, np.random.RandomState) else v
+                      for k, v in self.get_params(deep=False).items()
                       if k not in ("callbacks", "verbose", "device", "cuda_graphs", "n_jobs")
                       and not (k in _ADDED_PARAMETER_DEFAULTS and v == _ADDED_PARAMETER_DEFAULTS[k])}
             snapshot.bind(fingerprint=fit_fingerprint({"estimator": type(self).__name__, **params,
@@ -526,8 +536,8 @@ class SmilesNetBase(BaseEstimator):
             EarlyStopping(monitor=name, patience=self.patience, threshold=0.0, threshold_mode="abs",
                           lower_is_better=lower, sink=print if self.verbose else _quiet)]
         return scoring + [
-            Checkpoint(monitor=f"{name}_best", f_params="best.pt", f_optimizer=None, f_criterion=None,
-                       f_history=None, dirname=self._checkpoint_dir, load_best=True),
+            RestoreBest(monitor=f"{name}_best", f_params="best.pt", f_optimizer=None, f_criterion=None,
+                        f_history=None, dirname=self._checkpoint_dir, load_best=True),
         ] + stopping
 
     # ---- predict ----------------------------------------------------------------------------
@@ -716,6 +726,19 @@ class SmilesNetBase(BaseEstimator):
             tags.classifier_tags.multi_label = True
         tags.non_deterministic = self.random_state is None
         return tags
+
+
+class RestoreBest(Checkpoint):
+    """skorch's ``Checkpoint`` restoring the best epoch's weights after training. Where no epoch
+    had a finite validation metric (a diverged fit, or validation rows without labels) none was
+    saved: the last epoch's weights stay, with a warning, instead of a missing-file error."""
+
+    def on_train_end(self, net, **kwargs):
+        if self.load_best and not os.path.exists(self.get_formatted_files(net)["f_params"]):
+            warnings.warn(f"the validation metric ({self.monitor[:-len('_best')]}) was not finite in any epoch: "
+                          "no best epoch to restore, the last epoch's weights are kept")
+            return
+        super().on_train_end(net, **kwargs)
 
 
 def _quiet(*args, **kwargs):

@@ -72,16 +72,18 @@ class SmilesRegressorMixin(RegressorMixin):
         return (pred, std) if return_std else pred
 
     def score(self, X, y, sample_weight=None) -> float:
-        """R^2 (mean over tasks), missing labels masked."""
+        """R^2 (mean over the tasks with observed labels; NaN if none), missing labels masked."""
         from sklearn.metrics import r2_score
 
-        y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+        y = np.asarray(check_target(y), dtype=np.float64).reshape(len(y), -1)
         pred = np.asarray(self.predict(X), dtype=np.float64).reshape(len(y), -1)
         scores = []
         for j in range(y.shape[1]):
             obs = ~np.isnan(y[:, j]) & ~np.isnan(pred[:, j])
-            scores.append(r2_score(y[obs, j], pred[obs, j], sample_weight=None if sample_weight is None else np.asarray(sample_weight)[obs]))
-        return float(np.mean(scores))
+            if obs.any():
+                scores.append(r2_score(y[obs, j], pred[obs, j],
+                                       sample_weight=None if sample_weight is None else np.asarray(sample_weight)[obs]))
+        return float(np.mean(scores)) if scores else float("nan")
 
     def _fitted_metadata(self):
         meta = super()._fitted_metadata()

@@ -73,8 +73,28 @@ def check_target(y) -> np.ndarray:
     if y is None:  # scikit-learn's wording (check_requires_y_none)
         raise ValueError("the estimator requires y to be passed, but the target y is None")
     if hasattr(y, "to_numpy"):
-        y = y.to_numpy()
+        y = _pandas_values(y)
     y = np.asarray(y)
     if y.ndim not in (1, 2):
         raise ValueError(f"y must be 1-D or 2-D, got shape {y.shape}")
     return y  # its length is checked against X's by check_consistent_length
+
+
+def _pandas_values(y) -> np.ndarray:
+    """A pandas object's values with its missing labels (``pd.NA`` of the nullable dtypes, None)
+    as NaN, numeric where every observed label is a number (an ``Int64`` column with NA)."""
+    import numbers
+
+    import pandas as pd
+
+    values = y.to_numpy()
+    if values.dtype != object:
+        return values
+    missing = pd.isna(values)
+    if not missing.any():
+        return values
+    values = values.copy()
+    values[missing] = np.nan
+    if all(isinstance(v, numbers.Number) and not isinstance(v, bool) for v in values[~missing]):
+        values = values.astype(np.float64)
+    return values
