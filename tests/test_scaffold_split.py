@@ -492,6 +492,32 @@ def test_balanced_scaffold_split_keeps_scaffolds_whole_and_is_seeded():
     assert any(o != valid.tolist() for o in other)
 
 
+def test_balanced_scaffold_split_with_only_big_sets_still_validates():
+    """Chemprop caps the training part: when every scaffold set is 'big', the ones past the
+    training size go to validation instead of leaving it empty."""
+    from gmnet_sklearn.model_selection import balanced_scaffold_split
+
+    cores = ["c1ccccc1", "C1CCCCC1", "c1ccncc1", "c1ccoc1", "c1ccsc1", "C1CCOC1", "C1CCNC1", "c1ccc2ccccc2c1"]
+    smiles = [f"{core}{'C' * i}" for core in cores for i in range(1, 6)]  # 8 scaffolds x 5 analogues
+    train, valid = balanced_scaffold_split(smiles, frac_valid=0.2, random_state=0)
+    assert len(train) == 35 and len(valid) == 5
+
+
+def test_scaffold_folds_name_the_rows_past_the_length_cut():
+    from sklearn.model_selection import cross_val_score
+    from sklearn.dummy import DummyRegressor
+
+    from gmnet_sklearn.exceptions import InvalidSmilesWarning
+    from gmnet_sklearn.model_selection import ScaffoldKFold, ScaffoldSplit
+
+    smiles = [f"c1ccccc1{'C' * i}" for i in range(1, 10)] + [f"C1CCCCC1{'C' * i}" for i in range(1, 10)] + \
+             ["C" * 201] + [f"c1ccncc1{'O' * i}" for i in range(1, 10)]
+    X = np.array(smiles, dtype=object).reshape(-1, 1)
+    for cv in (ScaffoldKFold(3), ScaffoldSplit()):
+        with pytest.warns(InvalidSmilesWarning, match=r"1 of 28 SMILES are longer than max_smiles_length=200 .*rows 18"):
+            cross_val_score(DummyRegressor(), X, np.arange(28.0), cv=cv)
+
+
 def test_a_classifier_whose_scaffold_validation_part_has_one_class_uses_the_balanced_order():
     import numpy as np
 
@@ -545,3 +571,13 @@ def test_rdkit_molecules_split_as_their_smiles_do_and_folds_emptied_by_the_lengt
     assert [te.tolist() for _, te in ScaffoldKFold(2).split(mols)] == [te.tolist() for _, te in ScaffoldKFold(2).split(smiles)]
     with pytest.raises(ValueError, match=r"fold\(s\) \[1\] of 3 have no molecule within max_smiles_length=12"):
         list(ScaffoldKFold(3, max_smiles_length=12).split(["c1ccccc1C", "C1CCCCC1O", "c1ccc2ccccc2c1CCCCCCC", "CCN"]))
+
+
+def test_drop_invalid_false_is_chemberta3s_dummy_featurizer_split(moleculenet_path):
+    """docs/protocol.md: chemberta3 featurizes with DeepChem's DummyFeaturizer, so BBBP's 11
+    unparsable SMILES count towards the cutoffs (in no part); the contract's split drops them first."""
+    from gmnet_sklearn.model_selection import scaffold_split
+
+    smiles = pd.read_csv(moleculenet_path / "BBBP.csv")["smiles"].tolist()
+    sizes = {d: [len(p) for p in scaffold_split(smiles, drop_invalid=d, max_smiles_length=None)] for d in (True, False)}
+    assert sizes == {True: [1631, 204, 204], False: [1640, 205, 194]}

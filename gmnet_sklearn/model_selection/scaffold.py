@@ -278,20 +278,25 @@ def scaffold_split(
 
 def balanced_scaffold_split(smiles, frac_valid: float = 0.1, random_state: int = 0) -> Tuple[np.ndarray, np.ndarray]:
     """Train / valid scaffold split with Chemprop's ``scaffold_balanced`` ordering: scaffold sets
-    larger than half the validation size go to train, the other sets are shuffled (seeded) and
-    fill the validation part. DeepChem's order (smallest sets last) can give a validation part of
-    rare scaffolds that all share one label; the shuffled small sets rarely do. Unparsable SMILES
-    are in neither part. Returns sorted positions in ``smiles``."""
+    larger than half the validation size go to train (largest first, while the training part has
+    room: as in Chemprop, one past it goes to validation where it fits), the other sets are
+    shuffled (seeded) and fill the validation part. DeepChem's order (smallest sets last) can give
+    a validation part of rare scaffolds that all share one label; the shuffled small sets rarely
+    do. Unparsable SMILES are in neither part. Returns sorted positions in ``smiles``."""
     if not 0.0 < float(frac_valid) < 1.0:
         raise ValueError(f"frac_valid must be in (0, 1), got {frac_valid!r}")
     smiles = _as_smiles_array(smiles)
     sets = _sorted_scaffold_sets(_scaffolds(smiles))
-    n_valid = int(round(frac_valid * sum(len(s) for s in sets)))
+    n_total = sum(len(s) for s in sets)
+    n_valid = int(round(frac_valid * n_total))
     big = [s for s in sets if len(s) > n_valid / 2]
     small = [s for s in sets if len(s) <= n_valid / 2]
     np.random.RandomState(random_state).shuffle(small)
-    train: List[int] = [i for s in big for i in s]
+    train: List[int] = []
     valid: List[int] = []
+    for scaffold_set in big:  # (only when the big sets alone overfill training does one go to valid)
+        to_valid = len(train) + len(scaffold_set) > n_total - n_valid and len(valid) + len(scaffold_set) <= n_valid
+        (valid if to_valid else train).extend(scaffold_set)
     for scaffold_set in small:
         (valid if len(valid) + len(scaffold_set) <= n_valid else train).extend(scaffold_set)
     return np.sort(np.asarray(train, dtype=np.int64)), np.sort(np.asarray(valid, dtype=np.int64))
@@ -359,6 +364,22 @@ def _check_parsable(splitter, smiles: np.ndarray, scaffolds: list) -> None:
                   f"no fold (rows {shown})", InvalidSmilesWarning, stacklevel=3)
 
 
+def _warn_length_cut(splitter, smiles: np.ndarray, scaffolds: list) -> None:
+    """The length cut is DeepChem's and deliberate, but rows it leaves out of every fold are
+    named (an ``InvalidSmilesWarning``), as unparsable ones are."""
+    from ..exceptions import InvalidSmilesWarning
+
+    if splitter.max_smiles_length is None:
+        return
+    cut = [i for i, (s, sc) in enumerate(zip(smiles, scaffolds))
+           if sc is not _UNPARSABLE and not _within_length(s, splitter.max_smiles_length)]
+    if cut:
+        shown = ", ".join(str(i) for i in cut[:5]) + (f", ... ({len(cut) - 5} more)" if len(cut) > 5 else "")
+        warnings.warn(f"{type(splitter).__name__}: {len(cut)} of {len(smiles)} SMILES are longer than "
+                      f"max_smiles_length={splitter.max_smiles_length} and in no fold (rows {shown}; "
+                      "max_smiles_length=None keeps them)", InvalidSmilesWarning, stacklevel=3)
+
+
 class ScaffoldSplit(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
     """One deterministic scaffold fold, usable as ``cv=`` anywhere in scikit-learn.
 
@@ -412,6 +433,7 @@ class ScaffoldSplit(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
             raise ValueError(f"part must be 'test' or 'valid', got {self.part!r}")
         smiles = _smiles_from(X, groups, self.smiles_column)
         _check_parsable(self, smiles, _scaffolds(smiles))  # scaffolds are cached: the split reuses them
+        _warn_length_cut(self, smiles, _scaffolds(smiles))
         train, valid, test = scaffold_split(
             smiles,
             frac_train=self.frac_train,
@@ -464,6 +486,7 @@ class ScaffoldKFold(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
         smiles = _smiles_from(X, groups, self.smiles_column)
         scaffolds = _scaffolds(smiles)
         _check_parsable(self, smiles, scaffolds)
+        _warn_length_cut(self, smiles, scaffolds)
         scaffold_sets = _sorted_scaffold_sets(scaffolds)
         if len(scaffold_sets) < n_splits:
             raise ValueError(
