@@ -39,8 +39,15 @@ TARGET_SECONDS = {"esol": 120, "freesolv": 120, "bace_classification": 120, "bac
 NETWORK_ALONE = "network alone (forest=False)"
 
 
+def max_epochs_variant(n: int) -> str:
+    """``--max-epochs N``: the defaults with another epoch budget (a candidate recipe's time,
+    e.g. recipe search round eight's 20 epochs), timed beside the defaults' records."""
+    return f"max_epochs={n}"
+
+
 def record_path(arm: str, endpoint: str, seed: int, root=FIT_TIME_DIR, variant: Optional[str] = None) -> Path:
-    return Path(root) / arm / endpoint / (f"seed{seed}.json" if variant is None else f"seed{seed}_network_alone.json")
+    suffix = "" if variant is None else "_network_alone" if variant == NETWORK_ALONE else "_" + variant.replace("=", "")
+    return Path(root) / arm / endpoint / f"seed{seed}{suffix}.json"
 
 
 def warm_up(arm: str, vocab_file: str) -> None:
@@ -58,6 +65,8 @@ def time_fit(arm: str, endpoint: str, seed: int, vocab_file: str, data_home=None
     params = protocol.estimator_params(arm, endpoint, random_state=seed, vocab_file=vocab_file, device="cpu")
     if variant == NETWORK_ALONE:
         params["forest"] = False
+    elif variant is not None and variant.startswith("max_epochs="):
+        params["max_epochs"] = int(variant.split("=", 1)[1])
     est = C.estimator_class(arm, ep)(**params)
     load_before = os.getloadavg()
     t0 = time.perf_counter()
@@ -89,8 +98,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--vocab-file", default=None)
     p.add_argument("--without-forest", action="store_true",
                    help="time the network alone (forest=False) instead, beside the default's records")
+    p.add_argument("--max-epochs", type=int, default=None,
+                   help="time the defaults with this many epochs instead, beside the default's records")
     args = p.parse_args(argv)
-    variant = NETWORK_ALONE if args.without_forest else None
+    if args.without_forest and args.max_epochs is not None:
+        p.error("--without-forest and --max-epochs are separate variants: time them one at a time")
+    variant = NETWORK_ALONE if args.without_forest else None if args.max_epochs is None else max_epochs_variant(args.max_epochs)
     C.set_threads(args.threads)
     vocab_file = C.resolve_vocab_file(args.vocab_file)
     data_home = C.resolve_data_home(args.data_home)

@@ -803,3 +803,13 @@ def test_discard_snapshot_removes_every_members_snapshot(tmp_path):
     C.discard_snapshot(SimpleNamespace(resume_info_={"snapshot": paths}))
     C.discard_snapshot(SimpleNamespace(resume_info_=None))
     assert not list(tmp_path.iterdir())
+
+
+def test_fit_time_variants_have_their_own_records(tmp_path):
+    from benchmarks import fit_time
+
+    assert fit_time.record_path("gmnet", "bbbp", 0, tmp_path).name == "seed0.json"
+    assert fit_time.record_path("gmnet", "bbbp", 0, tmp_path, fit_time.NETWORK_ALONE).name == "seed0_network_alone.json"
+    assert fit_time.record_path("gmnet", "bbbp", 0, tmp_path, fit_time.max_epochs_variant(20)).name == "seed0_max_epochs20.json"
+    with pytest.raises(SystemExit):
+        fit_time.main(["--without-forest", "--max-epochs", "20", "--results-dir", str(tmp_path)])
