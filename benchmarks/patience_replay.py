@@ -50,8 +50,7 @@ def replay_records(records: list, patiences: Sequence[int]) -> dict:
     for p in patiences:
         changed, ratios, run, total = [], [], 0, 0
         for rec in records:
-            curve, higher = rec["valid_curve"], rec["higher_is_better"]
-            best, _ = replay(curve, None, higher)
+            curve, higher, best = rec["valid_curve"], rec["higher_is_better"], rec["best_epoch"]  # (checked on load)
             restored, stop = replay(curve, p, higher)
             ratio = error_ratio(rec["endpoint"], curve[restored - 1], curve[best - 1])
             ratios.append(ratio)

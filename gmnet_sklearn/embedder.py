@@ -66,7 +66,7 @@ def encoder_source(estimator) -> EncoderSource:
         modules=modules,
         encoders=[getattr(m, "model", m) for m in modules],  # DescriptorFusion wraps the model
         device=estimator.device_,
-        width=int(estimator.__dict__.get("_params_at_fit", {}).get("d_model", estimator.d_model)),  # as fitted
+        width=int(estimator._as_fitted("d_model")),
     )
 
 

@@ -36,7 +36,7 @@ from ..forest import MoleculeForest, blend, choose_blend_weight
 from ..tokenizer import EncodedBatch, SmilesTokenizer
 from ..utils.validation import check_smiles_input  # the package's one SMILES coercion (also re-exported here)
 from ._invalid import skip_invalid_rows
-from ._targets import warn_missing_targets
+from ._targets import missing_labels, warn_missing_targets
 from .data import BucketedLoader, EncodedSmilesDataset, sequential_loader
 from .fusion import DescriptorFusion
 from .net import SmilesNet
@@ -277,7 +277,7 @@ class SmilesNetBase(BaseEstimator):
             n_columns = (1 if y.ndim == 1 else y.shape[1], 1 if y_valid.ndim == 1 else y_valid.shape[1])
             if n_columns[0] != n_columns[1]:
                 raise ValueError(f"y_valid has {n_columns[1]} target column(s) and y {n_columns[0]}: they must match")
-            if all(v is None or (isinstance(v, float) and np.isnan(v)) for v in np.asarray(y_valid, dtype=object).ravel()):
+            if missing_labels(np.asarray(y_valid, dtype=object).ravel()).all():
                 raise ValueError("y_valid has no observed labels: nothing to select the best epoch by (pass labelled "
                                  "validation rows, or neither X_valid nor y_valid)")
             warn_missing_targets(y_valid, name="y_valid")

@@ -13,17 +13,12 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from ._targets import check_target
+from ._targets import check_target, missing_labels
 from .losses import CrossEntropyLoss, MaskedBCEWithLogitsLoss
 from .metrics import ValidROCAUC, has_auc, probability_roc_auc, scores_from_raw
 
 #: decision_function's clip of probabilities away from 0 and 1 (finite log-odds)
 PROBA_EPS = 1e-15
-
-
-def _missing_labels(labels) -> np.ndarray:
-    """Which single-task labels are missing (None or NaN; the labels may be objects)."""
-    return np.array([v is None or (isinstance(v, float) and np.isnan(v)) for v in labels], dtype=bool)
 
 
 class SmilesClassifierMixin(ClassifierMixin):
@@ -36,7 +31,7 @@ class SmilesClassifierMixin(ClassifierMixin):
             # one task as a column: raveled with scikit-learn's warning; missing labels, which
             # a single task cannot mask, are named
             column = y[:, 0]
-            missing = _missing_labels(column)
+            missing = missing_labels(column)
             if missing.any():
                 raise ValueError(f"y is one task with missing labels at rows {np.nonzero(missing)[0][:10].tolist()}: "
                                  "leave those rows out (a 2-D y with NaN is for several tasks)")
@@ -53,7 +48,7 @@ class SmilesClassifierMixin(ClassifierMixin):
                 rows = np.nonzero(bad.any(1))[0]
                 raise ValueError(f"multi-label targets must be 0, 1 or NaN; bad values at rows {rows[:10].tolist()}")
         else:
-            missing = _missing_labels(y)
+            missing = missing_labels(y)
             if missing.any():
                 raise ValueError(
                     f"single-task labels must not be missing (rows {np.nonzero(missing)[0][:10].tolist()}); "

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["MissingTargetWarning", "check_target", "warn_missing_targets"]
+__all__ = ["MissingTargetWarning", "check_target", "missing_labels", "warn_missing_targets"]
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[1])  # .../gmnet_sklearn
 _SHOWN_ROWS = 5
@@ -78,6 +78,11 @@ def check_target(y) -> np.ndarray:
     if y.ndim not in (1, 2):
         raise ValueError(f"y must be 1-D or 2-D, got shape {y.shape}")
     return y  # its length is checked against X's by check_consistent_length
+
+
+def missing_labels(labels) -> np.ndarray:
+    """Which labels are missing (None or NaN; the labels may be objects), as a bool array."""
+    return np.array([v is None or (isinstance(v, float) and np.isnan(v)) for v in labels], dtype=bool)
 
 
 def _pandas_values(y) -> np.ndarray:

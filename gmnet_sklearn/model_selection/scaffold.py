@@ -432,8 +432,9 @@ class ScaffoldSplit(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
         if self.part not in ("test", "valid"):
             raise ValueError(f"part must be 'test' or 'valid', got {self.part!r}")
         smiles = _smiles_from(X, groups, self.smiles_column)
-        _check_parsable(self, smiles, _scaffolds(smiles))  # scaffolds are cached: the split reuses them
-        _warn_length_cut(self, smiles, _scaffolds(smiles))
+        scaffolds = _scaffolds(smiles)  # cached: the split reuses them
+        _check_parsable(self, smiles, scaffolds)
+        _warn_length_cut(self, smiles, scaffolds)
         train, valid, test = scaffold_split(
             smiles,
             frac_train=self.frac_train,
