@@ -98,7 +98,7 @@ class _GMNetParams(SmilesNetBase):
 
     def __init__(self, k=8, L=3, attention="dual_ska", d_model=256, n_layers=3, n_heads=8, dropout=0.1,
                  activation="gelu", adaptive=False, conj_shift=1.0, optimizer="adamw", lr=5e-4, weight_decay=0.01,
-                 warmup=0.1, lr_schedule="cosine", batch_size=32, max_epochs=30, patience=None, n_estimators=1,
+                 warmup=0.1, lr_schedule="cosine", batch_size=32, max_epochs=20, patience=None, n_estimators=1,
                  augment=0, tta=0, descriptors=True, fingerprint=True, forest=True, valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
                  bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None, pretrained=None,
                  cuda_graphs=True, precision="float32", freeze_encoder_epochs=0, n_jobs=None):
