@@ -415,11 +415,26 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def _cpu_isa() -> Optional[str]:
+    """The widest x86 vector extension the CPU offers: hosts that report the same model name (e.g.
+    "AMD EPYC") can differ in it, and so in speed (the C++ kernels build with -march=native)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            flags = next((line.split(":", 1)[1].split() for line in fh if line.lower().startswith("flags")), [])
+    except OSError:
+        return None
+    for flag, name in (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX"), ("sse4_2", "SSE4.2")):
+        if flag in flags:
+            return name
+    return None
+
+
 def hardware_info(device: str) -> Dict[str, object]:
     import torch
 
     info: Dict[str, object] = {
         "cpu_model": _cpu_model(),
+        "cpu_isa": _cpu_isa(),
         "cpu_count": os.cpu_count(),
         "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "torch_threads": torch.get_num_threads(),
@@ -459,7 +474,8 @@ def gmnet_path(device: str) -> str:
 def hardware_label(hw: Dict[str, object]) -> str:
     """One-line description of a ``hardware`` record (used by the report)."""
     cores = hw.get("cpu_affinity") or hw.get("cpu_count")
-    s = f"{hw.get('cpu_model')}, {cores} cores, torch threads {hw.get('torch_threads')}"
+    isa = f" ({hw['cpu_isa']})" if hw.get("cpu_isa") else ""  # recorded since 2026-11-26
+    s = f"{hw.get('cpu_model')}{isa}, {cores} cores, torch threads {hw.get('torch_threads')}"
     if hw.get("gpu_name"):
         s = f"{hw['gpu_name']} ({hw.get('device')}); host " + s
     else:

@@ -285,11 +285,16 @@ def test_benchmark_protocols_pin_their_recipes():
     assert {k: defaults[k] for k in tuned} == tuned
     cb = get_protocol("tuned").estimator_params("chemberta")
     assert {k: ChemBERTaRegressor().get_params()[k] for k in cb} == cb
-    # Table 2's fine-tuning protocol is the defaults plus the warm-start preset, for both arms
+    # tuned_e30 is tuned as it was before round eight: 30 epochs, nothing else different
     for arm, params in (("gmnet", tuned), ("chemberta", cb)):
+        assert get_protocol("tuned_e30").estimator_params(arm) == {**params, "max_epochs": 30}
+    assert tuned["max_epochs"] == 20
+    # Table 2's fine-tuning protocols are those defaults plus the warm-start preset, for both arms
+    for arm, params in (("gmnet", tuned), ("chemberta", cb)):
+        e30 = {**params, "max_epochs": 30}
         # ... with the network alone: the block compares encoders
-        assert get_protocol("tuned_moses_ft").estimator_params(arm) == {**params, **MOSES_FINE_TUNING, "forest": False}
-        assert get_protocol("tuned_moses").estimator_params(arm) == {**params, "pretrained": "moses", "forest": False}
+        assert get_protocol("tuned_moses_ft").estimator_params(arm) == {**e30, **MOSES_FINE_TUNING, "forest": False}
+        assert get_protocol("tuned_moses").estimator_params(arm) == {**e30, "pretrained": "moses", "forest": False}
     # ... and the paper's protocol from the paper-shape encoder, everything else the paper's
     for arm in ("gmnet", "chemberta"):
         ref = get_protocol("chemberta3")

@@ -37,15 +37,22 @@ def fit_time_section(results_dir: Path, out_dir: Path) -> Tuple[Optional[str], d
                      str(group[0]["n_train"]),
                      ", ".join(f"{s:.0f}" for s in secs), DASH if target is None else str(target), within,
                      str(group[0]["n_estimators"]), str(group[0]["torch_threads"]), f"{load:.2f}",
-                     f"{hw.get('cpu_model') or hw.get('cpu') or '?'}"])
+                     f"{hw.get('cpu_model') or hw.get('cpu') or '?'}" + (f" ({hw['cpu_isa']})" if hw.get("cpu_isa") else ""),
+                     host(hw)])
         summary[f"{arm}:{name}" + (f":{variant}" if variant else "")] = {
             "fit_seconds": secs, "target_seconds": target, "within": worst <= target if target else None}
     text = md_table(["Arm", "Endpoint", "train molecules", "fit s (per seed)", "target s", "within target",
-                     "members", "threads", "load avg (1 min) before", "CPU"], rows)
+                     "members", "threads", "load avg (1 min) before", "CPU", "host (platform)"], rows)
     return text, summary
 
 
 ENDPOINT_ORDER = {name: i for i, name in enumerate(ENDPOINTS)}
+
+
+def host(hw: dict) -> str:
+    """The platform string without its common tail: machines that share a CPU model name (e.g.
+    "AMD EPYC") can be different hosts, and times from two of them are not comparable."""
+    return str(hw.get("platform") or "?").replace("-x86_64-with-", ", ").replace("Linux-", "")
 
 
 FIT_TIME_INTRO = """\
@@ -55,4 +62,6 @@ best epoch), on the training part of the DeepChem scaffold split, written by
 `python -m benchmarks.fit_time --threads 2` run alone on the machine (the load average before
 each fit shows whether anything else ran: the previous fit's two threads account for about 2).
 The C++ kernels are built before the clock starts. Rows "network alone" are the same fit with
-`forest=False` (`--without-forest`), timed on the same machine to show the forest's share."""
+`forest=False` (`--without-forest`), timed on the same machine to show the forest's share; rows
+"max_epochs=30" are the defaults before recipe round eight (30 epochs). Times compare only
+within one host: the hosts of this project share the CPU name "AMD EPYC" and differ in speed."""
