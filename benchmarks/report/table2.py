@@ -260,7 +260,8 @@ The paper's second result (`tab:pretrain`): both arms pretrained as masked LMs o
 with the same budget, then fine-tuned. Here the corpus is MOSES (1.58M training SMILES, not the
 paper's 10M ZINC), the budget is what a CPU session affords (below), the shape is the library's
 default (d 256, 3 layers, 8 heads) rather than the paper's, and fine-tuning uses the library's
-defaults (`tuned`) with `pretrained="moses"` (`tuned_moses`) and with the warm-start preset
+defaults as they were when these runs were made, 30 epochs (`tuned_e30`; 20 since recipe round
+eight), with `pretrained="moses"` (`tuned_moses`) and with the warm-start preset
 `MOSES_FINE_TUNING` (`tuned_moses_ft`: the same, at the fine-tuning learning rate chosen on the
 valid splits, benchmarks/RECIPE_SEARCH.md). Pretraining: `gmnet-pretrain --shape library`
 (DEVELOPERS.md "Pretraining"); fine-tuning: `python -m benchmarks.sweep --what table1 --protocol
