@@ -20,12 +20,13 @@ def fit_time_section(results_dir: Path, out_dir: Path) -> Tuple[Optional[str], d
             recs.append(rec)
     if not recs:
         return None, {}
-    groups: Dict[Tuple[str, str, str], List[dict]] = defaultdict(list)
+    # One row per host too: the same fit differs between hosts more than between the variants.
+    groups: Dict[Tuple[str, str, str, str], List[dict]] = defaultdict(list)
     for rec in recs:
-        groups[rec["arm"], rec["endpoint"], rec.get("variant") or ""].append(rec)
+        groups[rec["arm"], rec["endpoint"], rec.get("variant") or "", host(rec["hardware"])].append(rec)
     rows, summary = [], {}
-    for (arm, name, variant), group in sorted(groups.items(),
-                                              key=lambda kv: (kv[0][0], ENDPOINT_ORDER.get(kv[0][1], 99), kv[0][2])):
+    for (arm, name, variant, where), group in sorted(groups.items(), key=lambda kv: (
+            kv[0][0], ENDPOINT_ORDER.get(kv[0][1], 99), kv[0][2], -min(r["fit_seconds"] for r in kv[1]))):
         secs = [r["fit_seconds"] for r in group]
         # a variant (e.g. the network alone, timed beside the defaults) is for comparison: no target
         target = None if variant else group[0].get("target_seconds")
@@ -38,8 +39,8 @@ def fit_time_section(results_dir: Path, out_dir: Path) -> Tuple[Optional[str], d
                      ", ".join(f"{s:.0f}" for s in secs), DASH if target is None else str(target), within,
                      str(group[0]["n_estimators"]), str(group[0]["torch_threads"]), f"{load:.2f}",
                      f"{hw.get('cpu_model') or hw.get('cpu') or '?'}" + (f" ({hw['cpu_isa']})" if hw.get("cpu_isa") else ""),
-                     host(hw)])
-        summary[f"{arm}:{name}" + (f":{variant}" if variant else "")] = {
+                     where])
+        summary[f"{arm}:{name}" + (f":{variant}" if variant else "") + f"@{where}"] = {
             "fit_seconds": secs, "target_seconds": target, "within": worst <= target if target else None}
     text = md_table(["Arm", "Endpoint", "train molecules", "fit s (per seed)", "target s", "within target",
                      "members", "threads", "load avg (1 min) before", "CPU", "host (platform)"], rows)
