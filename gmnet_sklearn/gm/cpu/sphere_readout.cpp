@@ -18,7 +18,7 @@
 namespace {
 
 // Token lanes: one register of 16 floats with AVX-512. With AVX2 (16 vector registers, not 32)
-// 16 lanes take two registers each, and small_matmul's CB accumulators spill: on an AVX2 host the
+// 16 lanes take two registers each, and small_matmul's CB accumulators (likely) spill: on an AVX2 host the
 // read-out ran 1.7x slower than the eager one (benchmarks.profile_step), so there it is 8 lanes.
 #if defined(__AVX512F__)
 constexpr int RL = 16;
