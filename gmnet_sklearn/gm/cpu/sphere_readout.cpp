@@ -1,12 +1,12 @@
 // The Phi read-out on CPU: out = sum_b s_b W @ monomials(x_b), per group (head), with its backward.
 //
 // Materialising the (G, n_mono, N) monomials of every branch and reading them back is what made
-// the eager read-out memory-bound. Here each chunk of 16 tokens builds its monomials in L1, fuses
+// the eager read-out memory-bound. Here each chunk of RL tokens (16 or 8) builds its monomials in L1, fuses
 // the branches (s_1 m_1 + s_2 m_2) and multiplies by W while they are hot; only the fused
 // monomials are written out, once, for the weight gradient (a BLAS matmul in torch). The backward
 // rebuilds the branch monomials per chunk and gets d(loss)/d(monomials) = W^T g in L1, then the
 // gradient wrt each branch's unit vectors, d x_v = sum_i e_{i+e_v, v} m_i (W^T g)_{i+e_v}, and
-// wrt its scale. Layout: x (G, k, N), W (G, c, n_mono), out (G, c, N); tokens in 16 SIMD lanes.
+// wrt its scale. Layout: x (G, k, N), W (G, c, n_mono), out (G, c, N); tokens in RL SIMD lanes.
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
 
@@ -17,8 +17,15 @@
 
 namespace {
 
-constexpr int RL = 16;  // token lanes
-constexpr int CB = 8;   // rows per register block of the small matmuls
+// Token lanes: one register of 16 floats with AVX-512. With AVX2 (16 vector registers, not 32)
+// 16 lanes take two registers each, and small_matmul's CB accumulators spill: on an AVX2 host the
+// read-out ran 1.7x slower than the eager one (benchmarks.profile_step), so there it is 8 lanes.
+#if defined(__AVX512F__)
+constexpr int RL = 16;
+#else
+constexpr int RL = 8;
+#endif
+constexpr int CB = 8;  // rows per register block of the small matmuls
 
 using Starts = std::vector<std::vector<int64_t>>;
 
