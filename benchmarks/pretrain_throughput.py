@@ -26,6 +26,7 @@ Writes benchmarks/results/pretrain_throughput_<device>.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -91,6 +92,10 @@ def main(argv=None) -> int:
     p.add_argument("--gmnet-readout", default=None, choices=("reference", "parallel", "cpu", "triton"),
                    help="also time Chem-GMNet with its read-outs on this form (model 'gmnet_<form>_readout', "
                         "through gm.ops.prefer), interleaved with the others")
+    p.add_argument("--readout-backward", nargs="+", default=(), metavar="FORM",
+                   help="also time Chem-GMNet with its Triton read-outs' backward in these forms (models "
+                        "'gmnet_backward_<form>'; gm/ops/sphere_readout/triton.py BACKWARD_FORMS: 'reuse-split' ships, "
+                        "'gather-atomic' is the first kernel), interleaved with the others")
     p.add_argument("--bf16", action="store_true",
                    help="also time both models under bf16 autocast (models 'gmnet_bf16', 'chemberta_bf16'; "
                         "pretrain(precision='bf16')), interleaved with the others")
@@ -131,10 +136,20 @@ def main(argv=None) -> int:
 
     from gmnet_sklearn.gm.cuda_graphs import autocast_context
 
-    # arm -> (read-out forms through gm.ops.prefer, precision)
+    if args.readout_backward:
+        from gmnet_sklearn.gm.ops.sphere_readout.triton import BACKWARD_FORMS
+        from gmnet_sklearn.gm.ops.sphere_readout.triton import backward_form as readout_backward_form
+
+        unknown = sorted(set(args.readout_backward) - set(BACKWARD_FORMS))
+        if unknown:
+            raise SystemExit(f"--readout-backward: unknown form(s) {unknown}; known: {sorted(BACKWARD_FORMS)}")
+
+    # arm -> (read-out forms through gm.ops.prefer, precision[, the Triton read-out's backward form])
     models, arms = {}, {"gmnet": ({}, "float32"), "chemberta": ({}, "float32")}
     if args.gmnet_readout:
         arms[f"gmnet_{args.gmnet_readout}_readout"] = ({"sphere_readout": args.gmnet_readout}, "float32")
+    for form in args.readout_backward:
+        arms[f"gmnet_backward_{form}"] = ({"sphere_readout": "triton"}, "float32", form)
     if args.bf16:
         arms |= {"gmnet_bf16": ({}, "bf16"), "chemberta_bf16": ({}, "bf16")}
     for name in arms:
@@ -147,8 +162,8 @@ def main(argv=None) -> int:
         mlm, opt = models[name]
         inputs, labels, fl, mask = (t.to(args.device) for t in masked[i])
         t0, c0 = time.perf_counter(), time.process_time()
-        ops, precision = arms[name]
-        with prefer(**ops):
+        ops, precision, *backward = arms[name]
+        with prefer(**ops), (readout_backward_form(*backward) if backward else contextlib.nullcontext()):
             with autocast_context(args.device, precision):  # as pretrain(precision=...): the forward only
                 loss, _, _ = masked_lm_loss(mlm, inputs, fl, mask, labels)
             loss.backward()  # inside prefer: an autograd Function's backward was chosen in the forward anyway

@@ -32,7 +32,10 @@ CASES = {  # (k, L, groups, channels, tokens, branches, scales)
     "ffn-wide": (8, 3, 1, 130, 9, 1, False),
     "scaled-one": (6, 2, 2, 17, 33, 1, True),
     "L0": (5, 0, 2, 3, 4, 1, False),
+    "L4": (5, 4, 2, 9, 41, 2, True),  # the largest degree whose factors the backward keeps in registers
+    "L5": (3, 5, 1, 6, 11, 1, False),  # beyond it: the factors gathered per factor
 }
+
 
 
 def n_monomials(k, L):
@@ -51,8 +54,9 @@ def inputs(k, L, G, C, N, nb, scaled, device, seed=0):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("backward", kernels.BACKWARD_FORMS)
 @pytest.mark.parametrize("case", CASES)
-def test_triton_readout_matches_reference_forward_and_backward(case, device):
+def test_triton_readout_matches_reference_forward_and_backward(case, backward, device):
     k, L, G, C, N, nb, scaled = CASES[case]
     leaves = inputs(k, L, G, C, N, nb, scaled, device)
     W, zs, scales = leaves[0], leaves[1 : 1 + nb], (leaves[1 + nb :] or None)
@@ -64,12 +68,27 @@ def test_triton_readout_matches_reference_forward_and_backward(case, device):
     assert out.shape == ref.shape and out.dtype == torch.float32
     g = torch.randn(ref.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     grads_ref = torch.autograd.grad((ref * g).sum(), ref_leaves)
-    grads = torch.autograd.grad((out.double() * g.to(device)).sum(), leaves)
+    with kernels.backward_form(backward):
+        grads = torch.autograd.grad((out.double() * g.to(device)).sum(), leaves)
     rel = lambda a, b: ((a.cpu() - b).norm() / b.norm().clamp_min(1e-30)).item()  # noqa: E731
     assert rel(out.double(), ref) < 1e-5
     for name, a, b in zip(["W"] + [f"z{i}" for i in range(nb)] + [f"s{i}" for i in range(nb if scaled else 0)], grads, grads_ref):
         assert a.dtype == torch.float64  # cast back to the input's dtype
         assert (b.norm() == 0 and a.abs().max() == 0) or rel(a, b) < 1e-5, (name, rel(a, b))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_split_weight_gradient_is_repeatable_and_forms_restore(device):
+    # "split" adds the slices' partial sums in a fixed order: the same bits every time (the
+    # atomic form's order varies on a GPU); backward_form puts the shipped form back after it
+    leaves = inputs(8, 3, 2, 40, 300, 2, True, device)
+    out = sphere_readout(leaves[0].float(), [z.float() for z in leaves[1:3]], [s.float() for s in leaves[3:]], impl="triton")
+    g = torch.randn(out.shape, generator=torch.Generator().manual_seed(3)).to(device)
+    first, second = (torch.autograd.grad(out, leaves[0], g, retain_graph=True)[0] for _ in range(2))
+    assert torch.equal(first, second)
+    with kernels.backward_form("gather-atomic"):
+        assert (kernels.REUSE_FACTORS, kernels.WEIGHT_GRAD) == (False, "atomic")
+    assert (kernels.REUSE_FACTORS, kernels.WEIGHT_GRAD) == kernels.BACKWARD_FORMS["reuse-split"]
 
 
 @pytest.mark.parametrize("device", DEVICES)

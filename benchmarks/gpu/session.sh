@@ -1,25 +1,26 @@
 #!/usr/bin/env bash
 # One device call (the `device` tool's run, `carry: [".gpu"]`, after benchmarks/gpu/prepare.sh):
-# install the carried wheels, then the phases named in PHASES, in order, until SECONDS (counted from
-# the start) when the sweep must end (leave the call's timeout 30 s above). Everything lands under
-# $OUT (at most 8 files come back).
+# install the carried wheels, then the phases named in PHASES until SECONDS (counted from the start)
+# when the sweep must end (leave the call's timeout 30 s above). The phases that time run first,
+# alone on the GPU, in the order below; then the sweep in the background with the time left, and
+# the tests beside it (correctness needs no quiet GPU). Everything lands under $OUT (at most 8 files
+# come back).
 #     [PHASES="sweep tests"] bash benchmarks/gpu/session.sh SECONDS [SWEEP ARGS...]
-# Phases:
-#   sweep     the expensive runs, several at once, in the background until the deadline
-#             (SWEEP ARGS: one benchmarks.sweep command line's options; default: every missing
-#             chemberta3_moses run of Table 2's eight endpoints, both arms)
-#   tests     the CUDA tests (beside the sweep when both are named: correctness needs no quiet GPU)
-#   seeds     one ESOL seed per arm in float32 and bf16 (time and bf16's accuracy effect), alone
-#   compiled  both models' steps under torch.compile, alone (ESOL lengths; its own command, so a
-#             compilation that runs long loses only its own figures)
-#   profile   the kernels of a Chem-GMNet step by time at batch 32 and 1024, alone
+# Phases that time (alone):
+#   seeds     one ESOL seed per arm in float32 and bf16 (time and bf16's accuracy effect)
+#   compiled  both models' steps under torch.compile (ESOL lengths)
 #   remeasure batch 512 and masked-LM pretraining again (their JSON is committed)
 #   tf32      TF32 tensor cores (--matmul-precision high: torch's matmuls and the fused kernels' dots):
 #             masked-LM pretraining at batch 1024 as it ships and under TF32 (the same call, so the two
-#             compare), and one ESOL seed per arm under TF32 (its accuracy effect), alone
-# Timings are taken only by phases that run alone: name sweep with tests, the others in a call of
-# their own (the default plan: `session.sh 530` then at once `PHASES="seeds compiled profile"
-# session.sh <the device time left - 40>`).
+#             compare), and one ESOL seed per arm under TF32 (its accuracy effect)
+#   backward  the Triton read-out's backward forms (gm/ops/sphere_readout/triton.py BACKWARD_FORMS)
+#             interleaved in masked-LM pretraining at batch 1024, in float32 and under TF32
+#   profile   the kernels of a Chem-GMNet step by time at batch 1024 and 32
+# Then:
+#   sweep     the expensive runs, several at once, in the background until the deadline
+#             (SWEEP ARGS: one benchmarks.sweep command line's options; default: every missing
+#             chemberta3_moses run of Table 2's eight endpoints, both arms)
+#   tests     the CUDA tests, beside the sweep
 cd "$(dirname "$0")/../.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .gpu/whl/*.whl || exit 1
 [ -f .gpu/site.tar.xz ] && [ ! -d /tmp/site/rdkit ] && { python3 -c "import tarfile; tarfile.open('.gpu/site.tar.xz').extractall('/tmp/site', filter='data')" \
@@ -31,18 +32,6 @@ PHASES=${PHASES:-sweep tests}
 elapsed() { echo $(( $(date +%s) - T0 )); }
 has() { [[ " $PHASES " == *" $1 "* ]]; }
 left() { echo $(( END - $(elapsed) )); }
-if has sweep; then
-  D=$(left); echo "sweep deadline $D s"
-  python3 -m benchmarks.sweep --device cuda --threads 1 --deadline $D --archive $OUT/runs.tar.gz --log-dir /tmp/sweep_logs \
-      --cuda-graphs ${@:---what table1 --protocol chemberta3_moses --endpoints bace_classification bbbp clintox tox21_sr_p53 esol \
-      lipophilicity bace_regression clearance --workers 12 --step-seconds gmnet=0.05 chemberta=0.025} > $OUT/sweep.log 2>&1 &
-  SWEEP=$!
-fi
-if has tests; then
-  timeout $(( $(left) > 300 ? 300 : $(left) )) python3 -m pytest -q -p no:cacheprovider -rfE -k cuda tests/test_cuda_graphs.py \
-      tests/test_triton.py tests/test_triton_readout.py tests/test_model.py tests/test_estimators.py > $OUT/cuda_tests.log 2>&1
-  echo "tests rc=$? at $(elapsed) s"; tail -3 $OUT/cuda_tests.log
-fi
 if has seeds; then
   timeout 160 python3 -m benchmarks.throughput --device cuda --threads 4 --esol-seed-only --esol-seed gmnet chemberta \
       --esol-seed-bf16 --out $OUT/throughput_cuda_esol_seeds.json >> $OUT/throughput.log 2>&1; echo "ESOL seeds rc=$? at $(elapsed) s"
@@ -68,10 +57,30 @@ if has tf32; then
   timeout 120 python3 -m benchmarks.throughput --device cuda --threads 4 --esol-seed-only --esol-seed gmnet chemberta \
       --matmul-precision high --out $OUT/throughput_cuda_esol_seeds_tf32.json >> $OUT/throughput.log 2>&1; echo "ESOL seeds (TF32) rc=$? at $(elapsed) s"
 fi
+if has backward; then  # the read-out backward's forms side by side ("gmnet" is the shipped form, auto at this batch)
+  for mp in highest high; do
+    timeout 150 python3 -m benchmarks.pretrain_throughput --device cuda --threads 4 --corpus .gpu/moses --n-smiles 20000 \
+        --batch-size 1024 --steps 6 --readout-backward $([ $mp = highest ] && echo reuse-split reuse-atomic gather-split) gather-atomic \
+        --matmul-precision $mp --note "GPU device call, alone" --output $OUT/pretrain_throughput_cuda_backward_$mp.json >> $OUT/throughput.log 2>&1
+    echo "backward forms ($mp) rc=$? at $(elapsed) s"
+  done
+fi
 if has profile; then  # where a step's device time goes (the kernels by time)
   for b in 1024 32; do
     [ "$(left)" -gt 30 ] && timeout 45 python3 -m benchmarks.profile_step --arm gmnet --device cuda --batch-size $b --threads 4 >> $OUT/throughput.log 2>&1
   done; echo "profiles done at $(elapsed) s"
+fi
+if has sweep; then
+  D=$(left); echo "sweep deadline $D s"
+  python3 -m benchmarks.sweep --device cuda --threads 1 --deadline $D --archive $OUT/runs.tar.gz --log-dir /tmp/sweep_logs \
+      --cuda-graphs ${@:---what table1 --protocol chemberta3_moses --endpoints bace_classification bbbp clintox tox21_sr_p53 esol \
+      lipophilicity bace_regression clearance --workers 12 --step-seconds gmnet=0.05 chemberta=0.025} > $OUT/sweep.log 2>&1 &
+  SWEEP=$!
+fi
+if has tests; then
+  timeout $(( $(left) > 300 ? 300 : $(left) )) python3 -m pytest -q -p no:cacheprovider -rfE -k cuda tests/test_cuda_graphs.py \
+      tests/test_triton.py tests/test_triton_readout.py tests/test_model.py tests/test_estimators.py > $OUT/cuda_tests.log 2>&1
+  echo "tests rc=$? at $(elapsed) s"; tail -3 $OUT/cuda_tests.log
 fi
 [ -f $OUT/throughput.log ] && grep -E "mol/s|SMILES/s|esol seed|failed" $OUT/throughput.log
 if [ -n "$SWEEP" ]; then wait $SWEEP; echo "sweep rc=$? at $(elapsed) s"; tail -30 $OUT/sweep.log; fi

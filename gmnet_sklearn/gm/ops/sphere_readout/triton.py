@@ -12,11 +12,17 @@ coordinates (a host-side table lists each monomial's variables, ``k`` standing f
 feeding each chunk straight into `tl.dot` with the matching columns of W. Nothing monomial-wide
 reaches memory.
 
-Backward, one program per (group, token block), channels looped over: per monomial chunk,
-dM = W^T dOut (the gradient of the fused monomials), dW += dOut M^T (float32 atomics across token
-blocks: the only non-deterministic sum), ds_b += sum(dM * M_b), and dx_b via the product rule:
-each factor's coordinate gets dM times the product of the other factors, gathered back onto the
-k coordinates with a one-hot `tl.dot`. The normalisation's backward then runs in registers.
+Backward, two kernels. The input gradients: one program per (group, token block), channels looped
+over; per monomial chunk, dM = W^T dOut (the gradient of the fused monomials), ds_b += sum(dM * M_b),
+and dx_b via the product rule: each factor's coordinate gets dM times the product of the other
+factors, gathered back onto the k coordinates with a one-hot `tl.dot`. For L <= 4 the chunk's L
+factors are gathered once and the "others" are products of registers (the first kernel gathered
+them again for every factor: L + L(L-1) gathers a chunk instead of L, and the backward took 4.4x
+the forward on an H100). The normalisation's backward then runs in registers. The weight gradient
+dW = dOut M^T: one program per (group, channel block, monomial chunk, token slice), summing its
+slice's token blocks in registers; the slices' partial sums are added by torch, so the sum is
+deterministic (``WEIGHT_GRAD = "split"``; ``"atomic"`` is the first form: float32 atomics from every
+token block of the input-gradient kernel, kept to be measured beside it).
 
 Arithmetic is float32 (inputs of other dtypes are cast, gradients cast back) and every `tl.dot`
 asks for IEEE precision unless PyTorch's float32 matmul precision allows TF32, as the DualSKA
@@ -27,6 +33,7 @@ Tile sizes are untimed first choices (a GPU session tunes them).
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from functools import lru_cache
 
 import torch
@@ -37,7 +44,7 @@ from torch.autograd.function import once_differentiable
 from ... import functional as F
 from ...triton import dot_precision
 
-__all__ = ["sphere_readout_triton", "SphereReadoutTriton", "INTERPRETED"]
+__all__ = ["sphere_readout_triton", "SphereReadoutTriton", "INTERPRETED", "BACKWARD_FORMS", "backward_form"]
 
 
 @triton.jit
@@ -51,6 +58,24 @@ def _monomial_chunk(Z, zg, szk, szn, n, nmask, inv, IDX, mm, mmask, k, L: tl.con
             x = tl.load(Z + zg + v[:, None] * szk + n[None, :] * szn, mask=real[:, None] & nmask[None, :], other=0.0)
             out = out * tl.where(real[:, None], x.to(tl.float32) * inv[None, :], 1.0)
     return out
+
+
+@triton.jit
+def _variable(IDX, mm, mmask, k, L: tl.constexpr, j: tl.constexpr):
+    """(MC,): factor j's coordinate of each monomial of the chunk, ``k`` where it has fewer factors."""
+    if j < L:
+        v = tl.load(IDX + mm * L + j, mask=mmask, other=k)
+    else:
+        v = tl.zeros(mm.shape, tl.int32) + k
+    return v
+
+
+@triton.jit
+def _factor(Z, zg, szk, szn, n, nmask, inv, v, k):
+    """(MC, BN): the normalised coordinate v of the tokens n, 1 where v is ``k`` (no factor)."""
+    real = v < k
+    x = tl.load(Z + zg + v[:, None] * szk + n[None, :] * szn, mask=real[:, None] & nmask[None, :], other=0.0)
+    return tl.where(real[:, None], x.to(tl.float32) * inv[None, :], 1.0)
 
 
 @triton.jit
@@ -109,6 +134,40 @@ def _branch_grad(Z, zg, szk, szn, n, nmask, inv, IDX, mm, mmask, k, kk, dM, L: t
 
 
 @triton.jit
+def _branch_factors(Z, zg, szk, szn, n, nmask, inv, IDX, mm, mmask, k, L: tl.constexpr):
+    """The chunk's variables and factors (at most four: L <= 4), each gathered once."""
+    v0 = _variable(IDX, mm, mmask, k, L, 0)
+    v1 = _variable(IDX, mm, mmask, k, L, 1)
+    v2 = _variable(IDX, mm, mmask, k, L, 2)
+    v3 = _variable(IDX, mm, mmask, k, L, 3)
+    f0 = _factor(Z, zg, szk, szn, n, nmask, inv, v0, k)
+    f1 = _factor(Z, zg, szk, szn, n, nmask, inv, v1, k)
+    f2 = _factor(Z, zg, szk, szn, n, nmask, inv, v2, k)
+    f3 = _factor(Z, zg, szk, szn, n, nmask, inv, v3, k)
+    return v0, v1, v2, v3, f0, f1, f2, f3
+
+
+@triton.jit
+def _onehot_grad(v, others, dM, kk, k, DOT: tl.constexpr):
+    contrib = tl.where((v < k)[:, None], dM * others, 0.0)
+    onehot = (kk[:, None] == v[None, :]).to(tl.float32)  # (KP, MC)
+    return tl.dot(onehot, contrib, input_precision=DOT)
+
+
+@triton.jit
+def _branch_grad_factors(v0, v1, v2, v3, f0, f1, f2, f3, dM, kk, k, L: tl.constexpr, DOT: tl.constexpr):
+    """`_branch_grad` from factors already in registers: the product of the others is f_i f_j f_l."""
+    dx = _onehot_grad(v0, f1 * f2 * f3, dM, kk, k, DOT)
+    if L > 1:
+        dx += _onehot_grad(v1, f0 * f2 * f3, dM, kk, k, DOT)
+    if L > 2:
+        dx += _onehot_grad(v2, f0 * f1 * f3, dM, kk, k, DOT)
+    if L > 3:
+        dx += _onehot_grad(v3, f0 * f1 * f2, dM, kk, k, DOT)
+    return dx
+
+
+@triton.jit
 def _normalise_backward(dx, z, r, inv, eps):
     """Through x = z / max(|z|, eps): the tangential part over |z|, or dx / eps where clamped."""
     x = z * inv[None, :]
@@ -120,7 +179,9 @@ def _normalise_backward(dx, z, r, inv, eps):
 def _readout_bwd_kernel(W, Z0, Z1, S, IDX, DOUT, DW, DZ0, DZ1, DS, N, C, NM, k, eps,
                         swg, swc, swm, s0g, s0k, s0n, s1g, s1k, s1n, sdg, sdc, sdn,
                         NB: tl.constexpr, HAS_SCALE: tl.constexpr, L: tl.constexpr, KP: tl.constexpr,
-                        CB: tl.constexpr, MC: tl.constexpr, BN: tl.constexpr, DOT: tl.constexpr):
+                        CB: tl.constexpr, MC: tl.constexpr, BN: tl.constexpr, DOT: tl.constexpr,
+                        REUSE: tl.constexpr, DW_ATOMIC: tl.constexpr):
+    """dz (and ds) of one (group, token block); dW too, by atomics, when DW_ATOMIC."""
     g = tl.program_id(0)
     n = tl.program_id(1) * BN + tl.arange(0, BN)
     nmask = n < N
@@ -138,11 +199,14 @@ def _readout_bwd_kernel(W, Z0, Z1, S, IDX, DOUT, DW, DZ0, DZ1, DS, N, C, NM, k, 
     for m0 in range(0, NM, MC):
         mm = m0 + tl.arange(0, MC)
         mmask = mm < NM
-        M0 = _monomial_chunk(Z0, g * s0g, s0k, s0n, n, nmask, inv0, IDX, mm, mmask, k, L, -1)
-        M = sc0 * M0
-        if NB == 2:
-            M1 = _monomial_chunk(Z1, g * s1g, s1k, s1n, n, nmask, inv1, IDX, mm, mmask, k, L, -1)
-            M += sc1 * M1
+        M0 = tl.zeros((MC, BN), tl.float32)
+        M1 = M0
+        if DW_ATOMIC:  # dW needs the fused monomials inside the channel loop: built first (the first kernel's order)
+            M0 = _monomial_chunk(Z0, g * s0g, s0k, s0n, n, nmask, inv0, IDX, mm, mmask, k, L, -1)
+            M = sc0 * M0
+            if NB == 2:
+                M1 = _monomial_chunk(Z1, g * s1g, s1k, s1n, n, nmask, inv1, IDX, mm, mmask, k, L, -1)
+                M += sc1 * M1
         dM = tl.zeros((MC, BN), tl.float32)
         for c0 in range(0, C, CB):
             cc = c0 + tl.arange(0, CB)
@@ -152,13 +216,29 @@ def _readout_bwd_kernel(W, Z0, Z1, S, IDX, DOUT, DW, DZ0, DZ1, DS, N, C, NM, k, 
             w = tl.load(W + g * swg + cc[:, None] * swc + mm[None, :] * swm,
                         mask=cmask[:, None] & mmask[None, :], other=0.0).to(tl.float32)
             dM += tl.dot(tl.trans(w), dout, input_precision=DOT)
-            dw = tl.dot(dout, tl.trans(M), input_precision=DOT)  # (CB, MC)
-            tl.atomic_add(DW + (g * C + cc[:, None]) * NM + mm[None, :], dw, mask=cmask[:, None] & mmask[None, :])
-        ds0 += dM * M0
-        dx0 += sc0 * _branch_grad(Z0, g * s0g, s0k, s0n, n, nmask, inv0, IDX, mm, mmask, k, kk, dM, L, DOT)
+            if DW_ATOMIC:
+                dw = tl.dot(dout, tl.trans(M), input_precision=DOT)  # (CB, MC)
+                tl.atomic_add(DW + (g * C + cc[:, None]) * NM + mm[None, :], dw, mask=cmask[:, None] & mmask[None, :])
+        # then one branch at a time (fewer tiles live at once: the factors of one branch)
+        if REUSE:
+            a0, a1, a2, a3, e0, e1, e2, e3 = _branch_factors(Z0, g * s0g, s0k, s0n, n, nmask, inv0, IDX, mm, mmask, k, L)
+            ds0 += dM * (e0 * e1 * e2 * e3)
+            dx0 += sc0 * _branch_grad_factors(a0, a1, a2, a3, e0, e1, e2, e3, dM, kk, k, L, DOT)
+        else:
+            if not DW_ATOMIC:
+                M0 = _monomial_chunk(Z0, g * s0g, s0k, s0n, n, nmask, inv0, IDX, mm, mmask, k, L, -1)
+            ds0 += dM * M0
+            dx0 += sc0 * _branch_grad(Z0, g * s0g, s0k, s0n, n, nmask, inv0, IDX, mm, mmask, k, kk, dM, L, DOT)
         if NB == 2:
-            ds1 += dM * M1
-            dx1 += sc1 * _branch_grad(Z1, g * s1g, s1k, s1n, n, nmask, inv1, IDX, mm, mmask, k, kk, dM, L, DOT)
+            if REUSE:
+                b0, b1, b2, b3, h0, h1, h2, h3 = _branch_factors(Z1, g * s1g, s1k, s1n, n, nmask, inv1, IDX, mm, mmask, k, L)
+                ds1 += dM * (h0 * h1 * h2 * h3)
+                dx1 += sc1 * _branch_grad_factors(b0, b1, b2, b3, h0, h1, h2, h3, dM, kk, k, L, DOT)
+            else:
+                if not DW_ATOMIC:
+                    M1 = _monomial_chunk(Z1, g * s1g, s1k, s1n, n, nmask, inv1, IDX, mm, mmask, k, L, -1)
+                ds1 += dM * M1
+                dx1 += sc1 * _branch_grad(Z1, g * s1g, s1k, s1n, n, nmask, inv1, IDX, mm, mmask, k, kk, dM, L, DOT)
     zmask = (kk < k)[:, None] & nmask[None, :]
     tl.store(DZ0 + (g * k + kk[:, None]) * N + n[None, :], _normalise_backward(dx0, z0, r0, inv0, eps), mask=zmask)
     if HAS_SCALE:
@@ -167,6 +247,38 @@ def _readout_bwd_kernel(W, Z0, Z1, S, IDX, DOUT, DW, DZ0, DZ1, DS, N, C, NM, k, 
         tl.store(DZ1 + (g * k + kk[:, None]) * N + n[None, :], _normalise_backward(dx1, z1, r1, inv1, eps), mask=zmask)
         if HAS_SCALE:
             tl.atomic_add(DS + g * NB + 1, tl.sum(ds1))
+
+
+@triton.jit
+def _readout_bwd_weight_kernel(Z0, Z1, S, IDX, DOUT, PART, N, C, NM, k, eps, TPS, NMB,
+                               s0g, s0k, s0n, s1g, s1k, s1n, sdg, sdc, sdn,
+                               NB: tl.constexpr, L: tl.constexpr, KP: tl.constexpr,
+                               CB: tl.constexpr, MC: tl.constexpr, BN: tl.constexpr, DOT: tl.constexpr):
+    """PART[slice, g, c, m] = sum over the slice's tokens of dOut[g, c, n] M[g, m, n]: one program per
+    (group, channel block x monomial chunk, token slice of TPS tokens)."""
+    g = tl.program_id(0)
+    cc = (tl.program_id(1) // NMB) * CB + tl.arange(0, CB)
+    mm = (tl.program_id(1) % NMB) * MC + tl.arange(0, MC)
+    sl = tl.program_id(2)
+    cmask, mmask = cc < C, mm < NM
+    kk = tl.arange(0, KP)
+    sc0 = _scale(S, g, NB, 0)
+    sc1 = _scale(S, g, NB, NB - 1)
+    stop = tl.minimum(N, (sl + 1) * TPS)
+    acc = tl.zeros((CB, MC), tl.float32)
+    for n0 in range(sl * TPS, stop, BN):
+        n = n0 + tl.arange(0, BN)
+        nmask = n < stop
+        _, _, inv0 = _inverse_norms(Z0, g * s0g, s0k, s0n, kk, n, nmask, k, eps)
+        M = sc0 * _monomial_chunk(Z0, g * s0g, s0k, s0n, n, nmask, inv0, IDX, mm, mmask, k, L, -1)
+        if NB == 2:
+            _, _, inv1 = _inverse_norms(Z1, g * s1g, s1k, s1n, kk, n, nmask, k, eps)
+            M += sc1 * _monomial_chunk(Z1, g * s1g, s1k, s1n, n, nmask, inv1, IDX, mm, mmask, k, L, -1)
+        dout = tl.load(DOUT + g * sdg + cc[:, None] * sdc + n[None, :] * sdn,
+                       mask=cmask[:, None] & nmask[None, :], other=0.0).to(tl.float32)
+        acc += tl.dot(dout, tl.trans(M), input_precision=DOT)
+    tl.store(PART + ((sl * tl.num_programs(0) + g) * C + cc[:, None]) * NM + mm[None, :], acc,
+             mask=cmask[:, None] & mmask[None, :])
 
 
 @lru_cache(maxsize=None)
@@ -197,6 +309,39 @@ def _variables(k: int, L: int, device: torch.device) -> torch.Tensor:
 INTERPRETED = type(_readout_fwd_kernel).__name__ == "InterpretedFunction"
 
 MC, BN = 32, 32
+
+# The backward's forms (module docstring), set here to measure one beside the other
+# (benchmarks/readout_kernels.py): the factors gathered once (L <= 4; else gathered per factor as
+# the first kernel did), and the weight gradient from its own kernel ("split") or by atomics.
+REUSE_FACTORS = True
+WEIGHT_GRAD = "split"
+BACKWARD_FORMS = {"reuse-split": (True, "split"), "reuse-atomic": (True, "atomic"),
+                  "gather-split": (False, "split"), "gather-atomic": (False, "atomic")}  # the shipped one first
+
+
+@contextmanager
+def backward_form(name: str):
+    """Backwards run inside take the form ``name`` of BACKWARD_FORMS ("gather-atomic": the first kernel)."""
+    global REUSE_FACTORS, WEIGHT_GRAD
+    before = REUSE_FACTORS, WEIGHT_GRAD
+    REUSE_FACTORS, WEIGHT_GRAD = BACKWARD_FORMS[name]
+    try:
+        yield
+    finally:
+        REUSE_FACTORS, WEIGHT_GRAD = before
+# Programs the weight kernel aims for (its token slices are cut to reach them): a few per SM.
+WEIGHT_PROGRAMS_PER_SM = 4
+
+
+def _token_slices(G: int, programs: int, N: int, device: torch.device) -> int:
+    """How many token slices the weight kernel cuts N into: enough programs to fill the device,
+    each slice at least a few token blocks (under the interpreter: every block its own slice, so
+    tests with small N still sum several partials)."""
+    blocks = triton.cdiv(N, BN)
+    if INTERPRETED or device.type != "cuda":
+        return blocks
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    return max(1, min(triton.cdiv(blocks, 4), triton.cdiv(WEIGHT_PROGRAMS_PER_SM * sms, G * programs)))
 
 
 def _blocks(C: int) -> int:
@@ -242,14 +387,31 @@ class SphereReadoutTriton(torch.autograd.Function):
         G, C, NM = w32.shape
         k, N = z32[0].shape[1], z32[0].shape[2]
         dout = grad.to(torch.float32)
-        dw = torch.zeros(G, C, NM, dtype=torch.float32, device=w32.device)  # contiguous: the kernel indexes it so
+        atomic = WEIGHT_GRAD == "atomic"
+        if WEIGHT_GRAD not in ("split", "atomic"):
+            raise ValueError(f"WEIGHT_GRAD is 'split' or 'atomic', got {WEIGHT_GRAD!r}")
         dz = [torch.empty(G, k, N, dtype=torch.float32, device=w32.device) for _ in range(nb)]
         ds = torch.zeros(G, nb, dtype=torch.float32, device=w32.device)
+        # contiguous (G, C, NM): the kernels index it so
+        dw = torch.zeros(G, C, NM, dtype=torch.float32, device=w32.device) if atomic or not G * C * N else None
         if G * C * N:
             _readout_bwd_kernel[(G, triton.cdiv(N, BN))](
-                w32, z32[0], z1, s, table, dout, dw, dz[0], dz[-1], ds, N, C, NM, k, eps,
+                w32, z32[0], z1, s, table, dout, dw if atomic else dz[0], dz[0], dz[-1], ds, N, C, NM, k, eps,
                 *w32.stride(), *z32[0].stride(), *z1.stride(), *dout.stride(),
-                NB=nb, HAS_SCALE=has_scale, L=L, KP=KP, CB=CB, MC=MC, BN=BN, DOT=dot)
+                NB=nb, HAS_SCALE=has_scale, L=L, KP=KP, CB=CB, MC=MC, BN=BN, DOT=dot,
+                REUSE=REUSE_FACTORS and L <= 4, DW_ATOMIC=atomic)
+            if not atomic:
+                nmb = triton.cdiv(NM, MC)
+                programs = triton.cdiv(C, CB) * nmb
+                slices = _token_slices(G, programs, N, w32.device)
+                tps = triton.cdiv(triton.cdiv(N, slices), BN) * BN
+                slices = triton.cdiv(N, tps)
+                part = torch.empty(slices, G, C, NM, dtype=torch.float32, device=w32.device)
+                _readout_bwd_weight_kernel[(G, programs, slices)](
+                    z32[0], z1, s, table, dout, part, N, C, NM, k, eps, tps, nmb,
+                    *z32[0].stride(), *z1.stride(), *dout.stride(),
+                    NB=nb, L=L, KP=KP, CB=CB, MC=MC, BN=BN, DOT=dot)
+                dw = part.sum(0)  # the slices' partial sums, added in a fixed order
         g_scales = [ds[:, b].to(s_dtypes[b]) for b in range(nb)] if has_scale else [None] * nb
         return (None, None, dw.to(w_dtype), *[d.to(t) for d, t in zip(dz, z_dtypes)], *g_scales)
 
