@@ -15,7 +15,7 @@
 #             compare), and one ESOL seed per arm under TF32 (its accuracy effect)
 #   backward  the Triton read-out's backward forms (gm/ops/sphere_readout/triton.py BACKWARD_FORMS)
 #             interleaved in masked-LM pretraining at batch 1024, in float32 and under TF32
-#   profile   the kernels of a Chem-GMNet step by time at batch 1024 and 32
+#   profile   the kernels of a Chem-GMNet step by time at batch 1024 and 32 (PROFILE_BATCHES)
 # Then:
 #   sweep     the expensive runs, several at once, in the background until the deadline
 #             (SWEEP ARGS: one benchmarks.sweep command line's options; default: every missing
@@ -59,14 +59,14 @@ if has tf32; then
 fi
 if has backward; then  # the read-out backward's forms side by side ("gmnet" is the shipped form, auto at this batch)
   for mp in highest high; do
-    timeout 150 python3 -m benchmarks.pretrain_throughput --device cuda --threads 4 --corpus .gpu/moses --n-smiles 20000 \
+    timeout 120 python3 -m benchmarks.pretrain_throughput --device cuda --threads 4 --corpus .gpu/moses --n-smiles 20000 \
         --batch-size 1024 --steps 6 --readout-backward $([ $mp = highest ] && echo reuse-split reuse-atomic gather-split) gather-atomic \
         --matmul-precision $mp --note "GPU device call, alone" --output $OUT/pretrain_throughput_cuda_backward_$mp.json >> $OUT/throughput.log 2>&1
     echo "backward forms ($mp) rc=$? at $(elapsed) s"
   done
 fi
 if has profile; then  # where a step's device time goes (the kernels by time)
-  for b in 1024 32; do
+  for b in ${PROFILE_BATCHES:-1024 32}; do
     [ "$(left)" -gt 30 ] && timeout 45 python3 -m benchmarks.profile_step --arm gmnet --device cuda --batch-size $b --threads 4 >> $OUT/throughput.log 2>&1
   done; echo "profiles done at $(elapsed) s"
 fi
