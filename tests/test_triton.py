@@ -232,8 +232,13 @@ def test_tf32_when_torch_allows_it_for_its_own_matmuls(device):
         (y_ref, cv_ref), ref_leaves = reference(leaves, mask, 3, False)
         got = grads((y, cv), (torch.ones_like(y), torch.ones_like(cv)), leaves)
         want = grads((y_ref, cv_ref), (torch.ones_like(y_ref), torch.ones_like(cv_ref)), ref_leaves)
+        # TF32 rounds each dot's inputs to 11 significant bits (unit roundoff 2^-11, about 5e-4), and the
+        # forward and backward chain several dots (scores, exp, weighted sums, their gradients). The first
+        # compiled run (H100, benchmarks/results/cuda_tests_h100_59277fe.log) measured 5.3e-3 on one of
+        # these tensors against a first, untried bound of 5e-3: 1e-2 is about 20 unit roundoffs, and a
+        # wrong dot (a mis-set precision or a bug) is far above it.
         for a, b in zip((y, cv, *got), (y_ref, cv_ref, *want)):
             b = b.detach().double().cpu()
-            assert ((a.detach().double().cpu() - b).norm() / b.norm().clamp_min(1e-30)).item() < 5e-3
+            assert ((a.detach().double().cpu() - b).norm() / b.norm().clamp_min(1e-30)).item() < 1e-2
     finally:
         torch.set_float32_matmul_precision(before)
