@@ -404,37 +404,37 @@ def training_curves(est) -> Dict[str, object]:
 # ------------------------------------------------------------------------------------------
 # Environment
 # ------------------------------------------------------------------------------------------
-def _cpu_model() -> str:
+def cpu_info() -> Dict[str, object]:
+    """The CPU as records name it: ``model`` (its model name), ``isa`` (the widest x86 vector
+    extension it offers: hosts that report the same model name, e.g. "AMD EPYC", can differ in it,
+    and so in speed, since the C++ kernels build with -march=native) and ``flags``. One reading of
+    /proc/cpuinfo for every benchmark; the library keys its kernel builds on the flags itself
+    (`gm/cpu._cpu_tag`: it cannot import the harness)."""
+    model, flags = None, []
     try:
         with open("/proc/cpuinfo") as fh:
             for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                key = line.split(":", 1)[0].strip().lower()
+                if key == "model name" and model is None:
+                    model = line.split(":", 1)[1].strip()
+                elif key == "flags" and not flags:
+                    flags = line.split(":", 1)[1].split()
+                if model is not None and flags:
+                    break
     except OSError:
         pass
-    return platform.processor() or platform.machine()
-
-
-def _cpu_isa() -> Optional[str]:
-    """The widest x86 vector extension the CPU offers: hosts that report the same model name (e.g.
-    "AMD EPYC") can differ in it, and so in speed (the C++ kernels build with -march=native)."""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            flags = next((line.split(":", 1)[1].split() for line in fh if line.lower().startswith("flags")), [])
-    except OSError:
-        return None
-    for flag, name in (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX"), ("sse4_2", "SSE4.2")):
-        if flag in flags:
-            return name
-    return None
+    isa = next((name for flag, name in (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX"), ("sse4_2", "SSE4.2"))
+                if flag in flags), None)
+    return {"model": model or platform.processor() or platform.machine(), "isa": isa, "flags": flags}
 
 
 def hardware_info(device: str) -> Dict[str, object]:
     import torch
 
+    cpu = cpu_info()
     info: Dict[str, object] = {
-        "cpu_model": _cpu_model(),
-        "cpu_isa": _cpu_isa(),
+        "cpu_model": cpu["model"],
+        "cpu_isa": cpu["isa"],
         "cpu_count": os.cpu_count(),
         "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "torch_threads": torch.get_num_threads(),

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ._common import _cpu_isa, add_matmul_precision_argument, apply_matmul_precision, git_info, gmnet_path
+from ._common import add_matmul_precision_argument, apply_matmul_precision, cpu_info, git_info, gmnet_path
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DATASETS = {"esol": "esol", "lipophilicity": "lipophilicity"}
@@ -51,14 +51,9 @@ DATASETS = {"esol": "esol", "lipophilicity": "lipophilicity"}
 def hardware(device: str) -> dict:
     info = {"platform": platform.platform(), "python": platform.python_version(), "torch": torch.__version__,
             "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads()}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                info["cpu"] = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        info["cpu"] = platform.processor()
-    info["cpu_isa"] = _cpu_isa()  # hosts named alike differ in it, and in speed (the C++ kernels' build)
+    cpu = cpu_info()
+    info["cpu"] = cpu["model"]
+    info["cpu_isa"] = cpu["isa"]  # hosts named alike differ in it, and in speed (the C++ kernels' build)
     if device.startswith("cuda"):
         info["gpu"] = torch.cuda.get_device_name(0)
     # other jobs on the machine slow every arm alike (the rounds interleave), but the absolute figures with them
