@@ -160,3 +160,46 @@ def test_triton_readout_under_tf32_stays_near_the_reference(device):
             assert rel(a, b) < 5e-3
     finally:
         torch.set_float32_matmul_precision(before)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("settings", [{"BN": 64, "MC": 16}, {"BN": 16, "MC": 64, "CB_MAX": 16, "WEIGHT_PROGRAMS_PER_SM": 1}])
+def test_other_tiles_compute_the_same(settings, device):
+    # `tiles` (what benchmarks/readout_tiles.py measures) changes how the work is cut, not the result
+    k, L, G, C, N, nb, scaled = CASES["attention"]
+    leaves = inputs(k, L, G, C, N, nb, scaled, device)
+    f32 = [t.detach().float().requires_grad_(True) for t in leaves]
+
+    def run():
+        out = sphere_readout(f32[0], f32[1:1 + nb], f32[1 + nb:], impl="triton")
+        return [out.detach(), *torch.autograd.grad(out.square().sum(), f32)]
+
+    shipped = run()
+    with kernels.tiles(**settings):
+        other = run()
+    assert (kernels.MC, kernels.BN, kernels.CB_MAX) == (32, 32, 128)
+    for a, b in zip(other, shipped):
+        assert ((a - b).norm() / b.norm()).item() < 1e-5
+    with pytest.raises(ValueError, match="unknown tile settings"):
+        with kernels.tiles(TILE=1):
+            pass
+
+
+@pytest.mark.slow  # the interpreter runs a whole model's read-outs: about a minute alone
+@pytest.mark.skipif(not kernels.INTERPRETED, reason="checked under the interpreter (on a GPU it is a timing)")
+def test_readout_tiles_benchmark_records_the_models_calls_and_checks_each_setting(tmp_path):
+    # benchmarks/readout_tiles.py: the model's read-out calls, each tile setting against the shipped one
+    import json
+
+    from benchmarks import readout_tiles
+
+    out = tmp_path / "tiles.json"
+    readout_tiles.main(["--device", "cpu", "--shape", "library", "--tokens", "40", "--reps", "1",
+                        "--axes", '{"BN": [64], "MC": [16]}', "--output", str(out)])
+    result = json.loads(out.read_text())
+    calls = {tuple(c["call"][:5]): c["count"] for c in result["calls_per_step"]}
+    assert calls == {(1, 256, 165, 8, 1): 4, (8, 32, 165, 8, 2): 3}  # SH-FFN/embedding read-outs, attention's
+    assert [r["settings"]["BN"] for r in result["rows"]] == [32, 64, 32]
+    for row in result["rows"][1:]:
+        assert all(c["max_relative_difference"] < 1e-5 for c in row["calls"])
+    assert (kernels.MC, kernels.BN) == (32, 32)  # the tiles are back

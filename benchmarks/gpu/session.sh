@@ -15,6 +15,7 @@
 #             compare), and one ESOL seed per arm under TF32 (its accuracy effect)
 #   backward  the Triton read-out's backward forms (gm/ops/sphere_readout/triton.py BACKWARD_FORMS)
 #             interleaved in masked-LM pretraining at batch 1024, in float32 and under TF32
+#   tiles     the Triton read-out's tile settings, one at a time and combined (benchmarks.readout_tiles)
 #   profile   the kernels of a Chem-GMNet step by time at batch 1024 and 32 (PROFILE_BATCHES)
 # Then:
 #   sweep     the expensive runs, several at once, in the background until the deadline
@@ -65,6 +66,10 @@ if has backward; then  # the read-out backward's forms side by side ("gmnet" is 
     echo "backward forms ($mp) rc=$? at $(elapsed) s"
   done
 fi
+if has tiles; then
+  timeout 180 python3 -m benchmarks.readout_tiles --device cuda --note "GPU device call, alone" \
+      --output $OUT/readout_tiles_cuda.json >> $OUT/throughput.log 2>&1; echo "tiles rc=$? at $(elapsed) s"
+fi
 if has profile; then  # where a step's device time goes (the kernels by time)
   for b in ${PROFILE_BATCHES:-1024 32}; do
     [ "$(left)" -gt 30 ] && timeout 45 python3 -m benchmarks.profile_step --arm gmnet --device cuda --batch-size $b --threads 4 >> $OUT/throughput.log 2>&1
@@ -82,5 +87,5 @@ if has tests; then
       tests/test_triton.py tests/test_triton_readout.py tests/test_model.py tests/test_estimators.py > $OUT/cuda_tests.log 2>&1
   echo "tests rc=$? at $(elapsed) s"; tail -3 $OUT/cuda_tests.log
 fi
-[ -f $OUT/throughput.log ] && grep -E "mol/s|SMILES/s|esol seed|failed" $OUT/throughput.log
+[ -f $OUT/throughput.log ] && grep -E "mol/s|SMILES/s|esol seed|failed|fastest" $OUT/throughput.log
 if [ -n "$SWEEP" ]; then wait $SWEEP; echo "sweep rc=$? at $(elapsed) s"; tail -30 $OUT/sweep.log; fi

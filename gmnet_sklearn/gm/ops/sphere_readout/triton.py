@@ -28,7 +28,7 @@ Arithmetic is float32 (inputs of other dtypes are cast, gradients cast back) and
 asks for IEEE precision unless PyTorch's float32 matmul precision allows TF32, as the DualSKA
 kernel does. Reference: `naive.py` (the tests compare forward and backward, odd sizes, zero
 vectors, one and two branches, with and without scales).
-Tile sizes are untimed first choices (a GPU session tunes them).
+Tile sizes are untimed first choices (`tiles`; benchmarks/readout_tiles.py measures others on a GPU).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from torch.autograd.function import once_differentiable
 from ... import functional as F
 from ...triton import dot_precision
 
-__all__ = ["sphere_readout_triton", "SphereReadoutTriton", "INTERPRETED", "BACKWARD_FORMS", "backward_form"]
+__all__ = ["sphere_readout_triton", "SphereReadoutTriton", "INTERPRETED", "BACKWARD_FORMS", "backward_form", "tiles"]
 
 
 @triton.jit
@@ -308,11 +308,37 @@ def _variables(k: int, L: int, device: torch.device) -> torch.Tensor:
 # triton.jit reads TRITON_INTERPRET when the kernels above are defined: this says which they are.
 INTERPRETED = type(_readout_fwd_kernel).__name__ == "InterpretedFunction"
 
+# Tiles: monomials per chunk, tokens per block, most channels per block, warps per program (None:
+# Triton's default), and the programs per SM the weight kernel's token slices aim for. Read at
+# each launch, so `tiles` can set them for a measurement (benchmarks/readout_tiles.py on a GPU).
 MC, BN = 32, 32
+CB_MAX = 128
+NUM_WARPS = None
+WEIGHT_PROGRAMS_PER_SM = 4
+TILE_SETTINGS = ("MC", "BN", "CB_MAX", "NUM_WARPS", "WEIGHT_PROGRAMS_PER_SM")
+
+
+@contextmanager
+def tiles(**settings):
+    """Kernels launched inside use these tile settings (names in TILE_SETTINGS)."""
+    unknown = set(settings) - set(TILE_SETTINGS)
+    if unknown:
+        raise ValueError(f"unknown tile settings {sorted(unknown)}; known: {TILE_SETTINGS}")
+    before = {name: globals()[name] for name in settings}
+    globals().update(settings)
+    try:
+        yield
+    finally:
+        globals().update(before)
+
+
+def _launch_options() -> dict:
+    return {} if NUM_WARPS is None else {"num_warps": NUM_WARPS}
 
 # The backward's forms (module docstring), set here to measure one beside the other
-# (benchmarks/readout_kernels.py): the factors gathered once (L <= 4; else gathered per factor as
-# the first kernel did), and the weight gradient from its own kernel ("split") or by atomics.
+# (benchmarks.pretrain_throughput --readout-backward): the factors gathered once (L <= 4; else
+# gathered per factor as the first kernel did), and the weight gradient from its own kernel
+# ("split") or by atomics.
 REUSE_FACTORS = True
 WEIGHT_GRAD = "split"
 BACKWARD_FORMS = {"reuse-split": (True, "split"), "reuse-atomic": (True, "atomic"),
@@ -329,8 +355,6 @@ def backward_form(name: str):
         yield
     finally:
         REUSE_FACTORS, WEIGHT_GRAD = before
-# Programs the weight kernel aims for (its token slices are cut to reach them): a few per SM.
-WEIGHT_PROGRAMS_PER_SM = 4
 
 
 def _token_slices(G: int, programs: int, N: int, device: torch.device) -> int:
@@ -345,7 +369,7 @@ def _token_slices(G: int, programs: int, N: int, device: torch.device) -> int:
 
 
 def _blocks(C: int) -> int:
-    return min(128, max(16, triton.next_power_of_2(C)))
+    return min(CB_MAX, max(16, triton.next_power_of_2(C)))
 
 
 class SphereReadoutTriton(torch.autograd.Function):
@@ -371,7 +395,7 @@ class SphereReadoutTriton(torch.autograd.Function):
             grid = (G, triton.cdiv(N, BN), triton.cdiv(C, CB))
             _readout_fwd_kernel[grid](w32, z32[0], z1, s, table, out, N, C, NM, k, eps,
                               *w32.stride(), *z32[0].stride(), *z1.stride(), *out.stride(),
-                              NB=nb, L=L, KP=KP, CB=CB, MC=MC, BN=BN, DOT=dot)
+                              NB=nb, L=L, KP=KP, CB=CB, MC=MC, BN=BN, DOT=dot, **_launch_options())
         ctx.save_for_backward(w32, *z32, s, table)
         ctx.meta = (L, eps, nb, has_scale, KP, CB, weight.dtype, [z.dtype for z in zs],
                     [t.dtype for t in scales] if has_scale else None, dot)
@@ -399,7 +423,7 @@ class SphereReadoutTriton(torch.autograd.Function):
                 w32, z32[0], z1, s, table, dout, dw if atomic else dz[0], dz[0], dz[-1], ds, N, C, NM, k, eps,
                 *w32.stride(), *z32[0].stride(), *z1.stride(), *dout.stride(),
                 NB=nb, HAS_SCALE=has_scale, L=L, KP=KP, CB=CB, MC=MC, BN=BN, DOT=dot,
-                REUSE=REUSE_FACTORS and L <= 4, DW_ATOMIC=atomic)
+                REUSE=REUSE_FACTORS and L <= 4, DW_ATOMIC=atomic, **_launch_options())
             if not atomic:
                 nmb = triton.cdiv(NM, MC)
                 programs = triton.cdiv(C, CB) * nmb
@@ -410,7 +434,7 @@ class SphereReadoutTriton(torch.autograd.Function):
                 _readout_bwd_weight_kernel[(G, programs, slices)](
                     z32[0], z1, s, table, dout, part, N, C, NM, k, eps, tps, nmb,
                     *z32[0].stride(), *z1.stride(), *dout.stride(),
-                    NB=nb, L=L, KP=KP, CB=CB, MC=MC, BN=BN, DOT=dot)
+                    NB=nb, L=L, KP=KP, CB=CB, MC=MC, BN=BN, DOT=dot, **_launch_options())
                 dw = part.sum(0)  # the slices' partial sums, added in a fixed order
         g_scales = [ds[:, b].to(s_dtypes[b]) for b in range(nb)] if has_scale else [None] * nb
         return (None, None, dw.to(w_dtype), *[d.to(t) for d, t in zip(dz, z_dtypes)], *g_scales)
