@@ -19,7 +19,7 @@ python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --
 tmp=$(mktemp -d); (cd "$tmp" && unzip -q "$OLDPWD"/.gpu/whl/rdkit-*.whl && rm -rf rdkit/Contrib \
     && find . -name '*.so*' -exec strip --strip-unneeded {} + && tar cf - . | xz -9 -T2 > "$OLDPWD/.gpu/site.tar.xz")
 rm -rf "$tmp" .gpu/whl/rdkit-*.whl
-files=${*:-delaney-processed.csv Lipophilicity.csv HIV.csv bace.csv BBBP.csv clintox.csv.gz tox21.csv clearance.csv}
+files=${*:-delaney-processed.csv freesolv.csv Lipophilicity.csv HIV.csv bace.csv BBBP.csv clintox.csv.gz sider.csv.gz tox21.csv clearance.csv}
 for f in $files; do
   case $f in *.gz) cp "$SHARED/data/moleculenet/$f" .gpu/data/ ;; *) gzip -9c "$SHARED/data/moleculenet/$f" > ".gpu/data/$f.gz" ;; esac
 done
