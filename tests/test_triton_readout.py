@@ -1,7 +1,8 @@
 """The fused Triton read-out kernels (gm/ops/sphere_readout/triton.py) against the float64
 reference, forward and backward: one and two branches, with and without scales, odd token and
 channel counts (a channel count above one tile, as the SH-FFN has), zero vectors (the clamped
-norm), L = 0 to 3, and inside the whole model.
+norm), L = 0 to 5, each of the backward's forms (BACKWARD_FORMS), other tiles, and inside the
+whole model.
 
 Without CUDA the kernels run on CPU tensors under the Triton interpreter (set here before triton
 is imported, as in tests/test_triton.py); with CUDA, compiled on the GPU.
@@ -35,7 +36,6 @@ CASES = {  # (k, L, groups, channels, tokens, branches, scales)
     "L4": (5, 4, 2, 9, 41, 2, True),  # the largest degree whose factors the backward keeps in registers
     "L5": (3, 5, 1, 6, 11, 1, False),  # beyond it: the factors gathered per factor
 }
-
 
 
 def n_monomials(k, L):
@@ -126,6 +126,17 @@ def test_triton_readout_rejects_three_branches_and_partial_scales():
         kernels.sphere_readout_triton(W, [z, z], [torch.ones(1), None], 1e-6, 2)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_no_channels_give_zero_input_gradients(device):
+    # nothing to launch: the input gradients are zeros, not uninitialised memory
+    W = torch.zeros(1, 0, n_monomials(4, 2), device=device, requires_grad=True)
+    z = torch.randn(1, 4, 5, device=device, requires_grad=True)
+    out = kernels.sphere_readout_triton(W, [z], [None], 1e-6, 2)
+    assert out.shape == (1, 0, 5)
+    (gz,) = torch.autograd.grad(out.sum(), [z])
+    assert torch.equal(gz, torch.zeros_like(z))
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_auto_form_on_cuda_follows_the_measured_rule():
     # "auto" on CUDA: Triton in inference and for big training batches, the reference for small ones
@@ -165,17 +176,20 @@ def test_triton_readout_under_tf32_stays_near_the_reference(device):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("settings", [{"BN": 64, "MC": 16}, {"BN": 16, "MC": 64, "CB_MAX": 16, "WEIGHT_PROGRAMS_PER_SM": 1}])
 def test_other_tiles_compute_the_same(settings, device):
-    # `tiles` (what benchmarks/readout_tiles.py measures) changes how the work is cut, not the result
-    k, L, G, C, N, nb, scaled = CASES["attention"]
+    # `tiles` (what benchmarks/readout_tiles.py measures) changes how the work is cut, not the
+    # result: 130 channels, so CB_MAX=16 cuts them into 9 blocks instead of 2
+    k, L, G, C, N, nb, scaled = CASES["ffn-wide"]
     leaves = inputs(k, L, G, C, N, nb, scaled, device)
     f32 = [t.detach().float().requires_grad_(True) for t in leaves]
 
     def run():
-        out = sphere_readout(f32[0], f32[1:1 + nb], f32[1 + nb:], impl="triton")
+        out = sphere_readout(f32[0], f32[1:1 + nb], None, impl="triton")
         return [out.detach(), *torch.autograd.grad(out.square().sum(), f32)]
 
     shipped = run()
     with kernels.tiles(**settings):
+        assert all(getattr(kernels, name) == value for name, value in settings.items())
+        assert kernels._blocks(C) == min(settings.get("CB_MAX", 128), 256)
         other = run()
     assert (kernels.MC, kernels.BN, kernels.CB_MAX) == (32, 32, 128)
     for a, b in zip(other, shipped):
@@ -198,7 +212,7 @@ def test_readout_tiles_benchmark_records_the_models_calls_and_checks_each_settin
                         "--axes", '{"BN": [64], "MC": [16]}', "--output", str(out)])
     result = json.loads(out.read_text())
     calls = {tuple(c["call"][:5]): c["count"] for c in result["calls_per_step"]}
-    assert calls == {(1, 256, 165, 8, 1): 4, (8, 32, 165, 8, 2): 3}  # SH-FFN/embedding read-outs, attention's
+    assert calls == {(1, 256, 165, 8, 1): 3, (8, 32, 165, 8, 2): 3}  # SH-FFN's and attention's read-outs, a layer each
     assert [r["settings"]["BN"] for r in result["rows"]] == [32, 64, 32]
     for row in result["rows"][1:]:
         assert all(c["max_relative_difference"] < 1e-5 for c in row["calls"])

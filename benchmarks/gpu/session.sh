@@ -23,51 +23,54 @@
 #             chemberta3_moses run of Table 2's eight endpoints, both arms)
 #   tests     the CUDA tests, beside the sweep
 cd "$(dirname "$0")/../.."
+T0=$(date +%s)  # SECONDS count from here, the install included
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .gpu/whl/*.whl || exit 1
 [ -f .gpu/site.tar.xz ] && [ ! -d /tmp/site/rdkit ] && { python3 -c "import tarfile; tarfile.open('.gpu/site.tar.xz').extractall('/tmp/site', filter='data')" \
     || exit 1; }  # RDKit, packed small by prepare.sh (Python's tarfile: the image may lack xz)
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GMNET_DATA=$PWD/.gpu/data \
     GMNET_TOKENIZER_VOCAB=$PWD/.gpu/data/deepchem_smiles_vocab.txt GMNET_GIT_COMMIT=$(cat .gpu/commit)
-T0=$(date +%s); END=${1:-500}; shift
+END=${1:-500}; shift
 PHASES=${PHASES:-sweep tests}
 elapsed() { echo $(( $(date +%s) - T0 )); }
 has() { [[ " $PHASES " == *" $1 "* ]]; }
 left() { echo $(( END - $(elapsed) )); }
+# a timed phase's limit: its own, or what is left before SECONDS less 30 s, whichever is less
+cap() { local l=$(( $(left) - 30 )); echo $(( $1 < l ? $1 : (l > 1 ? l : 1) )); }
 if has seeds; then
-  timeout 160 python3 -m benchmarks.throughput --device cuda --threads 4 --esol-seed-only --esol-seed gmnet chemberta \
+  timeout $(cap 160) python3 -m benchmarks.throughput --device cuda --threads 4 --esol-seed-only --esol-seed gmnet chemberta \
       --esol-seed-bf16 --out $OUT/throughput_cuda_esol_seeds.json >> $OUT/throughput.log 2>&1; echo "ESOL seeds rc=$? at $(elapsed) s"
 fi
 if has compiled; then  # the graphed arms were measured before (throughput_cuda.json); here the ratio terms beside both models compiled
-  timeout $(( $(left) > 20 ? $(left) : 20 )) python3 -m benchmarks.throughput --device cuda --threads 4 --no-peak-memory --datasets esol \
+  timeout $(cap 600) python3 -m benchmarks.throughput --device cuda --threads 4 --no-peak-memory --datasets esol \
       --arms gmnet_compiled chemberta_compiled --out $OUT/throughput_cuda_compiled.json >> $OUT/throughput.log 2>&1
   echo "compiled rc=$? at $(elapsed) s"
 fi
 if has remeasure; then
-  timeout 60 python3 -m benchmarks.throughput --device cuda --threads 4 --batch-size 512 --rounds 3 --steps 4 --datasets esol \
+  timeout $(cap 60) python3 -m benchmarks.throughput --device cuda --threads 4 --batch-size 512 --rounds 3 --steps 4 --datasets esol \
       --no-peak-memory --out $OUT/throughput_cuda_batch512.json >> $OUT/throughput.log 2>&1; echo "batch 512 rc=$? at $(elapsed) s"
-  timeout 90 python3 -m benchmarks.pretrain_throughput --device cuda --threads 4 --corpus .gpu/moses --n-smiles 20000 \
+  timeout $(cap 90) python3 -m benchmarks.pretrain_throughput --device cuda --threads 4 --corpus .gpu/moses --n-smiles 20000 \
       --batch-size 1024 --steps 6 --gmnet-readout triton --bf16 --note "GPU device call, alone" \
       --output $OUT/pretrain_throughput_cuda.json >> $OUT/throughput.log 2>&1; echo "pretrain rc=$? at $(elapsed) s"
 fi
 if has tf32; then
   for mp in highest high; do
-    timeout 90 python3 -m benchmarks.pretrain_throughput --device cuda --threads 4 --corpus .gpu/moses --n-smiles 20000 \
+    timeout $(cap 90) python3 -m benchmarks.pretrain_throughput --device cuda --threads 4 --corpus .gpu/moses --n-smiles 20000 \
         --batch-size 1024 --steps 6 --gmnet-readout triton --matmul-precision $mp --note "GPU device call, alone" \
         --output $OUT/pretrain_throughput_cuda_$mp.json >> $OUT/throughput.log 2>&1; echo "pretrain ($mp) rc=$? at $(elapsed) s"
   done
-  timeout 120 python3 -m benchmarks.throughput --device cuda --threads 4 --esol-seed-only --esol-seed gmnet chemberta \
+  timeout $(cap 120) python3 -m benchmarks.throughput --device cuda --threads 4 --esol-seed-only --esol-seed gmnet chemberta \
       --matmul-precision high --out $OUT/throughput_cuda_esol_seeds_tf32.json >> $OUT/throughput.log 2>&1; echo "ESOL seeds (TF32) rc=$? at $(elapsed) s"
 fi
 if has backward; then  # the read-out backward's forms side by side ("gmnet" is the shipped form, auto at this batch)
   for mp in highest high; do
-    timeout 120 python3 -m benchmarks.pretrain_throughput --device cuda --threads 4 --corpus .gpu/moses --n-smiles 20000 \
+    timeout $(cap 120) python3 -m benchmarks.pretrain_throughput --device cuda --threads 4 --corpus .gpu/moses --n-smiles 20000 \
         --batch-size 1024 --steps 6 --readout-backward $([ $mp = highest ] && echo reuse-split reuse-atomic gather-split) gather-atomic \
         --matmul-precision $mp --note "GPU device call, alone" --output $OUT/pretrain_throughput_cuda_backward_$mp.json >> $OUT/throughput.log 2>&1
     echo "backward forms ($mp) rc=$? at $(elapsed) s"
   done
 fi
 if has tiles; then
-  timeout 180 python3 -m benchmarks.readout_tiles --device cuda --note "GPU device call, alone" \
+  timeout $(cap 180) python3 -m benchmarks.readout_tiles --device cuda --note "GPU device call, alone" \
       --output $OUT/readout_tiles_cuda.json >> $OUT/throughput.log 2>&1; echo "tiles rc=$? at $(elapsed) s"
 fi
 if has profile; then  # where a step's device time goes (the kernels by time)
@@ -75,14 +78,14 @@ if has profile; then  # where a step's device time goes (the kernels by time)
     [ "$(left)" -gt 30 ] && timeout 45 python3 -m benchmarks.profile_step --arm gmnet --device cuda --batch-size $b --threads 4 >> $OUT/throughput.log 2>&1
   done; echo "profiles done at $(elapsed) s"
 fi
-if has sweep; then
+if has sweep && [ "$(left)" -gt 60 ]; then
   D=$(left); echo "sweep deadline $D s"
   python3 -m benchmarks.sweep --device cuda --threads 1 --deadline $D --archive $OUT/runs.tar.gz --log-dir /tmp/sweep_logs \
       --cuda-graphs ${@:---what table1 --protocol chemberta3_moses --endpoints bace_classification bbbp clintox tox21_sr_p53 esol \
       lipophilicity bace_regression clearance --workers 12 --step-seconds gmnet=0.05 chemberta=0.025} > $OUT/sweep.log 2>&1 &
   SWEEP=$!
 fi
-if has tests; then
+if has tests && [ "$(left)" -gt 30 ]; then
   timeout $(( $(left) > 300 ? 300 : $(left) )) python3 -m pytest -q -p no:cacheprovider -rfE -k cuda tests/test_cuda_graphs.py \
       tests/test_triton.py tests/test_triton_readout.py tests/test_model.py tests/test_estimators.py > $OUT/cuda_tests.log 2>&1
   echo "tests rc=$? at $(elapsed) s"; tail -3 $OUT/cuda_tests.log

@@ -5,7 +5,8 @@ Why: the other forms materialise every monomial of every token, (G, n_monomials,
 keep it for the backward. At large batches, where launches no longer matter, that traffic is the
 likely cost of the read-outs of the attention, the SH-FFN and the SH-embedding (profiled on CPU,
 the reference form's gathers, multiplies and scatter-adds are about half of a padded training
-step; on a GPU it is still to be timed). Here a program takes one group,
+step; on an H100 this form is the faster one in inference and at large training batches:
+`TRITON_TRAIN_MIN_POSITIONS`). Here a program takes one group,
 a block of BN tokens and a block of CB output channels; it normalises its tokens' z in registers
 and builds the monomials chunk by chunk (MC at a time) as products of at most L gathered
 coordinates (a host-side table lists each monomial's variables, ``k`` standing for the constant 1),
@@ -21,8 +22,8 @@ them again for every factor: L + L(L-1) gathers a chunk instead of L, and the ba
 the forward on an H100), one branch at a time so that only one branch's factors are live. The
 normalisation's backward then runs in registers. The weight gradient
 dW = dOut M^T: one program per (group, channel block, monomial chunk, token slice), summing its
-slice's token blocks in registers; the slices' partial sums are added by torch, so the sum is
-deterministic (``WEIGHT_GRAD = "split"``; ``"atomic"`` is the first form: float32 atomics from every
+slice's token blocks in registers; the slices' partial sums are added by torch, so the weight
+gradient is deterministic (the scales' gradient is still summed by atomics; ``WEIGHT_GRAD = "split"``; ``"atomic"`` is the first form: float32 atomics from every
 token block of the input-gradient kernel, kept to be measured beside it). On an H100 at batch 1024
 the two kernels take 20.2 ms a training step where the first form took 29.8 ms
 (benchmarks/results/profile_step_cuda_h100_*.log), and masked-LM pretraining runs at 16,500-16,900
@@ -419,7 +420,8 @@ class SphereReadoutTriton(torch.autograd.Function):
         atomic = WEIGHT_GRAD == "atomic"
         if WEIGHT_GRAD not in ("split", "atomic"):
             raise ValueError(f"WEIGHT_GRAD is 'split' or 'atomic', got {WEIGHT_GRAD!r}")
-        dz = [torch.empty(G, k, N, dtype=torch.float32, device=w32.device) for _ in range(nb)]
+        alloc = torch.empty if G * C * N else torch.zeros  # no channels: no kernel, zero gradients
+        dz = [alloc(G, k, N, dtype=torch.float32, device=w32.device) for _ in range(nb)]
         ds = torch.zeros(G, nb, dtype=torch.float32, device=w32.device)
         # contiguous (G, C, NM): the kernels index it so
         dw = torch.zeros(G, C, NM, dtype=torch.float32, device=w32.device) if atomic or not G * C * N else None
