@@ -173,6 +173,24 @@ def _branch_grad_factors(v0, v1, v2, v3, f0, f1, f2, f3, dM, kk, k, L: tl.conste
 
 
 @triton.jit
+def _branch_backward(Z, zg, szk, szn, n, nmask, inv, IDX, mm, mmask, k, kk, dM, sc, M_built,
+                     L: tl.constexpr, DOT: tl.constexpr, REUSE: tl.constexpr, BUILT: tl.constexpr):
+    """One branch's share of a monomial chunk's backward: (dM * M_b, sc_b * dx_b). With REUSE the
+    factors are gathered once; else M_b is rebuilt (or is M_built, when BUILT: the atomic form
+    built it before the channel loop) and the factors gathered per factor."""
+    if REUSE:
+        v0, v1, v2, v3, f0, f1, f2, f3 = _branch_factors(Z, zg, szk, szn, n, nmask, inv, IDX, mm, mmask, k, L)
+        Mb = f0 * f1 * f2 * f3
+        dx = _branch_grad_factors(v0, v1, v2, v3, f0, f1, f2, f3, dM, kk, k, L, DOT)
+    else:
+        Mb = M_built
+        if not BUILT:
+            Mb = _monomial_chunk(Z, zg, szk, szn, n, nmask, inv, IDX, mm, mmask, k, L, -1)
+        dx = _branch_grad(Z, zg, szk, szn, n, nmask, inv, IDX, mm, mmask, k, kk, dM, L, DOT)
+    return dM * Mb, sc * dx
+
+
+@triton.jit
 def _normalise_backward(dx, z, r, inv, eps):
     """Through x = z / max(|z|, eps): the tangential part over |z|, or dx / eps where clamped."""
     x = z * inv[None, :]
@@ -225,25 +243,15 @@ def _readout_bwd_kernel(W, Z0, Z1, S, IDX, DOUT, DW, DZ0, DZ1, DS, N, C, NM, k, 
                 dw = tl.dot(dout, tl.trans(M), input_precision=DOT)  # (CB, MC)
                 tl.atomic_add(DW + (g * C + cc[:, None]) * NM + mm[None, :], dw, mask=cmask[:, None] & mmask[None, :])
         # then one branch at a time (fewer tiles live at once: the factors of one branch)
-        if REUSE:
-            a0, a1, a2, a3, e0, e1, e2, e3 = _branch_factors(Z0, g * s0g, s0k, s0n, n, nmask, inv0, IDX, mm, mmask, k, L)
-            ds0 += dM * (e0 * e1 * e2 * e3)
-            dx0 += sc0 * _branch_grad_factors(a0, a1, a2, a3, e0, e1, e2, e3, dM, kk, k, L, DOT)
-        else:
-            if not DW_ATOMIC:
-                M0 = _monomial_chunk(Z0, g * s0g, s0k, s0n, n, nmask, inv0, IDX, mm, mmask, k, L, -1)
-            ds0 += dM * M0
-            dx0 += sc0 * _branch_grad(Z0, g * s0g, s0k, s0n, n, nmask, inv0, IDX, mm, mmask, k, kk, dM, L, DOT)
+        ds, dx = _branch_backward(Z0, g * s0g, s0k, s0n, n, nmask, inv0, IDX, mm, mmask, k, kk, dM, sc0, M0,
+                                  L, DOT, REUSE, DW_ATOMIC)
+        ds0 += ds
+        dx0 += dx
         if NB == 2:
-            if REUSE:
-                b0, b1, b2, b3, h0, h1, h2, h3 = _branch_factors(Z1, g * s1g, s1k, s1n, n, nmask, inv1, IDX, mm, mmask, k, L)
-                ds1 += dM * (h0 * h1 * h2 * h3)
-                dx1 += sc1 * _branch_grad_factors(b0, b1, b2, b3, h0, h1, h2, h3, dM, kk, k, L, DOT)
-            else:
-                if not DW_ATOMIC:
-                    M1 = _monomial_chunk(Z1, g * s1g, s1k, s1n, n, nmask, inv1, IDX, mm, mmask, k, L, -1)
-                ds1 += dM * M1
-                dx1 += sc1 * _branch_grad(Z1, g * s1g, s1k, s1n, n, nmask, inv1, IDX, mm, mmask, k, kk, dM, L, DOT)
+            ds, dx = _branch_backward(Z1, g * s1g, s1k, s1n, n, nmask, inv1, IDX, mm, mmask, k, kk, dM, sc1, M1,
+                                      L, DOT, REUSE, DW_ATOMIC)
+            ds1 += ds
+            dx1 += dx
     zmask = (kk < k)[:, None] & nmask[None, :]
     tl.store(DZ0 + (g * k + kk[:, None]) * N + n[None, :], _normalise_backward(dx0, z0, r0, inv0, eps), mask=zmask)
     if HAS_SCALE:
