@@ -92,6 +92,18 @@ CANDIDATES: Dict[str, Dict[str, object]] = {
     # validation curves: Chem-GMNet's BACE-reg and BBBP improve late, after 10 flat epochs)
     "desc_d256_fp_forest_e20": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
                                 "forest": True, "max_epochs": 20},
+    # ninth round (issue 25 lists batch size, depth, dropout and (k, L) among the levers; none had
+    # been measured on top of the recipe): one lever each on top of the 20-epoch defaults. Two are
+    # also cheaper fits (2 layers; L = 2: 45 read-out monomials instead of 165), which matters on
+    # the AVX2 host where the default BACE/BBBP fits miss the 2-minute target
+    "desc_d256_fp_forest_e20_bs64": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
+                                     "forest": True, "max_epochs": 20, "batch_size": 64},
+    "desc_d256_fp_forest_e20_drop0.2": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
+                                        "forest": True, "max_epochs": 20, "dropout": 0.2},
+    "desc_d256_fp_forest_e20_l2": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
+                                   "forest": True, "max_epochs": 20, "n_layers": 2},
+    "desc_d256_fp_forest_e20_L2": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
+                                   "forest": True, "max_epochs": 20, "L": 2},
 }
 
 
