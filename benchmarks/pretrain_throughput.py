@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import itertools
 import json
 import os
@@ -96,6 +97,10 @@ def main(argv=None) -> int:
                    help="also time Chem-GMNet with its Triton read-outs' backward in these forms (models "
                         "'gmnet_backward_<form>'; gm/ops/sphere_readout/triton.py BACKWARD_FORMS: 'reuse-split' ships, "
                         "'gather-atomic' is the first kernel), interleaved with the others")
+    p.add_argument("--readout-form", nargs="+", default=(), metavar="FORM",
+                   help="also time Chem-GMNet with its Triton read-outs in these forms (models 'gmnet_readout_<form>'; "
+                        "gm/ops/sphere_readout/triton.py FORMS: 'fused' ships, 'gemm' writes the monomials and "
+                        "leaves the matmuls to cuBLAS), interleaved with the others")
     p.add_argument("--bf16", action="store_true",
                    help="also time both models under bf16 autocast (models 'gmnet_bf16', 'chemberta_bf16'; "
                         "pretrain(precision='bf16')), interleaved with the others")
@@ -136,20 +141,26 @@ def main(argv=None) -> int:
 
     from gmnet_sklearn.gm.cuda_graphs import autocast_context
 
-    if args.readout_backward:
-        from gmnet_sklearn.gm.ops.sphere_readout.triton import BACKWARD_FORMS
-        from gmnet_sklearn.gm.ops.sphere_readout.triton import backward_form as readout_backward_form
+    if args.readout_backward or args.readout_form:
+        from gmnet_sklearn.gm.ops.sphere_readout import triton as readout_triton
 
-        unknown = sorted(set(args.readout_backward) - set(BACKWARD_FORMS))
-        if unknown:
-            raise SystemExit(f"--readout-backward: unknown form(s) {unknown}; known: {sorted(BACKWARD_FORMS)}")
+        for flag, given, known in (("--readout-backward", args.readout_backward, readout_triton.BACKWARD_FORMS),
+                                   ("--readout-form", args.readout_form, readout_triton.FORMS)):
+            unknown = sorted(set(given) - set(known))
+            if unknown:
+                raise SystemExit(f"{flag}: unknown form(s) {unknown}; known: {sorted(known)}")
 
-    # arm -> (read-out forms through gm.ops.prefer, precision[, the Triton read-out's backward form])
+    # arm -> (read-out forms through gm.ops.prefer, precision[, a context the step runs in: the
+    # Triton read-out's backward form or form])
     models, arms = {}, {"gmnet": ({}, "float32"), "chemberta": ({}, "float32")}
     if args.gmnet_readout:
         arms[f"gmnet_{args.gmnet_readout}_readout"] = ({"sphere_readout": args.gmnet_readout}, "float32")
     for form in args.readout_backward:
-        arms[f"gmnet_backward_{form}"] = ({"sphere_readout": "triton"}, "float32", form)
+        arms[f"gmnet_backward_{form}"] = ({"sphere_readout": "triton"}, "float32",
+                                          functools.partial(readout_triton.backward_form, form))
+    for form in args.readout_form:
+        arms[f"gmnet_readout_{form}"] = ({"sphere_readout": "triton"}, "float32",
+                                         functools.partial(readout_triton.form, form))
     if args.bf16:
         arms |= {"gmnet_bf16": ({}, "bf16"), "chemberta_bf16": ({}, "bf16")}
     for name in arms:
@@ -162,8 +173,8 @@ def main(argv=None) -> int:
         mlm, opt = models[name]
         inputs, labels, fl, mask = (t.to(args.device) for t in masked[i])
         t0, c0 = time.perf_counter(), time.process_time()
-        ops, precision, *backward = arms[name]
-        with prefer(**ops), (readout_backward_form(*backward) if backward else contextlib.nullcontext()):
+        ops, precision, *context = arms[name]
+        with prefer(**ops), (context[0]() if context else contextlib.nullcontext()):
             with autocast_context(args.device, precision):  # as pretrain(precision=...): the forward only
                 loss, _, _ = masked_lm_loss(mlm, inputs, fl, mask, labels)
             loss.backward()  # inside prefer: an autograd Function's backward was chosen in the forward anyway

@@ -10,10 +10,11 @@ a fresh subprocess.
     python -m benchmarks.throughput [--device auto] [--rounds 5] [--steps 10] [--threads N] [--batching plain]
                                     [--esol-seed gmnet chemberta] [--esol-seed-only] [--esol-seed-no-graphs]
 
-On CUDA four more arms run beside them: ``gmnet_graphs`` and ``chemberta_graphs`` (each batch
+On CUDA five more arms run beside them: ``gmnet_graphs`` and ``chemberta_graphs`` (each batch
 shape's forward and backward replayed from CUDA graphs, gm/cuda_graphs.py), ``gmnet_graphs_bf16``
-(the same under bf16 autocast) and ``gmnet_graphs_triton_readout`` (graphs, with every read-out on
-the fused Triton kernels, gm/ops/sphere_readout/triton.py). ``--arms gmnet_compiled
+(the same under bf16 autocast), ``gmnet_graphs_triton_readout`` (graphs, with every read-out on
+the fused Triton kernels, gm/ops/sphere_readout/triton.py) and ``gmnet_graphs_gemm_readout`` (the
+same on the Triton read-out's "gemm" form: monomials from a kernel, matmuls on cuBLAS). ``--arms gmnet_compiled
 chemberta_compiled`` adds each model as it ships under ``torch.compile`` (inductor, dynamic shapes,
 so the buckets' widths share one compilation; its warm-up, compilation included, is not timed).
 An arm that fails is recorded with its error and left out of the timings, so one broken path
@@ -90,20 +91,24 @@ def load_batches(name: str, tokenizer, batch_size: int, n_batches: int, seed: in
 # available); "gmnet_eager" runs pure PyTorch (the eager zonal forms, no compiled CPU kernels: what
 # a machine without a compiler gets), so the kernels' gain is measured too.
 ARMS = ("gmnet", "gmnet_eager", "chemberta")
-CUDA_ARMS = ("gmnet_graphs", "gmnet_graphs_bf16", "gmnet_graphs_triton_readout", "chemberta_graphs")
+CUDA_ARMS = ("gmnet_graphs", "gmnet_graphs_bf16", "gmnet_graphs_triton_readout", "gmnet_graphs_gemm_readout",
+             "chemberta_graphs")
 COMPILED_ARMS = ("gmnet_compiled", "chemberta_compiled")  # on request (--arms): compiling takes minutes
 
 
 class _ReadoutImpl(torch.nn.Module):
-    """Chem-GMNet with its read-outs on one form (``impl={"sphere_readout": form}``), the
-    attention on its default."""
+    """Chem-GMNet with its read-outs on one form (``impl={"sphere_readout": form}``; for "triton"
+    also the Triton form, gm/ops/sphere_readout/triton.py FORMS), the attention on its default."""
 
-    def __init__(self, model, form):
+    def __init__(self, model, form, triton_form="fused"):
         super().__init__()
-        self.model, self.form = model, form
+        self.model, self.form, self.triton_form = model, form, triton_form
 
     def forward(self, **X):
-        return self.model(**X, impl={"sphere_readout": self.form})
+        from gmnet_sklearn.gm.ops.sphere_readout import triton as readout_triton
+
+        with readout_triton.form(self.triton_form):  # picks the autograd Function; its backward follows
+            return self.model(**X, impl={"sphere_readout": self.form})
 
 
 class _Graphed(torch.nn.Module):
@@ -161,6 +166,8 @@ def build(arm: str, vocab_size: int, device: str):
         model = _Compiled(model)
     elif arm == "gmnet_graphs_triton_readout":
         model = _Graphed(_ReadoutImpl(model, "triton"))
+    elif arm == "gmnet_graphs_gemm_readout":
+        model = _Graphed(_ReadoutImpl(model, "triton", "gemm"))
     elif arm.endswith("_graphs") or arm.endswith("_graphs_bf16"):
         model = _Graphed(model, "bf16" if arm.endswith("_bf16") else "float32")
     return model, torch.optim.Adam(model.parameters(), lr=3e-5, **adam_options(device))

@@ -78,6 +78,36 @@ def test_triton_readout_matches_reference_forward_and_backward(case, backward, d
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("backward", ["reuse-split", "gather-split"])  # the dz kernel's two ways to the factors
+@pytest.mark.parametrize("case", CASES)
+def test_gemm_form_matches_reference_forward_and_backward(case, backward, device):
+    # triton_gemm.py: monomials from a kernel, the matmuls by torch.bmm, dz from dM by a kernel
+    k, L, G, C, N, nb, scaled = CASES[case]
+    leaves = inputs(k, L, G, C, N, nb, scaled, device)
+    ref_leaves = [t.detach().cpu().double().requires_grad_(True) for t in leaves]
+    ref = sphere_readout(ref_leaves[0], ref_leaves[1 : 1 + nb], ref_leaves[1 + nb :] or None,
+                         impl="reference" if L else "parallel")
+    f32 = [t.float() for t in leaves]
+    with kernels.form("gemm"):
+        out = sphere_readout(f32[0], f32[1 : 1 + nb], f32[1 + nb :] or None, impl="triton")
+    assert out.shape == ref.shape and out.dtype == torch.float32
+    assert out.grad_fn.name().startswith("SphereReadoutTritonGemm")
+    g = torch.randn(ref.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    grads_ref = torch.autograd.grad((ref * g).sum(), ref_leaves)
+    with kernels.backward_form(backward):
+        grads = torch.autograd.grad((out.double() * g.to(device)).sum(), leaves)
+    rel = lambda a, b: ((a.cpu() - b).norm() / b.norm().clamp_min(1e-30)).item()  # noqa: E731
+    assert rel(out.double(), ref) < 1e-5
+    for name, a, b in zip(["W"] + [f"z{i}" for i in range(nb)] + [f"s{i}" for i in range(nb if scaled else 0)], grads, grads_ref):
+        assert a.dtype == torch.float64
+        assert (b.norm() == 0 and a.abs().max() == 0) or rel(a, b) < 1e-5, (name, rel(a, b))
+    assert kernels.FORM == "fused"  # put back
+    with pytest.raises(ValueError, match="unknown read-out form"):
+        with kernels.form("atomic"):
+            pass
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_split_weight_gradient_is_repeatable_and_forms_restore(device):
     # "split" adds the slices' partial sums in a fixed order: the same bits every time (the
     # atomic form's order varies on a GPU); backward_form puts the shipped form back after it
@@ -92,7 +122,8 @@ def test_split_weight_gradient_is_repeatable_and_forms_restore(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_triton_readout_inside_the_model(device):
+@pytest.mark.parametrize("form", ["fused", "gemm"])
+def test_triton_readout_inside_the_model(form, device):
     # The whole model with every read-out on the Triton kernels (attention on its own reference
     # form, so only the read-out differs) against the all-reference model: outputs and gradients.
     torch.manual_seed(0)
@@ -108,8 +139,9 @@ def test_triton_readout_inside_the_model(device):
     for name, impl in (("triton", {"dual_ska": "reference", "sphere_readout": "triton"}),
                        ("reference", {"dual_ska": "reference", "sphere_readout": "reference"})):
         m.zero_grad()
-        out = m(*args, impl=impl, pack=False)
-        out.square().sum().backward()
+        with kernels.form(form):
+            out = m(*args, impl=impl, pack=False)
+            out.square().sum().backward()
         results[name] = (out.detach(), {n: p.grad.clone() for n, p in m.named_parameters() if p.grad is not None})
     (out_t, g_t), (out_r, g_r) = results["triton"], results["reference"]
     torch.testing.assert_close(out_t, out_r, rtol=1e-5, atol=1e-6)
@@ -127,7 +159,8 @@ def test_triton_readout_rejects_three_branches_and_partial_scales():
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_no_channels_give_zero_input_gradients(device, monkeypatch):
+@pytest.mark.parametrize("form", ["fused", "gemm"])
+def test_no_channels_give_zero_input_gradients(device, form, monkeypatch):
     # nothing to launch: the input gradients are zeros, not uninitialised memory. Fresh memory is
     # often zeros anyway, so torch.empty is poisoned with NaN here: uninitialised gradients show
     real_empty = torch.empty
@@ -139,9 +172,10 @@ def test_no_channels_give_zero_input_gradients(device, monkeypatch):
     monkeypatch.setattr(torch, "empty", poisoned_empty)
     W = torch.zeros(1, 0, n_monomials(4, 2), device=device, requires_grad=True)
     z = torch.randn(1, 4, 5, device=device, requires_grad=True)
-    out = kernels.sphere_readout_triton(W, [z], [None], 1e-6, 2)
-    assert out.shape == (1, 0, 5)
-    (gz,) = torch.autograd.grad(out.sum(), [z])
+    with kernels.form(form):
+        out = kernels.sphere_readout_triton(W, [z], [None], 1e-6, 2)
+        assert out.shape == (1, 0, 5)
+        (gz,) = torch.autograd.grad(out.sum(), [z])
     assert torch.equal(gz, torch.zeros_like(z))
 
 
@@ -161,7 +195,8 @@ def test_auto_form_on_cuda_follows_the_measured_rule():
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_triton_readout_under_tf32_stays_near_the_reference(device):
+@pytest.mark.parametrize("form", ["fused", "gemm"])
+def test_triton_readout_under_tf32_stays_near_the_reference(form, device):
     """torch.set_float32_matmul_precision("high") lets the read-out's dots use TF32 (gm.triton.dot_precision)."""
     before = torch.get_float32_matmul_precision()
     try:
@@ -170,8 +205,9 @@ def test_triton_readout_under_tf32_stays_near_the_reference(device):
         W, zs, scales = leaves[0], leaves[1:3], leaves[3:]
         ref_leaves = [t.detach().cpu().double().requires_grad_(True) for t in leaves]
         ref = sphere_readout(ref_leaves[0], ref_leaves[1:3], ref_leaves[3:], impl="reference")
-        out = sphere_readout(W.float(), [z.float() for z in zs], [s.float() for s in scales], impl="triton")
-        grads = torch.autograd.grad(out.double().sum(), leaves)
+        with kernels.form(form):
+            out = sphere_readout(W.float(), [z.float() for z in zs], [s.float() for s in scales], impl="triton")
+            grads = torch.autograd.grad(out.double().sum(), leaves)
         grads_ref = torch.autograd.grad(ref.sum(), ref_leaves)
         rel = lambda a, b: ((a.detach().cpu() - b).norm() / b.norm().clamp_min(1e-30)).item()  # noqa: E731
         assert rel(out.double(), ref.detach()) < 5e-3

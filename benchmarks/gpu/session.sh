@@ -7,6 +7,9 @@
 # come back).
 #     [PHASES="sweep tests"] bash benchmarks/gpu/session.sh SECONDS [SWEEP ARGS...]
 # Phases that time (alone):
+#   forms     the Triton read-out's forms (gm/ops/sphere_readout/triton.py FORMS: "fused" ships, "gemm"
+#             writes the monomials and leaves the matmuls to cuBLAS) interleaved in masked-LM
+#             pretraining at batch 1024, float32 and TF32, and in the batch-32 training/inference step
 #   seeds     one ESOL seed per arm in float32 and bf16 (time and bf16's accuracy effect)
 #   compiled  both models' steps under torch.compile (ESOL lengths)
 #   remeasure batch 512 and masked-LM pretraining again (their JSON is committed)
@@ -36,6 +39,15 @@ has() { [[ " $PHASES " == *" $1 "* ]]; }
 left() { echo $(( END - $(elapsed) )); }
 # a timed phase's limit: its own, or what is left before SECONDS less 30 s, whichever is less
 cap() { local l=$(( $(left) - 30 )); echo $(( $1 < l ? $1 : (l > 1 ? l : 1) )); }
+if has forms; then
+  for mp in highest high; do
+    timeout $(cap 120) python3 -m benchmarks.pretrain_throughput --device cuda --threads 4 --corpus .gpu/moses --n-smiles 20000 \
+        --batch-size 1024 --steps 6 --readout-form fused gemm --matmul-precision $mp --note "GPU device call, alone" \
+        --output $OUT/pretrain_throughput_cuda_forms_$mp.json >> $OUT/throughput.log 2>&1; echo "read-out forms ($mp) rc=$? at $(elapsed) s"
+  done
+  timeout $(cap 150) python3 -m benchmarks.throughput --device cuda --threads 4 --no-peak-memory --rounds 3 --steps 6 \
+      --out $OUT/throughput_cuda_forms.json >> $OUT/throughput.log 2>&1; echo "batch 32 with the forms rc=$? at $(elapsed) s"
+fi
 if has seeds; then
   timeout $(cap 160) python3 -m benchmarks.throughput --device cuda --threads 4 --esol-seed-only --esol-seed gmnet chemberta \
       --esol-seed-bf16 --out $OUT/throughput_cuda_esol_seeds.json >> $OUT/throughput.log 2>&1; echo "ESOL seeds rc=$? at $(elapsed) s"

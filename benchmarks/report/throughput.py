@@ -90,6 +90,7 @@ def _throughput_table(data: dict) -> str:
                 )
     graph_labels = {"gmnet_graphs": "Chem-GMNet graphs", "gmnet_graphs_bf16": "Chem-GMNet graphs bf16",
                     "gmnet_graphs_triton_readout": "Chem-GMNet graphs, Triton read-outs",
+                    "gmnet_graphs_gemm_readout": "Chem-GMNet graphs, Triton read-outs (gemm form)",
                     "chemberta_graphs": "ChemBERTa graphs"}
     graph_arms = [a for a in graph_labels if a in measured]
     if graph_arms:

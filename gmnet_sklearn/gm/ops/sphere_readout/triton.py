@@ -34,6 +34,8 @@ asks for IEEE precision unless PyTorch's float32 matmul precision allows TF32, a
 kernel does. Reference: `naive.py` (the tests compare forward and backward, odd sizes, zero
 vectors, one and two branches, with and without scales).
 Tile sizes are untimed first choices (`tiles`; benchmarks/readout_tiles.py measures others on a GPU).
+A second form (`FORM = "gemm"`, `triton_gemm.py`) writes the monomials once and leaves the three
+matmuls to cuBLAS; which is faster is a GPU measurement.
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ from torch.autograd.function import once_differentiable
 from ... import functional as F
 from ...triton import dot_precision
 
-__all__ = ["sphere_readout_triton", "SphereReadoutTriton", "INTERPRETED", "BACKWARD_FORMS", "backward_form", "tiles"]
+__all__ = ["sphere_readout_triton", "SphereReadoutTriton", "INTERPRETED", "FORMS", "form", "BACKWARD_FORMS",
+           "backward_form", "tiles"]
 
 
 @triton.jit
@@ -371,6 +374,26 @@ def backward_form(name: str):
         REUSE_FACTORS, WEIGHT_GRAD = before
 
 
+# The read-out's forms: "fused" (the kernels above, nothing monomial-wide in memory) or "gemm"
+# (triton_gemm.py: the monomials written once by a kernel, the matmuls on cuBLAS), set here to
+# measure one beside the other (benchmarks.pretrain_throughput --readout-form).
+FORM = "fused"
+FORMS = ("fused", "gemm")
+
+
+@contextmanager
+def form(name: str):
+    """Triton read-outs run inside take the form ``name`` of FORMS."""
+    global FORM
+    if name not in FORMS:
+        raise ValueError(f"unknown read-out form {name!r}; known: {FORMS}")
+    before, FORM = FORM, name
+    try:
+        yield
+    finally:
+        FORM = before
+
+
 def _token_slices(G: int, programs: int, N: int, device: torch.device) -> int:
     """How many token slices the weight kernel cuts N into: enough programs to fill the device,
     each slice at least a few token blocks (under the interpreter: every block its own slice, so
@@ -466,4 +489,8 @@ def sphere_readout_triton(weight, zs, scales, eps: float, L: int) -> torch.Tenso
     scales = list(scales)
     if any(s is None for s in scales) and not all(s is None for s in scales):
         raise ValueError("give a scale for every branch or for none")
+    if FORM == "gemm":
+        from .triton_gemm import SphereReadoutTritonGemm  # (it imports this module's kernels)
+
+        return SphereReadoutTritonGemm.apply(L, eps, weight, *zs, *scales)
     return SphereReadoutTriton.apply(L, eps, weight, *zs, *scales)
