@@ -108,6 +108,24 @@ def test_gemm_form_matches_reference_forward_and_backward(case, backward, device
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_gemm_form_stays_float32_under_autocast(device):
+    # its matmuls are torch.bmm, which bf16 autocast would otherwise run in bf16 (the fused form's
+    # dots are Triton's, which autocast does not touch)
+    leaves = [t.detach().float().requires_grad_(True) for t in inputs(8, 3, 2, 40, 37, 2, True, device)]
+
+    def run():
+        with kernels.form("gemm"):
+            out = sphere_readout(leaves[0], leaves[1:3], leaves[3:], impl="triton")
+            return [out.detach(), *torch.autograd.grad(out.square().sum(), leaves)]
+
+    plain = run()
+    with torch.autocast(torch.device(device).type, dtype=torch.bfloat16):
+        autocast = run()
+    for a, b in zip(autocast, plain):
+        assert a.dtype == torch.float32 and ((a - b).norm() / b.norm()).item() < 1e-6
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_split_weight_gradient_is_repeatable_and_forms_restore(device):
     # "split" adds the slices' partial sums in a fixed order: the same bits every time (the
     # atomic form's order varies on a GPU); backward_form puts the shipped form back after it

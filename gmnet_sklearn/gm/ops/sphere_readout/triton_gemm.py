@@ -129,7 +129,8 @@ class SphereReadoutTritonGemm(torch.autograd.Function):
         s = (torch.stack([t.detach().to(torch.float32) for t in scales], 1).contiguous() if has_scale
              else w32.new_ones(G, nb))
         table = fused._variables(zs[0].shape[1], L, weight.device)
-        out = torch.bmm(w32, _monomials(z32, s, table, NM, L, eps))
+        with torch.autocast(weight.device.type, enabled=False):  # float32 inside, as the fused kernels
+            out = torch.bmm(w32, _monomials(z32, s, table, NM, L, eps))
         ctx.save_for_backward(w32, *z32, s, table)
         ctx.meta = (L, eps, nb, has_scale, weight.dtype, [z.dtype for z in zs],
                     [t.dtype for t in scales] if has_scale else None, fused.dot_precision())
@@ -145,8 +146,9 @@ class SphereReadoutTritonGemm(torch.autograd.Function):
         G, C, NM = w32.shape
         k, N = z32[0].shape[1], z32[0].shape[2]
         dout = grad.to(torch.float32)
-        dw = torch.bmm(dout, _monomials(z32, s, table, NM, L, eps).transpose(1, 2))  # (the monomials freed after)
-        dM = torch.bmm(w32.transpose(1, 2), dout).contiguous()  # (G, NM, N); zeros when C is 0
+        with torch.autocast(w32.device.type, enabled=False):
+            dw = torch.bmm(dout, _monomials(z32, s, table, NM, L, eps).transpose(1, 2))  # (the monomials freed after)
+            dM = torch.bmm(w32.transpose(1, 2), dout).contiguous()  # (G, NM, N); zeros when C is 0
         dz = [(torch.empty if G * N else torch.zeros)(G, k, N, dtype=torch.float32, device=w32.device)
               for _ in range(nb)]
         ds = torch.zeros(G, nb, dtype=torch.float32, device=w32.device)
