@@ -105,7 +105,9 @@ class _ReadoutImpl(torch.nn.Module):
         self.model, self.form, self.triton_form = model, form, triton_form
 
     def forward(self, **X):
-        from gmnet_sklearn.gm.ops.sphere_readout import triton as readout_triton
+        if self.form != "triton":
+            return self.model(**X, impl={"sphere_readout": self.form})
+        from gmnet_sklearn.gm.ops.sphere_readout import triton as readout_triton  # (Triton is optional)
 
         with readout_triton.form(self.triton_form):  # picks the autograd Function; its backward follows
             return self.model(**X, impl={"sphere_readout": self.form})
