@@ -2,7 +2,7 @@
 reference, forward and backward: one and two branches, with and without scales, odd token and
 channel counts (a channel count above one tile, as the SH-FFN has), zero vectors (the clamped
 norm), L = 0 to 5, each of the backward's forms (BACKWARD_FORMS), other tiles, and inside the
-whole model.
+whole model; the same for the second form (FORMS: "gemm", triton_gemm.py).
 
 Without CUDA the kernels run on CPU tensors under the Triton interpreter (set here before triton
 is imported, as in tests/test_triton.py); with CUDA, compiled on the GPU.
