@@ -53,19 +53,26 @@ def inputs(k, L, G, C, N, nb, scaled, device, seed=0):
     return [t.to(device).requires_grad_(True) for t in leaves]
 
 
+# (form, backward form): every backward of the fused form; the gemm form's weight gradient is a
+# matmul, so only its dz kernel's two ways to the factors apply
+FORM_CASES = [("fused", b) for b in kernels.BACKWARD_FORMS] + [("gemm", "reuse-split"), ("gemm", "gather-split")]
+
+
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("backward", kernels.BACKWARD_FORMS)
+@pytest.mark.parametrize("form,backward", FORM_CASES)
 @pytest.mark.parametrize("case", CASES)
-def test_triton_readout_matches_reference_forward_and_backward(case, backward, device):
+def test_triton_readout_matches_reference_forward_and_backward(case, form, backward, device):
     k, L, G, C, N, nb, scaled = CASES[case]
     leaves = inputs(k, L, G, C, N, nb, scaled, device)
     W, zs, scales = leaves[0], leaves[1 : 1 + nb], (leaves[1 + nb :] or None)
     ref_leaves = [t.detach().cpu().double().requires_grad_(True) for t in leaves]
     rW, rzs, rscales = ref_leaves[0], ref_leaves[1 : 1 + nb], (ref_leaves[1 + nb :] or None)
     ref = sphere_readout(rW, rzs, rscales, impl="reference" if L else "parallel")
-    out = sphere_readout(W.float(), [z.float() for z in zs], None if scales is None else [s.float() for s in scales],
-                         impl="triton")
+    with kernels.form(form):
+        out = sphere_readout(W.float(), [z.float() for z in zs], None if scales is None else [s.float() for s in scales],
+                             impl="triton")
     assert out.shape == ref.shape and out.dtype == torch.float32
+    assert out.grad_fn.name().startswith("SphereReadoutTriton") and ("Gemm" in out.grad_fn.name()) == (form == "gemm")
     g = torch.randn(ref.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     grads_ref = torch.autograd.grad((ref * g).sum(), ref_leaves)
     with kernels.backward_form(backward):
@@ -75,33 +82,10 @@ def test_triton_readout_matches_reference_forward_and_backward(case, backward, d
     for name, a, b in zip(["W"] + [f"z{i}" for i in range(nb)] + [f"s{i}" for i in range(nb if scaled else 0)], grads, grads_ref):
         assert a.dtype == torch.float64  # cast back to the input's dtype
         assert (b.norm() == 0 and a.abs().max() == 0) or rel(a, b) < 1e-5, (name, rel(a, b))
+    assert kernels.FORM == "fused"  # form puts the shipped one back
 
 
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("backward", ["reuse-split", "gather-split"])  # the dz kernel's two ways to the factors
-@pytest.mark.parametrize("case", CASES)
-def test_gemm_form_matches_reference_forward_and_backward(case, backward, device):
-    # triton_gemm.py: monomials from a kernel, the matmuls by torch.bmm, dz from dM by a kernel
-    k, L, G, C, N, nb, scaled = CASES[case]
-    leaves = inputs(k, L, G, C, N, nb, scaled, device)
-    ref_leaves = [t.detach().cpu().double().requires_grad_(True) for t in leaves]
-    ref = sphere_readout(ref_leaves[0], ref_leaves[1 : 1 + nb], ref_leaves[1 + nb :] or None,
-                         impl="reference" if L else "parallel")
-    f32 = [t.float() for t in leaves]
-    with kernels.form("gemm"):
-        out = sphere_readout(f32[0], f32[1 : 1 + nb], f32[1 + nb :] or None, impl="triton")
-    assert out.shape == ref.shape and out.dtype == torch.float32
-    assert out.grad_fn.name().startswith("SphereReadoutTritonGemm")
-    g = torch.randn(ref.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    grads_ref = torch.autograd.grad((ref * g).sum(), ref_leaves)
-    with kernels.backward_form(backward):
-        grads = torch.autograd.grad((out.double() * g.to(device)).sum(), leaves)
-    rel = lambda a, b: ((a.cpu() - b).norm() / b.norm().clamp_min(1e-30)).item()  # noqa: E731
-    assert rel(out.double(), ref) < 1e-5
-    for name, a, b in zip(["W"] + [f"z{i}" for i in range(nb)] + [f"s{i}" for i in range(nb if scaled else 0)], grads, grads_ref):
-        assert a.dtype == torch.float64
-        assert (b.norm() == 0 and a.abs().max() == 0) or rel(a, b) < 1e-5, (name, rel(a, b))
-    assert kernels.FORM == "fused"  # put back
+def test_unknown_readout_form_is_refused():
     with pytest.raises(ValueError, match="unknown read-out form"):
         with kernels.form("atomic"):
             pass

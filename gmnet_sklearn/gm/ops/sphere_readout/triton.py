@@ -202,6 +202,16 @@ def _normalise_backward(dx, z, r, inv, eps):
 
 
 @triton.jit
+def _store_branch_grads(DZ, DS_SLOT, g, k, N, kk, n, nmask, dx, z, r, inv, eps, ds, HAS_SCALE: tl.constexpr):
+    """A branch's dz of the token block (through the normalisation; DZ contiguous (G, k, N)) and its
+    share of ds (added at DS_SLOT)."""
+    zmask = (kk < k)[:, None] & nmask[None, :]
+    tl.store(DZ + (g * k + kk[:, None]) * N + n[None, :], _normalise_backward(dx, z, r, inv, eps), mask=zmask)
+    if HAS_SCALE:
+        tl.atomic_add(DS_SLOT, tl.sum(ds))
+
+
+@triton.jit
 def _readout_bwd_kernel(W, Z0, Z1, S, IDX, DOUT, DW, DZ0, DZ1, DS, N, C, NM, k, eps,
                         swg, swc, swm, s0g, s0k, s0n, s1g, s1k, s1n, sdg, sdc, sdn,
                         NB: tl.constexpr, HAS_SCALE: tl.constexpr, L: tl.constexpr, KP: tl.constexpr,
@@ -255,14 +265,9 @@ def _readout_bwd_kernel(W, Z0, Z1, S, IDX, DOUT, DW, DZ0, DZ1, DS, N, C, NM, k, 
                                       L, DOT, REUSE, DW_ATOMIC)
             ds1 += ds
             dx1 += dx
-    zmask = (kk < k)[:, None] & nmask[None, :]
-    tl.store(DZ0 + (g * k + kk[:, None]) * N + n[None, :], _normalise_backward(dx0, z0, r0, inv0, eps), mask=zmask)
-    if HAS_SCALE:
-        tl.atomic_add(DS + g * NB, tl.sum(ds0))
+    _store_branch_grads(DZ0, DS + g * NB, g, k, N, kk, n, nmask, dx0, z0, r0, inv0, eps, ds0, HAS_SCALE)
     if NB == 2:
-        tl.store(DZ1 + (g * k + kk[:, None]) * N + n[None, :], _normalise_backward(dx1, z1, r1, inv1, eps), mask=zmask)
-        if HAS_SCALE:
-            tl.atomic_add(DS + g * NB + 1, tl.sum(ds1))
+        _store_branch_grads(DZ1, DS + g * NB + 1, g, k, N, kk, n, nmask, dx1, z1, r1, inv1, eps, ds1, HAS_SCALE)
 
 
 @triton.jit

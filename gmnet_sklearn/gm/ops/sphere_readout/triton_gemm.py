@@ -30,7 +30,7 @@ import triton.language as tl
 from torch.autograd.function import once_differentiable
 
 from . import triton as fused
-from .triton import _branch_backward, _inverse_norms, _monomial_chunk, _normalise_backward, _scale
+from .triton import _branch_backward, _inverse_norms, _monomial_chunk, _scale, _store_branch_grads
 
 
 @triton.jit
@@ -92,14 +92,9 @@ def _dz_kernel(Z0, Z1, S, IDX, DM, DZ0, DZ1, DS, N, NM, k, eps,
                                       L, DOT, REUSE, False)
             ds1 += ds
             dx1 += dx
-    zmask = (kk < k)[:, None] & nmask[None, :]
-    tl.store(DZ0 + (g * k + kk[:, None]) * N + n[None, :], _normalise_backward(dx0, z0, r0, inv0, eps), mask=zmask)
-    if HAS_SCALE:
-        tl.atomic_add(DS + g * NB, tl.sum(ds0))
+    _store_branch_grads(DZ0, DS + g * NB, g, k, N, kk, n, nmask, dx0, z0, r0, inv0, eps, ds0, HAS_SCALE)
     if NB == 2:
-        tl.store(DZ1 + (g * k + kk[:, None]) * N + n[None, :], _normalise_backward(dx1, z1, r1, inv1, eps), mask=zmask)
-        if HAS_SCALE:
-            tl.atomic_add(DS + g * NB + 1, tl.sum(ds1))
+        _store_branch_grads(DZ1, DS + g * NB + 1, g, k, N, kk, n, nmask, dx1, z1, r1, inv1, eps, ds1, HAS_SCALE)
 
 
 def _monomials(z32, s, table, NM: int, L: int, eps: float) -> torch.Tensor:
