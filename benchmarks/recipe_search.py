@@ -112,7 +112,8 @@ CANDIDATES: Dict[str, Dict[str, object]] = {
     # tenth round (issue 25's time target on the AVX2 host: BACE-cls/BBBP/BACE-reg default fits take
     # 186-200 s there, about 9 s an epoch): the defaults in 10 and 12 epochs, the same warm-up fraction
     # and cosine decay over the shorter run (round eight's step from 30 to 20 epochs cost nothing:
-    # 0.993x; the 20-epoch runs restored epochs 5-19 of 20)
+    # 0.993x; the 20-epoch runs restored epochs 5-19 of 20). Neither won: 1.000x and 1.032x the
+    # defaults' validation error, behind on 6 of 7 endpoints each (DEVELOPERS.md)
     "desc_d256_fp_forest_e10": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
                                 "forest": True, "max_epochs": 10},
     "desc_d256_fp_forest_e12": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
