@@ -41,6 +41,11 @@ BASE: Dict[str, object] = dict(
     tta=0, descriptors=False, fingerprint=False, pretrained=None, forest=False, freeze_encoder_epochs=0,
 )
 
+#: Round six's recipe (desc_d256_fp_forest), which later rounds build on, and round eight's defaults
+#: (the same in 20 epochs: the estimators' defaults since then), which rounds nine and ten vary.
+_FOREST_RECIPE = {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True, "forest": True}
+_DEFAULTS = {**_FOREST_RECIPE, "max_epochs": 20}
+
 #: One lever (or a combination) per candidate, on top of BASE.
 CANDIDATES: Dict[str, Dict[str, object]] = {
     "base": {},
@@ -78,7 +83,7 @@ CANDIDATES: Dict[str, Dict[str, object]] = {
     # sixth round, on top of desc_d256_fp: a random forest on the same molecule features, blended
     # with the network at the weight the internal validation split picks (the network's training
     # is unchanged, so each cell also records the network alone: `forest.network_valid_metric`)
-    "desc_d256_fp_forest": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True, "forest": True},
+    "desc_d256_fp_forest": dict(_FOREST_RECIPE),
     # seventh round (issue 26: the warm start beats scratch on too few endpoints): LP-FT, the head
     # alone for the first 3 of 30 epochs so a random head does not drag the pretrained features,
     # at the recipe's learning rate and at the warm-start preset's
@@ -90,41 +95,31 @@ CANDIDATES: Dict[str, Dict[str, object]] = {
     # over the 2-minute target): the defaults in 20 epochs instead of 30, the same warm-up fraction
     # and cosine decay over the shorter run (early stopping was ruled out from the tuned records'
     # validation curves: Chem-GMNet's BACE-reg and BBBP improve late, after 10 flat epochs)
-    "desc_d256_fp_forest_e20": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
-                                "forest": True, "max_epochs": 20},
+    "desc_d256_fp_forest_e20": dict(_DEFAULTS),
     # ninth round (issue 25 lists batch size, depth, dropout and (k, L) among the levers; none had
     # been measured on top of the recipe): one lever each on top of the 20-epoch defaults. Two are
     # also cheaper fits (2 layers; L = 2: 45 read-out monomials instead of 165), which matters on
     # the AVX2 host where the default BACE/BBBP fits miss the 2-minute target
-    "desc_d256_fp_forest_e20_bs64": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
-                                     "forest": True, "max_epochs": 20, "batch_size": 64},
-    "desc_d256_fp_forest_e20_drop0.2": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
-                                        "forest": True, "max_epochs": 20, "dropout": 0.2},
-    "desc_d256_fp_forest_e20_l2": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
-                                   "forest": True, "max_epochs": 20, "n_layers": 2},
-    "desc_d256_fp_forest_e20_L2": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
-                                   "forest": True, "max_epochs": 20, "L": 2},
+    "desc_d256_fp_forest_e20_bs64": {**_DEFAULTS, "batch_size": 64},
+    "desc_d256_fp_forest_e20_drop0.2": {**_DEFAULTS, "dropout": 0.2},
+    "desc_d256_fp_forest_e20_l2": {**_DEFAULTS, "n_layers": 2},
+    "desc_d256_fp_forest_e20_L2": {**_DEFAULTS, "L": 2},
     # and the warm-start preset (MOSES_FINE_TUNING: the shipped encoder, lr 2e-4) on top of the
     # 20-epoch defaults, which rounds four to seven measured only on the 30-epoch recipe without
     # the forest (issue 26: does pretraining beat scratch under the defaults as they are now?)
-    "desc_d256_fp_forest_e20_moses_lr2e-4": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
-                                             "forest": True, "max_epochs": 20, "pretrained": "moses", "lr": 2e-4},
+    "desc_d256_fp_forest_e20_moses_lr2e-4": {**_DEFAULTS, "pretrained": "moses", "lr": 2e-4},
     # tenth round (issue 25's time target on the AVX2 host: BACE-cls/BBBP/BACE-reg default fits take
     # 186-200 s there, about 9 s an epoch): the defaults in 10 and 12 epochs, the same warm-up fraction
     # and cosine decay over the shorter run (round eight's step from 30 to 20 epochs cost nothing:
     # 0.993x; the 20-epoch runs restored epochs 5-19 of 20). Neither won: 1.000x and 1.032x the
     # defaults' validation error, behind on 6 of 7 endpoints each (DEVELOPERS.md)
-    "desc_d256_fp_forest_e10": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
-                                "forest": True, "max_epochs": 10},
-    "desc_d256_fp_forest_e12": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
-                                "forest": True, "max_epochs": 12},
+    "desc_d256_fp_forest_e10": {**_FOREST_RECIPE, "max_epochs": 10},
+    "desc_d256_fp_forest_e12": {**_FOREST_RECIPE, "max_epochs": 12},
     # and the last of the issue's shape levers no round had measured on top of the recipe: the
     # sphere dimension k (round nine had L = 2), one step each way. Neither won (seed 0: 1.027x and
     # 1.104x the defaults' validation error; DEVELOPERS.md)
-    "desc_d256_fp_forest_e20_k6": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
-                                   "forest": True, "max_epochs": 20, "k": 6},
-    "desc_d256_fp_forest_e20_k10": {"descriptors": True, "d_model": 256, "n_heads": 8, "fingerprint": True,
-                                    "forest": True, "max_epochs": 20, "k": 10},
+    "desc_d256_fp_forest_e20_k6": {**_DEFAULTS, "k": 6},
+    "desc_d256_fp_forest_e20_k10": {**_DEFAULTS, "k": 10},
 }
 
 
