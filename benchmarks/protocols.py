@@ -21,12 +21,14 @@ the seeds. Results are written under ``benchmarks/results/<protocol>/``.
 - ``tuned``: the library's defaults, read from the estimators' signatures (one recipe for all
   endpoints and both arms, chosen on validation splits only by ``benchmarks/recipe_search.py``).
 - ``tuned_e30``: ``tuned`` as it was before recipe round eight moved ``max_epochs`` from 30 to 20
-  (its records were made as ``tuned`` then and relabelled; kept as the scratch reference of the
-  two protocols below, which were made from it).
-- ``tuned_moses``: ``tuned_e30`` with ``pretrained="moses"`` (the paper's Table 2 under the
+  (its records were made as ``tuned`` then and relabelled; kept as the scratch reference of
+  ``tuned_e30_moses`` and ``tuned_e30_moses_ft``).
+- ``tuned_moses``: ``tuned`` with ``pretrained="moses"`` (the paper's Table 2 under the
   library's defaults: both arms warm-started from the MOSES-pretrained encoders that ship).
-- ``tuned_moses_ft``: ``tuned_e30`` with ``MOSES_FINE_TUNING`` (the warm start and the fine-tuning
+- ``tuned_moses_ft``: ``tuned`` with ``MOSES_FINE_TUNING`` (the warm start and the fine-tuning
   learning rate chosen for it on validation splits only), both arms.
+- ``tuned_e30_moses``, ``tuned_e30_moses_ft``: the same two on ``tuned_e30`` (their records were
+  made as ``tuned_moses`` / ``tuned_moses_ft`` under the 30-epoch defaults and relabelled).
 - ``chemberta3_moses``: ``chemberta3`` with ``pretrained="moses-paper"`` (the paper's Table 2
   protocol: the paper's shape, warm-started from the paper-shape MOSES encoders).
 
@@ -218,21 +220,22 @@ def _pretrained_protocol(base: Protocol, pretrained: str, name: Optional[str] = 
 # Table 2 under the library's defaults (the shipped MOSES encoders have the defaults' shape) ...
 # Both fine-tune the network alone (forest=False): the block compares encoders, and a forest
 # blended in would carry the same share of every prediction with and without pretraining.
-# Made under the 30-epoch defaults (tuned_e30), which stay their base until they are made again.
-PROTOCOLS["tuned_moses"] = _pretrained_protocol(PROTOCOLS["tuned_e30"], "moses", name="tuned_moses", forest=False)
-
-
-def _fine_tuning_protocol() -> Protocol:
-    """... and under the defaults' warm-start recipe, ``MOSES_FINE_TUNING`` (its learning rate chosen
-    on the valid splits only, benchmarks/recipe_search.py round four), the same for both arms."""
+def _table2_protocols(base: str, prefix: str) -> None:
+    """``<prefix>_moses`` (the warm start) and ``<prefix>_moses_ft`` (the warm start with the
+    defaults' warm-start recipe, ``MOSES_FINE_TUNING``: its learning rate chosen on the valid splits
+    only, benchmarks/recipe_search.py round four), both on protocol ``base``, the same for both arms."""
     from gmnet_sklearn.estimators import MOSES_FINE_TUNING
 
     preset = dict(MOSES_FINE_TUNING)
-    return _pretrained_protocol(PROTOCOLS["tuned_e30"], preset.pop("pretrained"), name="tuned_moses_ft", forest=False,
-                                **preset)
+    PROTOCOLS[f"{prefix}_moses"] = _pretrained_protocol(PROTOCOLS[base], "moses", name=f"{prefix}_moses", forest=False)
+    PROTOCOLS[f"{prefix}_moses_ft"] = _pretrained_protocol(PROTOCOLS[base], preset.pop("pretrained"),
+                                                           name=f"{prefix}_moses_ft", forest=False, **preset)
 
 
-PROTOCOLS["tuned_moses_ft"] = _fine_tuning_protocol()
+_table2_protocols("tuned", "tuned")
+# The first Table-2 runs under the defaults were made on the 30-epoch ones (as tuned_moses and
+# tuned_moses_ft, relabelled when the two were made again on the 20-epoch defaults).
+_table2_protocols("tuned_e30", "tuned_e30")
 
 # ... and under the paper's own protocol, as the paper's Table 2 is (the paper's shape, so the
 # paper-shape encoder; on CPU Chem-GMNet only, the baseline's paper-shape encoder is GPU work).

@@ -642,10 +642,10 @@ def test_report_table2_counts_pretrained_against_scratch_and_the_baseline(tmp_pa
     recs = []
     for seed in (0, 1):
         recs += [_record("gmnet", "esol", seed, 0.80, protocol="tuned_moses"),  # pretrained beats scratch
-                 _record("gmnet", "esol", seed, 0.90, protocol="tuned_e30"),  # tuned_moses' scratch reference
+                 _record("gmnet", "esol", seed, 0.90, protocol="tuned"),  # tuned_moses' scratch reference
                  _record("chemberta", "esol", seed, 0.85, protocol="tuned_moses"),  # ... and the baseline
                  _record("gmnet", "bbbp", seed, 0.70, protocol="tuned_moses"),  # worse than scratch
-                 _record("gmnet", "bbbp", seed, 0.72, protocol="tuned_e30"),
+                 _record("gmnet", "bbbp", seed, 0.72, protocol="tuned"),
                  _record("chemberta", "bbbp", seed, 0.75, protocol="tuned_moses")]  # worse than the baseline
     _write_records(results, recs)
     _, section = _report_section(results, tmp_path, "Table 2: pretrained encoders")
@@ -686,7 +686,7 @@ def test_report_table2_compares_each_pair_on_the_seeds_both_have(tmp_path):
     0 (where scratch is better), not the one seed against the three-seed mean (which it beats)."""
     results = tmp_path / "results"
     recs = [_record("gmnet", "esol", 0, 0.80, protocol="tuned_moses")]
-    recs += [_record("gmnet", "esol", s, v, protocol="tuned_e30") for s, v in enumerate((0.79, 0.90, 0.95))]
+    recs += [_record("gmnet", "esol", s, v, protocol="tuned") for s, v in enumerate((0.79, 0.90, 0.95))]
     _write_records(results, recs)
     _, section = _report_section(results, tmp_path, "Table 2: pretrained encoders")
     assert "beats its scratch runs on **0 of 1** endpoints measured (ESOL on seed 0 only)" in section

@@ -261,7 +261,7 @@ def test_report_shows_a_forest_blending_arm_beside_its_network_alone(tmp_path):
     recs = [_peer_record("rf_ecfp", "esol", s, 0.95) for s in range(2)]
     recs += [_peer_record("chemprop", "esol", s, 0.97) for s in range(2)]  # targets count against every peer
     for s in range(2):
-        for protocol in ("tuned", "tuned_e30"):  # tuned_e30: tuned_moses' scratch reference
+        for protocol in ("tuned", "tuned_e30"):  # tuned: tuned_moses' scratch reference
             r = _record("gmnet", "esol", s, 0.90, protocol=protocol)
             r["forest"] = {"weight": 0.3, "network_valid_metric": 1.1, "network_test_metric": 1.0}
             recs.append(r)

@@ -289,12 +289,14 @@ def test_benchmark_protocols_pin_their_recipes():
     for arm, params in (("gmnet", tuned), ("chemberta", cb)):
         assert get_protocol("tuned_e30").estimator_params(arm) == {**params, "max_epochs": 30}
     assert tuned["max_epochs"] == 20
-    # Table 2's fine-tuning protocols are those defaults plus the warm-start preset, for both arms
+    # Table 2's fine-tuning protocols are those defaults plus the warm-start preset, for both arms,
+    # and the same on the 30-epoch defaults they were first made under
     for arm, params in (("gmnet", tuned), ("chemberta", cb)):
-        e30 = {**params, "max_epochs": 30}
-        # ... with the network alone: the block compares encoders
-        assert get_protocol("tuned_moses_ft").estimator_params(arm) == {**e30, **MOSES_FINE_TUNING, "forest": False}
-        assert get_protocol("tuned_moses").estimator_params(arm) == {**e30, "pretrained": "moses", "forest": False}
+        for prefix, base in (("tuned", params), ("tuned_e30", {**params, "max_epochs": 30})):
+            # ... with the network alone: the block compares encoders
+            assert (get_protocol(f"{prefix}_moses_ft").estimator_params(arm)
+                    == {**base, **MOSES_FINE_TUNING, "forest": False})
+            assert get_protocol(f"{prefix}_moses").estimator_params(arm) == {**base, "pretrained": "moses", "forest": False}
     # ... and the paper's protocol from the paper-shape encoder, everything else the paper's
     for arm in ("gmnet", "chemberta"):
         ref = get_protocol("chemberta3")
