@@ -17,7 +17,8 @@ is bound by the Python and kernel-launch overhead of one process, so one GPU ser
 processes side by side (one CPU thread each). On CPU, ``--workers`` = cores with ``--threads 1``
 is what earlier sweeps ran by hand.
 
-Scheduling: the runs of the first ``--what`` group come first. Within a group, with a
+Scheduling: the runs of the first ``--protocol`` come first (several may be given), and within
+a protocol those of the first ``--what`` group. Within a group, with a
 ``--deadline``, the longest run starts first (its cost, plus start-up: the mean measured epoch
 of the committed runs of its like made the same way, on the same CPU and GPU model, with these
 threads and workers, when there are some; otherwise training steps x ``--step-seconds`` of its
@@ -80,6 +81,7 @@ class Job:
     epochs_done: int = 0
     min_part_s: float = 0.0
     basis: str = ""  # where estimate_s came from: measured runs of its like, or the step-cost model
+    protocol: str = ""  # named in the label: a sweep may fill several protocols
     # filled in while running
     proc: Optional[subprocess.Popen] = field(default=None, repr=False)
     started: Optional[float] = None
@@ -89,7 +91,7 @@ class Job:
     def label(self) -> str:
         kl = f" k={self.k} L={self.L}" if self.arm == "gmnet" else ""
         resumes = f" (resumes after epoch {self.epochs_done})" if self.epochs_done else ""
-        return f"{self.arm}{kl} {self.endpoint} seed{self.seed}{resumes}"
+        return f"{self.protocol + ' ' if self.protocol else ''}{self.arm}{kl} {self.endpoint} seed{self.seed}{resumes}"
 
     def startable_s(self) -> float:
         """Time that must be left to start it: all of it, or a useful part when resumable."""
@@ -259,7 +261,7 @@ def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device
                         name=f"{protocol_name}-{arm}-{ep}-seed{seed}" + (f"-k{k}-L{L}" if arm == "gmnet" else ""),
                         resumable=snapshot_dir is not None, epochs_done=done,
                         min_part_s=startup_s + 2 * epoch_s,  # two epochs: at least one is kept
-                        basis=basis))
+                        basis=basis, protocol=protocol_name))
 
     for group in groups:
         if group in ("table1", "extras"):
@@ -442,7 +444,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--what", nargs="+", default=["table1", "ablation"], choices=GROUPS,
                    help="run groups, in priority order (default: table1 ablation)")
-    p.add_argument("--protocol", default="chemberta3", choices=sorted(PROTOCOLS))
+    p.add_argument("--protocol", nargs="+", default=["chemberta3"], choices=sorted(PROTOCOLS),
+                   help="one or more, in priority order: each one's missing runs after the previous one's")
     p.add_argument("--seeds", nargs="+", type=int, default=None, help="default: the protocol's seeds")
     p.add_argument("--arms", nargs="+", default=None, choices=ARMS, help="only these arms (default: both)")
     p.add_argument("--endpoints", nargs="+", default=None, help="only these endpoints (default: all of the groups')")
@@ -510,16 +513,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     log_dir = Path(args.log_dir) if args.log_dir else results_dir.parent / "sweep_logs"
     t_start = time.monotonic()
     if args.calibrate and not args.dry_run:
-        measured = calibrate(protocol_name=args.protocol, device=device, workers=workers, threads=args.threads,
+        measured = calibrate(protocol_name=args.protocol[0], device=device, workers=workers, threads=args.threads,
                              endpoint=args.calibrate_endpoint, epochs=args.calibrate_epochs,
                              scratch=log_dir / "calibration", extra_args=extra)
         startup_s = measured.pop("startup")
         step_seconds.update(measured)
-    jobs = plan(groups=args.what, protocol_name=args.protocol, results_dir=results_dir, device=device,
-                step_seconds=step_seconds, seeds=args.seeds, threads=args.threads, extra_args=extra,
-                startup_s=startup_s, arms=args.arms, endpoints=args.endpoints, skip=args.skip,
-                order=args.order or ("longest" if args.deadline is not None else "smallest"),
-                snapshot_dir=Path(args.snapshot_dir).resolve() if args.snapshot_dir else None, workers=workers)
+    jobs = [job for protocol_name in dict.fromkeys(args.protocol)  # each protocol's runs after the previous one's
+            for job in plan(groups=args.what, protocol_name=protocol_name, results_dir=results_dir, device=device,
+                            step_seconds=step_seconds, seeds=args.seeds, threads=args.threads, extra_args=extra,
+                            startup_s=startup_s, arms=args.arms, endpoints=args.endpoints, skip=args.skip,
+                            order=args.order or ("longest" if args.deadline is not None else "smallest"),
+                            snapshot_dir=Path(args.snapshot_dir).resolve() if args.snapshot_dir else None,
+                            workers=workers)]
     total = sum(j.estimate_s for j in jobs)
     print(f"{len(jobs)} run(s) missing; predicted {total / 3600:.2f} h of one worker, "
           f"{total / workers / 3600:.2f} h with {workers} workers (step seconds {step_seconds})", flush=True)

@@ -6,7 +6,9 @@ the transformer also works on its own in a ``Pipeline``. Every descriptor in RDK
 processes with ``n_jobs``; the estimators use as many as torch has threads); the
 scaling (a quantile map to a standard normal, which tames heavy tails such as ``Ipc``) is fitted on
 the training SMILES only, and a descriptor that is missing or not finite for a molecule becomes 0,
-the training median after the map.
+the training median after the map. With ``memory`` (scikit-learn's meaning: a folder or a
+``joblib.Memory``) the raw descriptors of a list of SMILES are cached on disk, so the candidates of
+a ``GridSearchCV``, which fit the same folds, compute each fold's descriptors once.
 """
 
 from __future__ import annotations
@@ -123,6 +125,31 @@ def compute_descriptors(smiles, on_invalid: str = "raise", n_jobs=None) -> np.nd
     return out
 
 
+def _descriptors_keyed(smiles: list, on_invalid: str, descriptor_set: tuple, n_jobs=None) -> np.ndarray:
+    """``compute_descriptors`` with what its values depend on beyond the SMILES in the arguments,
+    so joblib's cache key holds it: a cache filled under another RDKit or another descriptor
+    list is never read back as this one's."""
+    return compute_descriptors(smiles, on_invalid, n_jobs=n_jobs)
+
+
+def cached_descriptors(memory, smiles, on_invalid: str = "raise", n_jobs=None) -> np.ndarray:
+    """``compute_descriptors(smiles, on_invalid, n_jobs)`` through ``memory`` (None: no cache; a
+    folder (str or path) or a ``joblib.Memory``, ``sklearn.utils.validation.check_memory``'s meaning). The key is
+    the list of SMILES, ``on_invalid``, RDKit's version and the descriptor names (the values are
+    RDKit's own, bit for bit: tests/test_descriptors.py); not ``n_jobs``, which they do not depend on."""
+    import os
+
+    from sklearn.utils.validation import check_memory
+
+    memory = check_memory(os.fspath(memory) if isinstance(memory, os.PathLike) else memory)  # it takes str only
+    if memory.location is None:  # no cache: not even the hashing of the SMILES
+        return compute_descriptors(smiles, on_invalid, n_jobs=n_jobs)
+    import rdkit
+
+    descriptor_set = (rdkit.__version__, tuple(descriptor_names()))
+    return memory.cache(_descriptors_keyed, ignore=["n_jobs"])(list(smiles), on_invalid, descriptor_set, n_jobs=n_jobs)
+
+
 class RDKitDescriptors(TransformerMixin, BaseEstimator):
     """SMILES -> RDKit 2D descriptors, quantile-mapped to N(0, 1) on the training data.
 
@@ -132,6 +159,8 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
     on_invalid : "raise" (default) or "nan": rows of SMILES RDKit rejects come out 0.
     n_jobs : worker processes for the descriptors (joblib's meaning; None: one) when there are
         many distinct SMILES; the values do not depend on it.
+    memory : None (default), a folder or a ``joblib.Memory``: where the raw descriptors of each
+        list of SMILES given to ``fit`` or ``transform`` are cached (``cached_descriptors``).
 
     Attributes
     ----------
@@ -139,10 +168,11 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
         descriptors. ``kept_`` : mask of descriptors that vary on the training data.
     """
 
-    def __init__(self, n_quantiles: int = 1000, on_invalid: str = "raise", n_jobs=None):
+    def __init__(self, n_quantiles: int = 1000, on_invalid: str = "raise", n_jobs=None, memory=None):
         self.n_quantiles = n_quantiles
         self.on_invalid = on_invalid
         self.n_jobs = n_jobs
+        self.memory = memory
 
     def _check_params(self):
         # here and in transform: set_params may change them on a fitted transformer
@@ -155,7 +185,7 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
         from .estimators._base import check_smiles_input
 
         self._check_params()
-        raw = compute_descriptors(check_smiles_input(X), self.on_invalid, n_jobs=self.n_jobs)
+        raw = cached_descriptors(self.memory, check_smiles_input(X), self.on_invalid, n_jobs=self.n_jobs)
         return self._fit_raw(raw)
 
     def _fit_raw(self, raw: np.ndarray):
@@ -187,7 +217,8 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
 
         check_is_fitted(self, "quantiles_")
         self._check_params()
-        return self._transform_raw(compute_descriptors(check_smiles_input(X), self.on_invalid, n_jobs=self.n_jobs))
+        return self._transform_raw(cached_descriptors(self.memory, check_smiles_input(X), self.on_invalid,
+                                                      n_jobs=self.n_jobs))
 
     def _transform_raw(self, raw: np.ndarray) -> np.ndarray:
         z = self.quantiles_.transform(raw[:, self.kept_])

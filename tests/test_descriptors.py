@@ -82,3 +82,37 @@ def test_parameters_are_checked_in_fit_and_again_in_transform():
     fitted = RDKitDescriptors().fit(SMILES)
     with pytest.raises(ValueError, match="on_invalid must be 'raise' or 'nan'"):
         fitted.set_params(on_invalid="bogus").transform(["CCO", "C1CC"])
+
+
+def test_memory_caches_each_list_of_smiles_and_returns_the_same_rows(tmp_path, monkeypatch):
+    """A folder as ``memory``: the second call with the same SMILES reads the cache (no descriptor is
+    computed), whatever ``n_jobs``; another list, another ``on_invalid`` or another descriptor set
+    (an RDKit upgrade) computes again."""
+    smiles = list(SMILES) + ODD
+    expected = compute_descriptors(smiles)
+    calls = []
+    real = D._descriptor_rows
+    monkeypatch.setattr(D, "_descriptor_rows", lambda s: calls.append(len(s)) or real(s))
+    first = D.cached_descriptors(tmp_path, smiles)
+    again = D.cached_descriptors(str(tmp_path), smiles, n_jobs=2)
+    np.testing.assert_array_equal(first, expected)
+    np.testing.assert_array_equal(again, expected)
+    n = len(set(smiles))  # each distinct SMILES is computed once
+    assert calls == [n]
+    D.cached_descriptors(tmp_path, smiles[1:])
+    D.cached_descriptors(tmp_path, smiles, on_invalid="nan")
+    monkeypatch.setattr(D, "descriptor_names", lambda: ["another", "list"])
+    D.cached_descriptors(tmp_path, smiles)
+    assert calls == [n, len(set(smiles[1:])), n, n]
+    D.cached_descriptors(None, smiles)  # no cache: computed every time
+    D.cached_descriptors(None, smiles)
+    assert len(calls) == 6
+
+
+def test_transformer_memory_is_a_parameter_and_changes_no_output(tmp_path):
+    plain = RDKitDescriptors().fit(SMILES)
+    cached = clone(RDKitDescriptors(memory=tmp_path)).fit(SMILES)
+    assert cached.get_params()["memory"] == tmp_path
+    np.testing.assert_array_equal(cached.transform(SMILES), plain.transform(SMILES))
+    np.testing.assert_array_equal(cached.transform(SMILES), plain.transform(SMILES))  # from the cache
+    assert any(tmp_path.iterdir())

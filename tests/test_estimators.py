@@ -201,6 +201,33 @@ def test_grid_search_over_k_and_L(n_jobs):
     assert grid.best_estimator_.predict(X[:3]).shape == (3,)
 
 
+def test_memory_caches_the_descriptors_of_a_searchs_folds_and_changes_no_prediction(tmp_path, monkeypatch):
+    """``memory``: the second candidate of a search reads each fold's descriptors from the cache; a
+    fit through the cache predicts what one without it does; ``save`` leaves the cache behind."""
+    import gmnet_sklearn.descriptors as D
+
+    calls = []
+    real = D._descriptor_rows
+    monkeypatch.setattr(D, "_descriptor_rows", lambda s: calls.append(len(s)) or real(s))
+    params = {**TINY, "max_epochs": 1, "valid_split": None, "forest": False}
+    plain = GMNetRegressor(**params).fit(X, Y)
+    expected, n_plain = plain.predict(X), len(calls)
+    grid = GridSearchCV(GMNetRegressor(**params, memory=tmp_path / "cache"), {"k": [3, 4]}, cv=KFold(2),
+                        refit=False, error_score="raise").fit(X, Y)
+    assert np.isfinite(grid.cv_results_["mean_test_score"]).all()
+    assert len(calls) - n_plain == 4  # each fold's training and test SMILES, for the first candidate only
+    cached = GMNetRegressor(**params, memory=str(tmp_path / "cache")).fit(X, Y)
+    np.testing.assert_array_equal(cached.predict(X), expected)
+    n = len(calls)
+    np.testing.assert_array_equal(cached.predict(X), expected)
+    assert len(calls) == n
+    cached.save(tmp_path / "m")
+    assert json.loads((tmp_path / "m" / "config.json").read_text())["params"]["memory"] is None
+    assert clone(cached).memory == str(tmp_path / "cache")
+    with pytest.raises(ValueError, match="memory"):
+        GMNetRegressor(**params, memory=5).fit(X, Y)
+
+
 def test_cross_val_score_classifier():
     scores = cross_val_score(GMNetClassifier(**{**TINY, "max_epochs": 1}), X, C, cv=2, scoring="roc_auc")
     assert scores.shape == (2,) and np.isfinite(scores).all()

@@ -102,6 +102,15 @@ def test_dry_run_lists_the_plan(tmp_path, capsys):
     assert out.startswith("3 run(s) missing") and out.count("chemberta esol seed") == 3
 
 
+def test_several_protocols_are_planned_in_the_order_given(tmp_path, capsys):
+    assert sweep.main(["--dry-run", "--device", "cpu", "--workers", "2", "--what", "table1", "--arms", "chemberta",
+                       "--endpoints", "esol", "--results-dir", str(tmp_path),
+                       "--protocol", "tuned_moses_ft", "tuned_moses", "tuned_moses_ft"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("6 run(s) missing")  # a protocol named twice is planned once
+    assert [ln.split("] ")[1].split(" ")[0] for ln in lines[1:]] == ["tuned_moses_ft"] * 3 + ["tuned_moses"] * 3
+
+
 def test_interrupted_sweep_stops_its_runs(tmp_path, monkeypatch):
     # The runs live in their own process sessions, so a Ctrl-C or SIGTERM of the sweep does not
     # reach them: the sweep stops them itself.

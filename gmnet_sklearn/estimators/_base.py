@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_consistent_length, check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from skorch.callbacks import Checkpoint, EarlyStopping, EpochScoring, ProgressBar
@@ -30,7 +30,7 @@ from skorch.helper import predefined_split
 
 from .. import __version__
 from ..augment import randomized_smiles
-from ..descriptors import RDKitDescriptors, compute_descriptors
+from ..descriptors import RDKitDescriptors, cached_descriptors
 from ..fingerprints import MorganFingerprint
 from ..forest import MoleculeForest, blend, choose_blend_weight
 from ..tokenizer import EncodedBatch, SmilesTokenizer
@@ -85,6 +85,7 @@ TRAINING_PARAMETER_CONSTRAINTS = {
     "precision": [StrOptions({"float32", "bf16"})],
     "verbose": ["verbose"],
     "callbacks": [list, tuple, None],
+    "memory": [None, str, os.PathLike, HasMethods(["cache"])],  # sklearn.utils.validation.check_memory's
 }
 #: The fingerprint ``fingerprint=True`` fuses into the head: ECFP4 as chemists use it, as counts.
 FUSED_FINGERPRINT = {"radius": 2, "n_bits": 2048}
@@ -350,7 +351,8 @@ class SmilesNetBase(BaseEstimator):
         parts = []
         if self._as_fitted("descriptors"):
             # as many worker processes as torch has threads (the forest does the same)
-            raw = compute_descriptors(smiles, on_invalid="raise" if fit else "nan", n_jobs=torch.get_num_threads())
+            raw = cached_descriptors(self.memory, smiles, on_invalid="raise" if fit else "nan",
+                                     n_jobs=torch.get_num_threads())
             if fit:
                 self.descriptor_scaler_ = RDKitDescriptors()._fit_raw(raw)
             parts.append(self.descriptor_scaler_._transform_raw(raw))
@@ -464,7 +466,7 @@ class SmilesNetBase(BaseEstimator):
             # a RandomState's repr holds its address; the seed drawn from it is hashed as the seed
             params = {k: "<RandomState>" if isinstance(v, np.random.RandomState) else v
                       for k, v in self.get_params(deep=False).items()
-                      if k not in ("callbacks", "verbose", "device", "cuda_graphs", "n_jobs")
+                      if k not in ("callbacks", "verbose", "device", "cuda_graphs", "n_jobs", "memory")
                       and not (k in _ADDED_PARAMETER_DEFAULTS and v == _ADDED_PARAMETER_DEFAULTS[k])}
             snapshot.bind(fingerprint=fit_fingerprint({"estimator": type(self).__name__, **params,
                                                        **({"member": member} if member else {})},
@@ -630,6 +632,7 @@ class SmilesNetBase(BaseEstimator):
         params = {k: v for k, v in self.__dict__.get("_params_at_fit", self.get_params(deep=False)).items()
                   if k != "callbacks"}
         params["vocab_file"] = None  # the vocabulary travels in vocab.txt
+        params["memory"] = None  # a cache folder of this machine's, not part of the model
         if isinstance(params.get("random_state"), np.random.RandomState):
             params["random_state"] = self._tta_seed  # the seed the fit drew from it: a refit repeats the fit
         config = {

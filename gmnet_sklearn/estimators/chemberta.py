@@ -36,9 +36,9 @@ class _ChemBERTaParams(SmilesNetBase):
         of X and X_valid whose SMILES RDKit rejects out of fit, with a warning naming them and
         ``n_invalid_skipped_`` / ``invalid_rows_`` / ``invalid_valid_rows_`` recording them), as
         for the Chem-GMNet estimators.
-    cuda_graphs, precision, freeze_encoder_epochs, n_jobs : CUDA graphs of each batch shape's steps,
-        bf16 autocast, head-only first epochs of a warm start (LP-FT), CPU threads; as for the
-        Chem-GMNet estimators.
+    cuda_graphs, precision, freeze_encoder_epochs, n_jobs, memory : CUDA graphs of each batch shape's
+        steps, bf16 autocast, head-only first epochs of a warm start (LP-FT), CPU threads, the
+        descriptors' cache; as for the Chem-GMNet estimators.
     """
 
     _pretrain_family = "chemberta"
@@ -50,7 +50,8 @@ class _ChemBERTaParams(SmilesNetBase):
                  lr_schedule="cosine", batch_size=32, max_epochs=20, patience=None, n_estimators=1, augment=0, tta=0,
                  descriptors=True, fingerprint=True, forest=True, valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
                  bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None, pretrained=None,
-                 cuda_graphs=True, precision="float32", freeze_encoder_epochs=0, n_jobs=None):
+                 cuda_graphs=True, precision="float32", freeze_encoder_epochs=0, n_jobs=None,
+                 memory=None):
         self.d_model = d_model
         self.n_layers = n_layers
         self.n_heads = n_heads
@@ -87,6 +88,7 @@ class _ChemBERTaParams(SmilesNetBase):
         self.pretrained = pretrained
         self.freeze_encoder_epochs = freeze_encoder_epochs
         self.n_jobs = n_jobs
+        self.memory = memory
 
     def _model_max_length(self):
         # RoBERTa positions start after the padding index; with [PAD] = 0 that leaves 514.

@@ -90,6 +90,11 @@ class _GMNetParams(SmilesNetBase):
         (default): torch's current setting (all cores unless changed). On a machine other jobs
         keep busy, fewer threads than cores is much faster: threads that wait for a core stall
         every parallel step.
+    memory : None (default), a folder or a ``joblib.Memory`` (scikit-learn's meaning, as
+        ``Pipeline``'s): cache the RDKit descriptors of each list of SMILES there, so a search's
+        candidates, which fit and score the same folds, compute them once per fold
+        (``gmnet_sklearn.descriptors.cached_descriptors``). It changes no result, and ``save``
+        does not keep it.
     """
 
     _pretrain_family = "gmnet"
@@ -101,7 +106,8 @@ class _GMNetParams(SmilesNetBase):
                  warmup=0.1, lr_schedule="cosine", batch_size=32, max_epochs=20, patience=None, n_estimators=1,
                  augment=0, tta=0, descriptors=True, fingerprint=True, forest=True, valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
                  bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None, pretrained=None,
-                 cuda_graphs=True, precision="float32", freeze_encoder_epochs=0, n_jobs=None):
+                 cuda_graphs=True, precision="float32", freeze_encoder_epochs=0, n_jobs=None,
+                 memory=None):
         self.k = k
         self.L = L
         self.attention = attention
@@ -141,6 +147,7 @@ class _GMNetParams(SmilesNetBase):
         self.pretrained = pretrained
         self.freeze_encoder_epochs = freeze_encoder_epochs
         self.n_jobs = n_jobs
+        self.memory = memory
 
     def _model_max_length(self):
         return 514  # the paper's max sequence length; the model itself has no position table
