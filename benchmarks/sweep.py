@@ -455,6 +455,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=None, help="runs at once (default: 12 on CUDA, the cores on CPU)")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")
     p.add_argument("--cuda-graphs", action="store_true", help="each run fits with cuda_graphs=True (benchmarks.run --cuda-graphs)")
+    p.add_argument("--descriptor-cache", default=None, metavar="DIR",
+                   help="the runs share a cache of RDKit descriptors in DIR (benchmarks.run --descriptor-cache)")
     p.add_argument("--deadline", type=float, default=None, help="seconds: start only runs predicted to end by then, "
                                                                 "stop what still runs then (default: none)")
     p.add_argument("--order", choices=("longest", "smallest"), default=None,
@@ -502,6 +504,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         extra += ["--vocab-file", args.vocab_file]
     if args.cuda_graphs:
         extra += ["--cuda-graphs"]
+    if args.descriptor_cache:
+        extra += ["--descriptor-cache", str(Path(args.descriptor_cache).resolve())]
     try:
         step_seconds = parse_step_seconds(args.step_seconds, device)
         for name in [*(args.endpoints or []), *(item.partition(":")[2] for item in args.skip)]:

@@ -576,6 +576,14 @@ def test_records_name_the_commit_their_run_started_from(tmp_path, common_args, m
     assert C._GIT_AT_START is None  # the command's block is left: nothing leaks to the next
 
 
+def test_descriptor_cache_is_the_estimators_memory_and_is_recorded(tmp_path, common_args):
+    results, cache = tmp_path / "results", tmp_path / "descriptors"
+    assert run.main(["--arm", "gmnet", "--endpoints", "freesolv", "--seeds", "0", "--results-dir", str(results),
+                     "--descriptor-cache", str(cache), *common_args]) == 0
+    rec = json.loads((results / f"smoke@limit={LIMIT}" / "gmnet" / "freesolv" / "seed0_k4_L2.json").read_text())
+    assert rec["hyperparameters"]["memory"] == rec["protocol_overrides"]["memory"] == str(cache)
+
+
 def test_split_fingerprint_names_the_rows_of_each_split():
     a = C.split_fingerprint(np.array([0, 1, 2]), np.array([3]), np.array([4]))
     assert a == C.split_fingerprint([0, 1, 2], [3], [4]) and len(a) == 64
