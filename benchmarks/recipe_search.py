@@ -176,14 +176,17 @@ class ValidScorer:
         return value if self.data.endpoint.higher_is_better else -value
 
 
-def search_endpoint(data, names: Sequence[str], seed: int, vocab_file: str, root, command: str, device: str = "cpu"):
+def search_endpoint(data, names: Sequence[str], seed: int, vocab_file: str, root, command: str, device: str = "cpu",
+                    descriptor_cache: Optional[str] = None):
     from sklearn.model_selection import GridSearchCV, PredefinedSplit
 
     endpoint = data.endpoint
     X = np.concatenate([data.X_train, data.X_valid])
     y = np.concatenate([data.to_fit(data.y_train), data.to_fit(data.y_valid)])
     test_fold = np.r_[np.full(len(data.X_train), -1), np.zeros(len(data.X_valid), dtype=int)]
-    base = C.estimator_class("gmnet", endpoint)(random_state=seed, vocab_file=vocab_file, device=device)
+    # memory: every candidate and seed fits the same training part, so its descriptors are computed once
+    base = C.estimator_class("gmnet", endpoint)(random_state=seed, vocab_file=vocab_file, device=device,
+                                                memory=descriptor_cache)
     grid = [{k: [v] for k, v in candidate_params(n).items()} for n in names]
     t_fit = [time.perf_counter()]
     search = GridSearchCV(base, grid, scoring=ValidScorer(data, names, seed, root, command, t_fit),
@@ -354,6 +357,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--vocab-file", default=None)
     p.add_argument("--summary", action="store_true", help="print the summary table and exit")
     p.add_argument("--output", default=None, help="with --summary: also write it to this Markdown file")
+    p.add_argument("--descriptor-cache", default=None, metavar="DIR",
+                   help="cache the RDKit descriptors here (the estimators' memory; changes no result)")
     args = p.parse_args(argv)
     if args.summary:
         text = summary(args.results_dir)
@@ -377,7 +382,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 names = [n for n in args.candidates
                          if not (args.resume and cell_path(ep, n, seed, args.results_dir).exists())]
                 if names:
-                    search_endpoint(data, names, seed, vocab_file, args.results_dir, command, args.device)
+                    search_endpoint(data, names, seed, vocab_file, args.results_dir, command, args.device,
+                                    args.descriptor_cache)
     return 0
 
 
