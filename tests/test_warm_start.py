@@ -268,8 +268,8 @@ def test_pretrain_then_fine_tune_smoke(tmp_path):
 
 
 def test_training_snapshot_fingerprint_ignores_pretrained_none(tmp_path):
-    """Snapshots written before `pretrained`, `cuda_graphs`, `precision`, `freeze_encoder_epochs` and `n_jobs` existed
-    (long benchmark fits) still resume: the fingerprint is the one of the parameters they had."""
+    """Snapshots written before `pretrained`, `cuda_graphs`, `precision`, `freeze_encoder_epochs`, `n_jobs` and
+    `memory` existed (long benchmark fits) still resume: the fingerprint is the one of the parameters they had."""
     from pathlib import Path
 
     from gmnet_sklearn.estimators import TrainingSnapshot
@@ -280,7 +280,7 @@ def test_training_snapshot_fingerprint_ignores_pretrained_none(tmp_path):
     est.fit(X, y)
     params = {k: v for k, v in est.get_params(deep=False).items()
               if k not in ("callbacks", "verbose", "device", "pretrained", "cuda_graphs", "precision",
-                           "freeze_encoder_epochs", "n_jobs")}
+                           "freeze_encoder_epochs", "n_jobs", "memory")}
     expected = fit_fingerprint({"estimator": "ChemBERTaRegressor", **params}, 0, [np.asarray(X, dtype=object), y, None, None])
     assert Path(est.resume_info_["snapshot"]).name.startswith(expected)
 
