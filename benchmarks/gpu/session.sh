@@ -23,7 +23,8 @@
 # Then:
 #   sweep     the expensive runs, several at once, in the background until the deadline
 #             (SWEEP ARGS: one benchmarks.sweep command line's options; default: every missing
-#             chemberta3_moses run of Table 2's eight endpoints, both arms)
+#             run of Table 2's eight endpoints under tuned_moses_ft, tuned_moses and chemberta3_moses
+#             in that order, both arms)
 #   tests     the CUDA tests, beside the sweep
 cd "$(dirname "$0")/../.."
 T0=$(date +%s)  # SECONDS count from here, the install included
@@ -93,8 +94,9 @@ fi
 if has sweep && [ "$(left)" -gt 60 ]; then
   D=$(left); echo "sweep deadline $D s"
   python3 -m benchmarks.sweep --device cuda --threads 1 --deadline $D --archive $OUT/runs.tar.gz --log-dir /tmp/sweep_logs \
-      --cuda-graphs ${@:---what table1 --protocol chemberta3_moses --endpoints bace_classification bbbp clintox tox21_sr_p53 esol \
-      lipophilicity bace_regression clearance --workers 12 --step-seconds gmnet=0.05 chemberta=0.025} > $OUT/sweep.log 2>&1 &
+      --cuda-graphs ${@:---what table1 --protocol tuned_moses_ft tuned_moses chemberta3_moses --endpoints bace_classification bbbp \
+      clintox tox21_sr_p53 esol lipophilicity bace_regression clearance --workers 15 --step-seconds gmnet=0.06 chemberta=0.04} \
+      > $OUT/sweep.log 2>&1 &
   SWEEP=$!
 fi
 if has tests && [ "$(left)" -gt 30 ]; then
