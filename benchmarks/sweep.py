@@ -517,6 +517,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     log_dir = Path(args.log_dir) if args.log_dir else results_dir.parent / "sweep_logs"
     t_start = time.monotonic()
     if args.calibrate and not args.dry_run:
+        # under the first protocol: the step costs it measures stand for all of them
         measured = calibrate(protocol_name=args.protocol[0], device=device, workers=workers, threads=args.threads,
                              endpoint=args.calibrate_endpoint, epochs=args.calibrate_epochs,
                              scratch=log_dir / "calibration", extra_args=extra)
