@@ -44,6 +44,18 @@ def deepchem_vocab():
 
 
 @pytest.fixture(autouse=True)
+def _small_forests(monkeypatch):
+    # The estimators' forest (forest=True, a default) has 500 trees: about a second of
+    # scikit-learn's per-tree overhead in every fit, most of a tiny test fit's time. The tests
+    # check how the forest is fitted, blended, saved and searched, not its accuracy, which
+    # 25 trees exercise as well. Benchmarks, and tests that fit in another process, keep 500.
+    import gmnet_sklearn.forest
+
+    monkeypatch.setattr(gmnet_sklearn.forest, "N_TREES", 25)
+    yield
+
+
+@pytest.fixture(autouse=True)
 def _few_threads():
     # The CI machine has 2 cores; oversubscription makes small-tensor tests slower, not faster.
     torch.set_num_threads(min(2, torch.get_num_threads()))
