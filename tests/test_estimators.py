@@ -193,7 +193,9 @@ def test_pipeline_with_smiles_standardiser():
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
 def test_grid_search_over_k_and_L(n_jobs):
-    est = GMNetRegressor(**{**TINY, "max_epochs": 1, "valid_split": None})
+    # the forest stays out: joblib's worker processes would fit it at its full 500 trees
+    # (conftest's smaller forest is this process's); test_forest searches with it
+    est = GMNetRegressor(**{**TINY, "max_epochs": 1, "valid_split": None, "forest": False})
     grid = GridSearchCV(est, {"k": [6, 8, 10], "L": [2, 3, 4]}, cv=KFold(2), n_jobs=n_jobs, error_score="raise")
     grid.fit(X, Y)
     assert len(grid.cv_results_["params"]) == 9
