@@ -55,6 +55,40 @@ def _small_forests(monkeypatch):
     yield
 
 
+# (descriptor names, SMILES) -> that SMILES' raw descriptor row, for the whole session
+_DESCRIPTOR_ROWS: dict = {}
+
+
+@pytest.fixture(autouse=True)
+def _descriptors_once_per_smiles(monkeypatch):
+    # RDKit's descriptors (about 7 ms a molecule) were most of what is left of a tiny test fit's
+    # time, and the tests fit the same few SMILES hundreds of times: each valid SMILES is
+    # computed once a session (rows are a function of the SMILES and the descriptor list).
+    # SMILES RDKit rejects are not kept, so every test that passes one still goes through
+    # RDKit's parser and its blocked log. Worker processes compute as before.
+    import numpy as np
+
+    import gmnet_sklearn.descriptors as D
+
+    compute = D._descriptor_rows
+
+    def rows_once(smiles):
+        if not len(smiles):
+            return compute(smiles)
+        names = tuple(D.descriptor_names())
+        missing = [s for s in dict.fromkeys(smiles) if (names, s) not in _DESCRIPTOR_ROWS]
+        fresh = {}
+        if missing:
+            rows, parsed = compute(missing)
+            fresh = {s: (row, ok) for s, row, ok in zip(missing, rows, parsed)}
+            _DESCRIPTOR_ROWS.update({(names, s): row for s, (row, ok) in fresh.items() if ok})
+        got = [fresh[s] if s in fresh else (_DESCRIPTOR_ROWS[names, s], True) for s in smiles]
+        return np.array([row for row, _ in got]), np.array([ok for _, ok in got], dtype=bool)
+
+    monkeypatch.setattr(D, "_descriptor_rows", rows_once)
+    yield
+
+
 @pytest.fixture(autouse=True)
 def _few_threads():
     # The CI machine has 2 cores; oversubscription makes small-tensor tests slower, not faster.
