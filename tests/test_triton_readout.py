@@ -56,11 +56,24 @@ def inputs(k, L, G, C, N, nb, scaled, device, seed=0):
 # (form, backward form): every backward of the fused form; the gemm form's weight gradient is a
 # matmul, so only its dz kernel's two ways to the factors apply
 FORM_CASES = [("fused", b) for b in kernels.BACKWARD_FORMS] + [("gemm", "reuse-split"), ("gemm", "gather-split")]
+SHIPPED_BACKWARD = next(iter(kernels.BACKWARD_FORMS))
+#: Under the interpreter the two largest cases take 4-10 s each; there they run for each form's
+#: shipped backward, and the other backwards (covered by every smaller case) are slow tests.
+INTERPRETED_LARGE_CASES = ("attention", "L4")
 
 
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("form,backward", FORM_CASES)
-@pytest.mark.parametrize("case", CASES)
+def _readout_params():
+    for case in CASES:
+        for form, backward in FORM_CASES:
+            for device in DEVICES:
+                marks = list(device.marks)
+                if device.values[0] == "cpu" and case in INTERPRETED_LARGE_CASES and backward != SHIPPED_BACKWARD:
+                    marks.append(pytest.mark.slow)
+                yield pytest.param(case, form, backward, device.values[0], marks=marks,
+                                   id=f"{case}-{form}-{backward}-{device.values[0]}")
+
+
+@pytest.mark.parametrize("case,form,backward,device", list(_readout_params()))
 def test_triton_readout_matches_reference_forward_and_backward(case, form, backward, device):
     k, L, G, C, N, nb, scaled = CASES[case]
     leaves = inputs(k, L, G, C, N, nb, scaled, device)
