@@ -239,9 +239,11 @@ def snapshot_dir(root, protocol_name: str, arm: str, endpoint: str) -> Path:
 
 def make_estimator(protocol: Protocol, arm: str, endpoint: Endpoint, seed: int, *, vocab_file: str,
                    device: str = "auto", max_epochs: Optional[int] = None, k: Optional[int] = None,
-                   L: Optional[int] = None, verbose: int = 0, snapshots: Optional[Path] = None):
+                   L: Optional[int] = None, verbose: int = 0, snapshots: Optional[Path] = None,
+                   data_prep_seconds: Optional[float] = None):
     """The protocol's estimator for one run; with ``snapshots`` (a folder) the fit saves a
-    snapshot after every epoch and resumes from one left by an interrupted run."""
+    snapshot after every epoch and resumes from one left by an interrupted run (each part
+    records its code, machine and ``data_prep_seconds``, the harness's loading before the fit)."""
     overrides = {"max_epochs": max_epochs, "random_state": seed, "vocab_file": vocab_file,
                  "device": device, "verbose": verbose}
     if snapshots is not None:
@@ -250,7 +252,8 @@ def make_estimator(protocol: Protocol, arm: str, endpoint: Endpoint, seed: int, 
 
         # each part of a resumed fit records the code and machine it ran on
         meta = {"git": _GIT_AT_START if _GIT_AT_START is not None else git_info(),
-                "hardware": hardware_info(resolve_device(device)), "started_utc": utc_now()}
+                "hardware": hardware_info(resolve_device(device)), "started_utc": utc_now(),
+                "data_prep_s": data_prep_seconds}
         overrides["callbacks"] = [TrainingSnapshot(str(snapshots), meta=meta)]
     if arm == "gmnet":
         overrides.update(k=k, L=L)
@@ -262,13 +265,32 @@ def make_estimator(protocol: Protocol, arm: str, endpoint: Endpoint, seed: int, 
 
 def resumed_entry(est) -> Optional[Dict[str, object]]:
     """The record's ``resumed`` entry: None for one uninterrupted fit, else the epoch a fit
-    resumed from a training snapshot went on from, each part's first epoch, code and machine, and
-    the epoch time of the earlier parts (the epoch a kill cut short is lost, not counted)."""
+    resumed from a training snapshot went on from, each part's first epoch, code and machine, the
+    epoch time of the earlier parts (``fit_seconds_before``) and their whole time: their fit calls
+    to the last saved epoch (``fit_wall_seconds_before``: the fit's own data preparation, e.g.
+    descriptors, included) and the harness's loading (``data_prep_seconds_before``). The epoch a
+    kill cut short is lost, not counted. The two whole times are None where a part predates them."""
     info = getattr(est, "resume_info_", None)
     if not info or info.get("resumed_from_epoch") is None:
         return None
     return {"from_epoch": info["resumed_from_epoch"], "parts": info["parts"],
-            "fit_seconds_before": info["fit_seconds_before"]}
+            "fit_seconds_before": info["fit_seconds_before"],
+            "fit_wall_seconds_before": info.get("fit_wall_seconds_before"),
+            "data_prep_seconds_before": _earlier_data_prep_seconds(info["parts"], getattr(est, "_fit_started", None))}
+
+
+def _earlier_data_prep_seconds(parts, fit_started) -> Optional[float]:
+    """The harness's loading time of each earlier fit call (one per call, whatever its members)."""
+    calls = {}
+    for part in parts:
+        started = part.get("fit_started_unix")
+        if fit_started is not None and started == fit_started:
+            continue
+        prep = (part.get("meta") or {}).get("data_prep_s")
+        if started is None or prep is None:
+            return None
+        calls[started] = float(prep)
+    return float(sum(calls.values()))
 
 
 def pretrained_entry(est, arm: str) -> Optional[Dict[str, object]]:
@@ -302,8 +324,21 @@ def forest_entry(est, data, splits=("valid", "test")) -> Optional[Dict[str, obje
 
 
 def whole_fit_seconds(last_part_seconds: float, resumed: Optional[Dict[str, object]]) -> float:
-    """Fit time of the whole fit: the timed (last) part plus the earlier parts of a resumed one."""
-    return last_part_seconds + (float(resumed["fit_seconds_before"]) if resumed else 0.0)
+    """Fit time of the whole fit: the timed (last) part plus the earlier parts of a resumed one
+    (their whole fit calls where recorded, else their epochs only)."""
+    if not resumed:
+        return last_part_seconds
+    before = resumed.get("fit_wall_seconds_before")
+    return last_part_seconds + float(resumed["fit_seconds_before"] if before is None else before)
+
+
+def whole_wall(data_prep: float, fit_s: float, score_s: float, resumed: Optional[Dict[str, object]]) -> Dict[str, object]:
+    """A record's ``wall_time_s`` (less the epochs): ``fit`` is the whole fit (:func:`whole_fit_seconds`),
+    ``data_prep`` this part's loading; ``total`` adds the earlier parts' loading where recorded
+    (``data_prep_before``; None where a part predates it, and then ``total`` leaves it out)."""
+    prep_before = resumed.get("data_prep_seconds_before") if resumed else None
+    return {"total": data_prep + (prep_before or 0.0) + fit_s + score_s, "data_prep": data_prep,
+            "data_prep_before": prep_before, "fit": fit_s, "score": score_s}
 
 
 def discard_snapshot(est) -> None:

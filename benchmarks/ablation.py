@@ -151,7 +151,8 @@ def run_endpoint(*, endpoint, cells, protocol, protocol_name, overrides, results
     grid = missing_grid(cells)
     snapshots = None if snapshot_dir is None else C.snapshot_dir(snapshot_dir, protocol_name, "gmnet", endpoint.name)
     base = C.make_estimator(protocol, "gmnet", endpoint, seed=cells[0][2], vocab_file=vocab_file, device=device,
-                            max_epochs=max_epochs, verbose=verbose, snapshots=snapshots)
+                            max_epochs=max_epochs, verbose=verbose, snapshots=snapshots,
+                            data_prep_seconds=data.prep_seconds)
     rec = CellRecorder(data=data, protocol=protocol, protocol_name=protocol_name, overrides=overrides,
                        results_dir=results_dir, command=command, vocab_file=vocab_file, param_grid=grid)
     search = GridSearchCV(base, grid, scoring={"test": rec.test, "valid": rec.valid}, cv=PredefinedSplit(test_fold),
@@ -175,7 +176,7 @@ def run_endpoint(*, endpoint, cells, protocol, protocol_name, overrides, results
         # cv_results_ timed the last part of a resumed fit only
         fit_s = C.whole_fit_seconds(float(res["mean_fit_time"][i]), record.get("resumed"))
         score_s = float(res["mean_score_time"][i])
-        record["wall_time_s"].update(total=data.prep_seconds + fit_s + score_s, fit=fit_s, score=score_s)
+        record["wall_time_s"].update(C.whole_wall(data.prep_seconds, fit_s, score_s, record.get("resumed")))
         record["grid_search"].update(cv_results_verified=True, cv_results_index=i,
                                      rank_test=int(res["rank_test_test"][i]), n_candidates=len(res["params"]))
         path = C.write_json_atomic(rec.path(cell), record)

@@ -86,17 +86,19 @@ def run_one(*, protocol, protocol_name, overrides, arm, data, seed, k, L, device
     t0 = time.perf_counter()
     snapshots = None if snapshot_dir is None else C.snapshot_dir(snapshot_dir, protocol_name, arm, data.endpoint.name)
     est = C.make_estimator(protocol, arm, data.endpoint, seed, vocab_file=vocab_file, device=device,
-                           max_epochs=max_epochs, k=k, L=L, verbose=verbose, snapshots=snapshots)
+                           max_epochs=max_epochs, k=k, L=L, verbose=verbose, snapshots=snapshots,
+                           data_prep_seconds=data.prep_seconds)
     if estimator_params:
         est.set_params(**estimator_params)
         overrides = {**overrides, **estimator_params}
     est.fit(data.X_train, data.to_fit(data.y_train), X_valid=data.X_valid, y_valid=data.to_fit(data.y_valid))
-    fit_s = C.whole_fit_seconds(time.perf_counter() - t0, C.resumed_entry(est))
+    resumed = C.resumed_entry(est)
+    fit_s = C.whole_fit_seconds(time.perf_counter() - t0, resumed)
     t1 = time.perf_counter()
     valid = C.score(data.endpoint, est, data.X_valid, data.y_valid, data)
     test = C.score(data.endpoint, est, data.X_test, data.y_test, data)
     score_s = time.perf_counter() - t1
-    wall = {"total": data.prep_seconds + fit_s + score_s, "data_prep": data.prep_seconds, "fit": fit_s, "score": score_s}
+    wall = C.whole_wall(data.prep_seconds, fit_s, score_s, resumed)
     return C.build_record(source="benchmarks.run", protocol=protocol, protocol_name=protocol_name, overrides=overrides,
                           arm=arm, data=data, est=est, seed=seed, valid=valid, test=test, wall=wall,
                           command=command, vocab_file=vocab_file), est

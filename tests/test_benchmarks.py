@@ -636,6 +636,15 @@ def test_a_killed_run_resumes_from_its_snapshot(tool, tmp_path, common_args, mon
     assert rec["resumed"]["from_epoch"] == 2 and [p["from_epoch"] for p in rec["resumed"]["parts"]] == [0, 2]
     assert all(p["meta"]["git"]["commit"] == rec["git"]["commit"] for p in rec["resumed"]["parts"])
     assert rec["wall_time_s"]["fit"] > rec["resumed"]["fit_seconds_before"] > 0
+    # the first part's whole time counts: its fit call (data preparation included) and its loading
+    first_call = rec["resumed"]["parts"][0]
+    assert rec["resumed"]["fit_wall_seconds_before"] == pytest.approx(
+        first_call["last_saved_unix"] - first_call["fit_started_unix"])
+    assert rec["resumed"]["fit_wall_seconds_before"] >= rec["resumed"]["fit_seconds_before"]
+    assert rec["wall_time_s"]["fit"] > rec["resumed"]["fit_wall_seconds_before"]
+    assert rec["wall_time_s"]["data_prep_before"] == rec["resumed"]["data_prep_seconds_before"] == first_call["meta"]["data_prep_s"] > 0
+    w = rec["wall_time_s"]
+    assert w["total"] == pytest.approx(w["data_prep"] + w["data_prep_before"] + w["fit"] + w["score"])
     # the resumed run is the uninterrupted run: same curves, same epoch restored, same scores
     for key in ("valid_curve", "train_loss_curve", "best_epoch", "valid_metric", "test_metric"):
         assert rec[key] == ref[key], key

@@ -13,7 +13,7 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, PredefinedSplit
 
 from gmnet_sklearn import ChemBERTaClassifier, GMNetClassifier, GMNetRegressor
-from gmnet_sklearn.estimators.snapshot import TrainingSnapshot, read_snapshot_infos
+from gmnet_sklearn.estimators.snapshot import TrainingSnapshot, earlier_fit_wall_seconds, read_snapshot_infos
 
 from ._smiles import SMILES, class_target, regression_target
 
@@ -77,8 +77,14 @@ def test_killed_then_resumed_fit_equals_the_uninterrupted_fit(cls, params, y, ki
     resumed = cls(**params, callbacks=[TrainingSnapshot(tmp_path / "snaps", meta={"part": "second"})]).fit(X, y)
     ri = resumed.resume_info_
     assert ri["resumed_from_epoch"] == kill_at - 1 and ri["fit_seconds_before"] > 0
-    assert ri["parts"] == [{"from_epoch": 0, "meta": {"part": "first"}},
-                           {"from_epoch": kill_at - 1, "meta": {"part": "second"}}]
+    assert [{k: part[k] for k in ("from_epoch", "meta")} for part in ri["parts"]] == [
+        {"from_epoch": 0, "meta": {"part": "first"}}, {"from_epoch": kill_at - 1, "meta": {"part": "second"}}]
+    # each part's fit call timed from its start to its last saved epoch: the first part's whole
+    # time (data preparation included) is at least its epochs' and is what the resumed fit reports
+    first, second = ri["parts"]
+    assert first["fit_started_unix"] < first["last_saved_unix"] <= second["fit_started_unix"] < second["last_saved_unix"]
+    assert ri["fit_wall_seconds_before"] == pytest.approx(first["last_saved_unix"] - first["fit_started_unix"])
+    assert ri["fit_wall_seconds_before"] >= ri["fit_seconds_before"]
     assert [row["epoch"] for row in resumed.history_] == list(range(1, params["max_epochs"] + 1))
     _assert_same_fit(resumed, full, X[:40])
 
@@ -194,3 +200,14 @@ def test_a_random_state_object_resumes_too(tmp_path):
     resumed = GMNetRegressor(**{**TINY, "random_state": np.random.RandomState(0)},
                              callbacks=[TrainingSnapshot(tmp_path)]).fit(X, Y)
     assert resumed.resume_info_["resumed_from_epoch"] == 2 and len(read_snapshot_infos(tmp_path)) == 1
+
+
+def test_earlier_fit_wall_seconds_counts_each_earlier_call_once():
+    """Members of an ensemble share their fit call; the call under way is left out; a part written
+    before the times were recorded makes the sum unknown rather than short."""
+    part = lambda started, saved: {"from_epoch": 0, "meta": None, "fit_started_unix": started,  # noqa: E731
+                                   "last_saved_unix": saved}
+    parts = [part(100.0, 160.0), part(300.0, 330.0), part(500.0, None),  # member 0: two earlier calls, this one
+             part(100.0, 190.0), part(300.0, 310.0), part(500.0, None)]  # member 1
+    assert earlier_fit_wall_seconds(parts, 500.0) == pytest.approx(90.0 + 30.0)
+    assert earlier_fit_wall_seconds([{"from_epoch": 0, "meta": None}, part(500.0, None)], 500.0) is None

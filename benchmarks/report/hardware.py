@@ -78,9 +78,14 @@ def hardware_section(idx: Index, protocols: Sequence[str], out_dir: Path,
     text += "\n\n" + "\n".join(f"- **{i}**: {label}" + (shared if "(cuda" in label else "") for label, i in labels.items())
     resumed = [r for r in idx.records if r["protocol"] in protocols and r.get("resumed")]
     if resumed:
+        whole = sum(1 for r in resumed if r["resumed"].get("fit_wall_seconds_before") is not None)
         text += (f"\n\n{len(resumed)} run(s) were resumed from a training snapshot after an interruption "
                  "(`benchmarks.sweep --snapshot-dir`; the same computation as one uninterrupted fit): their "
-                 "hardware lists the machine of every part, and their time adds the parts' epochs.")
+                 "hardware lists the machine of every part, and their time adds the earlier parts' "
+                 + (f"epochs only, for {len(resumed) - whole} of them (parts written before the snapshots timed "
+                    f"a part's data preparation), and whole time for {whole}" if whole < len(resumed)
+                    else "whole time (data preparation included)")
+                 + "; an epoch a kill cut short is not counted.")
     return text, {"hardware": {i: label for label, i in labels.items()}, "rows": summary}
 
 

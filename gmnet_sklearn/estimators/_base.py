@@ -14,6 +14,7 @@ import numbers
 import os
 import shutil
 import tempfile
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,7 @@ from .data import BucketedLoader, EncodedSmilesDataset, sequential_loader
 from .fusion import DescriptorFusion
 from .net import SmilesNet
 from .schedule import SCHEDULES, WarmupDecay
-from .snapshot import TrainingSnapshot, fit_fingerprint
+from .snapshot import TrainingSnapshot, earlier_fit_wall_seconds, fit_fingerprint
 
 ON_INVALID = ("raise", "nan", "skip")
 VALID_SPLITS = ("scaffold", "random", None)
@@ -212,6 +213,7 @@ class SmilesNetBase(BaseEstimator):
         ``invalid_valid_rows_`` keep the count and positions); otherwise they raise.
         """
         self._validate_params()
+        self._fit_started = time.time()  # a TrainingSnapshot records it with each part of the fit
         # A refit that fails must not leave the old networks beside the new data's vocabulary and
         # target scaling (a half-updated estimator that still looks fitted).
         for name in ("net_", "nets_", "forest_"):
@@ -238,8 +240,12 @@ class SmilesNetBase(BaseEstimator):
         self.n_train_ = int(train_set.n_molecules)
         self.n_valid_ = 0 if valid_set is None else len(valid_set)
         # How this fit came about: None without a TrainingSnapshot, else the snapshot file(s), the
-        # epoch each part started from (more than one: resumed) and the fit seconds of all parts.
+        # epoch each part started from (more than one: resumed), the epoch seconds of the earlier
+        # parts and their whole wall time (data preparation included; None if a part predates it).
         self.resume_info_ = None if infos[0] is None else _merge_resume_info(infos)
+        if self.resume_info_ is not None:
+            self.resume_info_["fit_wall_seconds_before"] = earlier_fit_wall_seconds(
+                self.resume_info_["parts"], self._fit_started)
         return self
 
     def _prepare_data(self, X, y, X_valid, y_valid, seed: int):
@@ -474,7 +480,8 @@ class SmilesNetBase(BaseEstimator):
                           summary={"estimator": type(self).__name__, "seed": seed, "member": member,
                                    "n_train": int(train_set.n_molecules),
                                    **{k: v for k, v in params.items() if isinstance(v, (int, float, str, bool))}},
-                          max_epochs=self.max_epochs, loader=loader, checkpoint_dir=self._checkpoint_dir)
+                          max_epochs=self.max_epochs, loader=loader, checkpoint_dir=self._checkpoint_dir,
+                          fit_started=getattr(self, "_fit_started", None))
             callbacks.append(snapshot)
         net = self._build_net(self._initialize_module(seed), callbacks, valid_set, loader)
         try:

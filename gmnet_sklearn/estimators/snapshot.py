@@ -74,7 +74,10 @@ class TrainingSnapshot(Callback):
     estimator on the same data resumes from it (the estimators' ``fit`` does the resuming).
 
     ``meta``: a JSON-able dict stored with each part of the fit (e.g. the code version it ran),
-    returned in ``parts`` of the estimator's ``resume_info_``.
+    returned in ``parts`` of the estimator's ``resume_info_``. Each part also records when its
+    ``fit`` call began and when it last saved a snapshot (``fit_started_unix``,
+    ``last_saved_unix``), so the wall time of the earlier parts, their data preparation
+    included, can be added up (:func:`earlier_fit_wall_seconds`).
     """
 
     def __init__(self, dirname, meta: Optional[dict] = None):
@@ -82,9 +85,12 @@ class TrainingSnapshot(Callback):
         self.meta = meta
 
     # ---- set by the estimator's fit ---------------------------------------------------------
-    def bind(self, *, fingerprint: str, summary: dict, max_epochs: int, loader, checkpoint_dir: Optional[str]):
-        """Called by ``fit`` before training: which fit this is and where its moving parts live."""
+    def bind(self, *, fingerprint: str, summary: dict, max_epochs: int, loader, checkpoint_dir: Optional[str],
+             fit_started: Optional[float] = None):
+        """Called by ``fit`` before training: which fit this is, where its moving parts live and
+        when (``time.time()``) the ``fit`` call began."""
         self.fingerprint_ = fingerprint
+        self.fit_started_ = fit_started
         self.summary_ = summary
         self.max_epochs_ = int(max_epochs)
         self.loader_ = loader
@@ -150,7 +156,8 @@ class TrainingSnapshot(Callback):
             self.restore(net, self.pending_)
             self.pending_ = None
         self.t0_ = time.perf_counter()
-        self.parts_.append({"from_epoch": len(net.history), "meta": self.meta})
+        self.parts_.append({"from_epoch": len(net.history), "meta": self.meta,
+                            "fit_started_unix": getattr(self, "fit_started_", None), "last_saved_unix": None})
 
     def on_epoch_end(self, net, **kwargs):
         self._write(net)
@@ -169,6 +176,7 @@ class TrainingSnapshot(Callback):
         if self.checkpoint_dir_ is not None and (Path(self.checkpoint_dir_) / "best.pt").exists():
             best = (Path(self.checkpoint_dir_) / "best.pt").read_bytes()
         elapsed = self.elapsed_before_ + time.perf_counter() - self.t0_
+        self.parts_[-1]["last_saved_unix"] = time.time()
         state: dict[str, Any] = {
             "format": SNAPSHOT_FORMAT,
             "fingerprint": self.fingerprint_,
@@ -195,6 +203,23 @@ class TrainingSnapshot(Callback):
                 "elapsed_s": elapsed,
                 "parts": self.parts_, "written_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         _atomic_write(self.info_path_, json.dumps(info, indent=1, default=str).encode())
+
+
+def earlier_fit_wall_seconds(parts: list, fit_started: Optional[float]) -> Optional[float]:
+    """Wall seconds of the ``fit`` calls before the one that began at ``fit_started``: for each,
+    from the call's start to its last saved snapshot (its data preparation included, an epoch a
+    kill cut short not). The members of an ensemble share their call, so ``parts`` may hold
+    several parts of one call. None when a part was written without these times (a snapshot
+    from before they were recorded)."""
+    last_saved: dict = {}
+    for part in parts:
+        started = part.get("fit_started_unix")
+        if fit_started is not None and started == fit_started:
+            continue  # the call under way
+        if started is None or part.get("last_saved_unix") is None:
+            return None
+        last_saved[started] = max(last_saved.get(started, started), part["last_saved_unix"])
+    return float(sum(end - start for start, end in last_saved.items()))
 
 
 def remove_snapshot(path) -> None:
