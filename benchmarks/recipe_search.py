@@ -120,6 +120,11 @@ CANDIDATES: Dict[str, Dict[str, object]] = {
     # 1.104x the defaults' validation error; DEVELOPERS.md)
     "desc_d256_fp_forest_e20_k6": {**_DEFAULTS, "k": 6},
     "desc_d256_fp_forest_e20_k10": {**_DEFAULTS, "k": 10},
+    # eleventh round: the same 20 epochs of training as two members of 10 (n_estimators=2,
+    # predictions averaged before the blend). Ten epochs alone were level with the defaults
+    # (round ten: 1.000x); two members average out some of a single fit's variance, and being
+    # independent they could train side by side, one core each
+    "desc_d256_fp_forest_e10_ens2": {**_FOREST_RECIPE, "max_epochs": 10, "n_estimators": 2},
 }
 
 
