@@ -123,7 +123,9 @@ CANDIDATES: Dict[str, Dict[str, object]] = {
     # eleventh round: the same 20 epochs of training as two members of 10 (n_estimators=2,
     # predictions averaged before the blend). Ten epochs alone were level with the defaults
     # (round ten: 1.000x); two members average out some of a single fit's variance, and being
-    # independent they could train side by side, one core each
+    # independent they could train side by side, one core each. It did not win: 0.996x the
+    # defaults' validation error only through BBBP (1.017x without it), behind on 5 of 7; the two
+    # members' errors move together, so the pair is 0.996x one 10-epoch member (DEVELOPERS.md)
     "desc_d256_fp_forest_e10_ens2": {**_FOREST_RECIPE, "max_epochs": 10, "n_estimators": 2},
 }
 
