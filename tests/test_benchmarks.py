@@ -440,6 +440,23 @@ def test_a_resumed_run_lists_the_machine_of_every_part(tmp_path):
     assert re.search(r"Chem-GMNet k=8 L=3 bbbp: seeds 1, 2 \(the run made took 60\.0 s, on H\d, H\d\)", text)
 
 
+def test_the_report_says_which_resumed_runs_count_their_earlier_parts_whole(tmp_path):
+    """Records whose earlier parts predate the part timings add those parts' epochs only; the
+    report says how many, so a resumed run's time is read for what it is."""
+    results = tmp_path / "results"
+    old = {"from_epoch": 4, "fit_seconds_before": 100.0, "fit_wall_seconds_before": None, "parts": []}
+    new = {**old, "fit_wall_seconds_before": 130.0, "data_prep_seconds_before": 5.0}
+    _write_records(results, [{**_record("gmnet", "bbbp", 0, 0.7), "resumed": old},
+                             {**_record("gmnet", "bbbp", 1, 0.7), "resumed": new}])
+    assert report.main(["--results-dir", str(results), "--output", str(tmp_path / "R.md")]) == 0
+    text = (tmp_path / "R.md").read_text()
+    assert "2 run(s) were resumed" in text
+    assert "epochs only, for 1 of them" in text and "whole time for the other 1" in text
+    _write_records(results, [{**_record("gmnet", "bbbp", 0, 0.7), "resumed": new}])
+    assert report.main(["--results-dir", str(results), "--output", str(tmp_path / "R.md")]) == 0
+    assert "their time adds the earlier parts' whole time" in (tmp_path / "R.md").read_text()
+
+
 def test_ablation_failed_cell_is_reported_and_not_written(tmp_path, common_args, monkeypatch):
     results = tmp_path / "results"
     real_score = C.score

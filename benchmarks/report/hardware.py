@@ -82,9 +82,10 @@ def hardware_section(idx: Index, protocols: Sequence[str], out_dir: Path,
         text += (f"\n\n{len(resumed)} run(s) were resumed from a training snapshot after an interruption "
                  "(`benchmarks.sweep --snapshot-dir`; the same computation as one uninterrupted fit): their "
                  "hardware lists the machine of every part, and their time adds the earlier parts' "
-                 + (f"epochs only, for {len(resumed) - whole} of them (parts written before the snapshots timed "
-                    f"a part's data preparation), and whole time for {whole}" if whole < len(resumed)
-                    else "whole time (data preparation included)")
+                 + ("whole time (data preparation included)" if whole == len(resumed)
+                    else "epochs only" + (f", for {len(resumed) - whole} of them" if whole else "")
+                    + " (parts written before the snapshots timed a part's data preparation)"
+                    + (f", and whole time for the other {whole}" if whole else ""))
                  + "; an epoch a kill cut short is not counted.")
     return text, {"hardware": {i: label for label, i in labels.items()}, "rows": summary}
 
