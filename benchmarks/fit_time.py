@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -45,8 +46,11 @@ def max_epochs_variant(n: int) -> str:
     return f"max_epochs={n}"
 
 
-def record_path(arm: str, endpoint: str, seed: int, root=FIT_TIME_DIR, variant: Optional[str] = None) -> Path:
+def record_path(arm: str, endpoint: str, seed: int, root=FIT_TIME_DIR, variant: Optional[str] = None,
+                host_label: Optional[str] = None) -> Path:
     suffix = "" if variant is None else "_network_alone" if variant == NETWORK_ALONE else "_" + variant.replace("=", "")
+    if host_label:
+        suffix += "_" + host_label
     return Path(root) / arm / endpoint / f"seed{seed}{suffix}.json"
 
 
@@ -100,7 +104,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                    help="time the network alone (forest=False) instead, beside the default's records")
     p.add_argument("--max-epochs", type=int, default=None,
                    help="time the defaults with this many epochs instead, beside the default's records")
+    p.add_argument("--host-label", default=None,
+                   help="write seed<s>_<LABEL>.json: another host's timings, kept beside this one's (the report "
+                        "groups them by host)")
     args = p.parse_args(argv)
+    if args.host_label is not None and not re.fullmatch(r"[A-Za-z0-9_]+", args.host_label):
+        p.error(f"--host-label {args.host_label!r}: letters, digits and underscores only (it becomes part of a file name)")
     if args.without_forest and args.max_epochs is not None:
         p.error("--without-forest and --max-epochs are separate variants: time them one at a time")
     variant = NETWORK_ALONE if args.without_forest else None if args.max_epochs is None else max_epochs_variant(args.max_epochs)
@@ -114,7 +123,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             for endpoint in resolve_endpoints(args.endpoints):
                 for seed in args.seeds:
                     rec = time_fit(arm, endpoint, seed, vocab_file, data_home, command, variant)
-                    C.write_json_atomic(record_path(arm, endpoint, seed, args.results_dir, variant), rec)
+                    C.write_json_atomic(record_path(arm, endpoint, seed, args.results_dir, variant, args.host_label), rec)
                     target = rec["target_seconds"]
                     print(f"{arm} {endpoint} seed{seed}: fit {rec['fit_seconds']:.1f} s"
                           + (f" (target {target} s)" if target else "")

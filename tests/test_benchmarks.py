@@ -857,6 +857,7 @@ def test_fit_time_variants_have_their_own_records(tmp_path):
     assert fit_time.record_path("gmnet", "bbbp", 0, tmp_path).name == "seed0.json"
     assert fit_time.record_path("gmnet", "bbbp", 0, tmp_path, fit_time.NETWORK_ALONE).name == "seed0_network_alone.json"
     assert fit_time.record_path("gmnet", "bbbp", 0, tmp_path, fit_time.max_epochs_variant(20)).name == "seed0_max_epochs20.json"
+    assert fit_time.record_path("gmnet", "bbbp", 0, tmp_path, host_label="avx512_host").name == "seed0_avx512_host.json"
     with pytest.raises(SystemExit):
         fit_time.main(["--without-forest", "--max-epochs", "20", "--results-dir", str(tmp_path)])
 
