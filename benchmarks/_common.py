@@ -281,16 +281,13 @@ def resumed_entry(est) -> Optional[Dict[str, object]]:
 
 def _earlier_data_prep_seconds(parts, fit_started) -> Optional[float]:
     """The harness's loading time of each earlier fit call (one per call, whatever its members)."""
-    calls = {}
-    for part in parts:
-        started = part.get("fit_started_unix")
-        if fit_started is not None and started == fit_started:
-            continue
-        prep = (part.get("meta") or {}).get("data_prep_s")
-        if started is None or prep is None:
-            return None
-        calls[started] = float(prep)
-    return float(sum(calls.values()))
+    from gmnet_sklearn.estimators.snapshot import parts_of_earlier_calls
+
+    calls = parts_of_earlier_calls(parts, fit_started)
+    preps = None if calls is None else [[(p.get("meta") or {}).get("data_prep_s") for p in ps] for ps in calls.values()]
+    if preps is None or any(prep is None for call in preps for prep in call):
+        return None
+    return float(sum(call[-1] for call in preps))
 
 
 def pretrained_entry(est, arm: str) -> Optional[Dict[str, object]]:
@@ -332,10 +329,13 @@ def whole_fit_seconds(last_part_seconds: float, resumed: Optional[Dict[str, obje
     return last_part_seconds + float(resumed["fit_seconds_before"] if before is None else before)
 
 
-def whole_wall(data_prep: float, fit_s: float, score_s: float, resumed: Optional[Dict[str, object]]) -> Dict[str, object]:
-    """A record's ``wall_time_s`` (less the epochs): ``fit`` is the whole fit (:func:`whole_fit_seconds`),
-    ``data_prep`` this part's loading; ``total`` adds the earlier parts' loading where recorded
-    (``data_prep_before``; None where a part predates it, and then ``total`` leaves it out)."""
+def whole_wall(data_prep: float, last_part_fit_s: float, score_s: float,
+               resumed: Optional[Dict[str, object]]) -> Dict[str, object]:
+    """A record's ``wall_time_s`` (less the epochs) from the timed (last) part of a fit: ``fit`` is
+    the whole fit (:func:`whole_fit_seconds`), ``data_prep`` this part's loading; ``total`` adds the
+    earlier parts' loading where recorded (``data_prep_before``; None where a part predates it, and
+    then ``total`` leaves it out)."""
+    fit_s = whole_fit_seconds(last_part_fit_s, resumed)
     prep_before = resumed.get("data_prep_seconds_before") if resumed else None
     return {"total": data_prep + (prep_before or 0.0) + fit_s + score_s, "data_prep": data_prep,
             "data_prep_before": prep_before, "fit": fit_s, "score": score_s}

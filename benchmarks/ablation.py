@@ -173,10 +173,9 @@ def run_endpoint(*, endpoint, cells, protocol, protocol_name, overrides, results
             raise RuntimeError(f"cv_results_ and the recorded test metric disagree for {cell}")
         record["test_metric"] = None if math.isnan(test) else test
         record["valid_metric"] = None if math.isnan(valid) else valid
-        # cv_results_ timed the last part of a resumed fit only
-        fit_s = C.whole_fit_seconds(float(res["mean_fit_time"][i]), record.get("resumed"))
-        score_s = float(res["mean_score_time"][i])
-        record["wall_time_s"].update(C.whole_wall(data.prep_seconds, fit_s, score_s, record.get("resumed")))
+        # cv_results_ timed the last part of a resumed fit only; whole_wall adds the earlier ones
+        record["wall_time_s"].update(C.whole_wall(data.prep_seconds, float(res["mean_fit_time"][i]),
+                                                  float(res["mean_score_time"][i]), record.get("resumed")))
         record["grid_search"].update(cv_results_verified=True, cv_results_index=i,
                                      rank_test=int(res["rank_test_test"][i]), n_candidates=len(res["params"]))
         path = C.write_json_atomic(rec.path(cell), record)

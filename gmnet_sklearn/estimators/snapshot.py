@@ -205,21 +205,30 @@ class TrainingSnapshot(Callback):
         _atomic_write(self.info_path_, json.dumps(info, indent=1, default=str).encode())
 
 
-def earlier_fit_wall_seconds(parts: list, fit_started: Optional[float]) -> Optional[float]:
-    """Wall seconds of the ``fit`` calls before the one that began at ``fit_started``: for each,
-    from the call's start to its last saved snapshot (its data preparation included, an epoch a
-    kill cut short not). The members of an ensemble share their call, so ``parts`` may hold
-    several parts of one call. None when a part was written without these times (a snapshot
-    from before they were recorded)."""
-    last_saved: dict = {}
+def parts_of_earlier_calls(parts: list, fit_started: Optional[float]) -> Optional[dict]:
+    """The parts of the ``fit`` calls before the one that began at ``fit_started``, grouped by
+    their call's start (``fit_started_unix``; the members of an ensemble share their call, so one
+    call may hold several parts). None when a part was written without that time (a snapshot from
+    before it was recorded)."""
+    calls: dict = {}
     for part in parts:
         started = part.get("fit_started_unix")
         if fit_started is not None and started == fit_started:
             continue  # the call under way
-        if started is None or part.get("last_saved_unix") is None:
+        if started is None:
             return None
-        last_saved[started] = max(last_saved.get(started, started), part["last_saved_unix"])
-    return float(sum(end - start for start, end in last_saved.items()))
+        calls.setdefault(started, []).append(part)
+    return calls
+
+
+def earlier_fit_wall_seconds(parts: list, fit_started: Optional[float]) -> Optional[float]:
+    """Wall seconds of the ``fit`` calls before the one that began at ``fit_started``: for each,
+    from the call's start to its last saved snapshot (its data preparation included, an epoch a
+    kill cut short not). None when a part was written without these times."""
+    calls = parts_of_earlier_calls(parts, fit_started)
+    if calls is None or any(p.get("last_saved_unix") is None for ps in calls.values() for p in ps):
+        return None
+    return float(sum(max([started] + [p["last_saved_unix"] for p in ps]) - started for started, ps in calls.items()))
 
 
 def remove_snapshot(path) -> None:
