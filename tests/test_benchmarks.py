@@ -863,28 +863,31 @@ def test_fit_time_variants_have_their_own_records(tmp_path):
 
 
 def test_fit_time_section_keeps_hosts_apart_and_checks_each_against_the_target(tmp_path):
-    """The same default fit on two hosts named alike: one row per host, each checked against the
-    target; a variant row has no target."""
+    """The same default fit on three hosts named alike (one CPU name, or one platform string): one
+    row per host, each checked against the target; a variant row has no target."""
     from benchmarks.report.fit_time import fit_time_section
 
-    def rec(seconds, platform, variant=None, seed=0):
+    def rec(seconds, platform, variant=None, seed=0, cpu="AMD EPYC"):
         return {"schema": "gmnet-fit-time/1", "arm": "gmnet", "endpoint": "bbbp", "seed": seed, "variant": variant,
                 "fit_seconds": seconds, "target_seconds": 120, "n_train": 1631, "n_estimators": 1,
                 "torch_threads": 2, "load_average_before": [0.5, 0.5, 0.5],
-                "hardware": {"cpu_model": "AMD EPYC", "platform": platform}}
+                "hardware": {"cpu_model": cpu, "platform": platform}}
 
     folder = tmp_path / "fit_time" / "gmnet" / "bbbp"
     folder.mkdir(parents=True)
     for name, r in {"seed0.json": rec(150.0, "Linux-6.18-fc-v782-x86_64-with-glibc2.36"),
                     "seed0_other_host.json": rec(92.0, "Linux-6.18-fc-v657-x86_64-with-glibc2.36"),
+                    "seed0_intel_host.json": rec(100.0, "Linux-6.18-fc-v657-x86_64-with-glibc2.36", cpu="Intel Xeon"),
                     "seed0_max_epochs30.json": rec(132.0, "Linux-6.18-fc-v657-x86_64-with-glibc2.36",
                                                    variant="max_epochs=30")}.items():
         (folder / name).write_text(json.dumps(r))
     text, summary = fit_time_section(tmp_path, tmp_path)
     rows = [ln for ln in text.splitlines() if ln.startswith("| Chem-GMNet")]
-    assert len(rows) == 3
+    assert len(rows) == 4
     assert any("| 150 | 120 | **no** (+30 s) |" in r and "fc-v782" in r for r in rows)
     assert any("| 92 | 120 | yes |" in r and "fc-v657" in r for r in rows)
+    assert any("| 100 | 120 | yes |" in r and "Intel Xeon" in r for r in rows)
     assert any("max_epochs=30" in r and "| 132 | — | — |" in r for r in rows)
-    assert summary["gmnet:bbbp@6.18-fc-v782, glibc2.36"]["within"] is False
-    assert summary["gmnet:bbbp@6.18-fc-v657, glibc2.36"]["within"] is True
+    assert summary["gmnet:bbbp@6.18-fc-v782, glibc2.36; AMD EPYC"]["within"] is False
+    assert summary["gmnet:bbbp@6.18-fc-v657, glibc2.36; AMD EPYC"]["within"] is True
+    assert summary["gmnet:bbbp@6.18-fc-v657, glibc2.36; Intel Xeon"]["fit_seconds"] == [100.0]

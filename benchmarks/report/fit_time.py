@@ -51,9 +51,13 @@ ENDPOINT_ORDER = {name: i for i, name in enumerate(ENDPOINTS)}
 
 
 def host(hw: dict) -> str:
-    """The platform string without its common tail: machines that share a CPU model name (e.g.
-    "AMD EPYC") can be different hosts, and times from two of them are not comparable."""
-    return str(hw.get("platform") or "?").replace("-x86_64-with-", ", ").replace("Linux-", "")
+    """The platform string without its common tail, and the CPU where it differs: machines that
+    share a CPU model name (e.g. "AMD EPYC") can be different hosts, and so can machines that share
+    a platform string (an AMD and an Intel host both said "fc-v657"); times from two hosts are not
+    comparable."""
+    platform = str(hw.get("platform") or "?").replace("-x86_64-with-", ", ").replace("Linux-", "")
+    cpu = hw.get("cpu_model") or hw.get("cpu")
+    return platform if cpu is None else f"{platform}; {cpu}"
 
 
 FIT_TIME_INTRO = """\
