@@ -39,7 +39,7 @@ def fit_time_section(results_dir: Path, out_dir: Path) -> Tuple[Optional[str], d
                      ", ".join(f"{s:.0f}" for s in secs), DASH if target is None else str(target), within,
                      str(group[0]["n_estimators"]), str(group[0]["torch_threads"]), f"{load:.2f}",
                      f"{hw.get('cpu_model') or hw.get('cpu') or '?'}" + (f" ({hw['cpu_isa']})" if hw.get("cpu_isa") else ""),
-                     where])
+                     platform(hw)])
         summary[f"{arm}:{name}" + (f":{variant}" if variant else "") + f"@{where}"] = {
             "fit_seconds": secs, "target_seconds": target, "within": worst <= target if target else None}
     text = md_table(["Arm", "Endpoint", "train molecules", "fit s (per seed)", "target s", "within target",
@@ -55,9 +55,12 @@ def host(hw: dict) -> str:
     share a CPU model name (e.g. "AMD EPYC") can be different hosts, and so can machines that share
     a platform string (an AMD and an Intel host both said "fc-v657"); times from two hosts are not
     comparable."""
-    platform = str(hw.get("platform") or "?").replace("-x86_64-with-", ", ").replace("Linux-", "")
     cpu = hw.get("cpu_model") or hw.get("cpu")
-    return platform if cpu is None else f"{platform}; {cpu}"
+    return platform(hw) if cpu is None else f"{platform(hw)}; {cpu}"
+
+
+def platform(hw: dict) -> str:
+    return str(hw.get("platform") or "?").replace("-x86_64-with-", ", ").replace("Linux-", "")
 
 
 FIT_TIME_INTRO = """\
@@ -69,4 +72,5 @@ each fit shows whether anything else ran: the previous fit's two threads account
 The C++ kernels are built before the clock starts. Rows "network alone" are the same fit with
 `forest=False` (`--without-forest`), timed on the same machine to show the forest's share; rows
 "max_epochs=30" are the defaults before recipe round eight (30 epochs). Times compare only
-within one host: the hosts of this project share the CPU name "AMD EPYC" and differ in speed."""
+within one host (one row per CPU and platform): several hosts of this project share the CPU name
+"AMD EPYC", an Intel and an AMD host share a platform string, and they differ in speed."""
