@@ -2,6 +2,7 @@
 
     python -m benchmarks.fit_time --threads 2                     # Chem-GMNet, the target endpoints, seed 0
     python -m benchmarks.fit_time --arm gmnet chemberta --endpoints esol --seeds 0 1
+    python -m benchmarks.fit_time --threads 2 --host-label intel_avx512_host   # another host's, beside them
 
 For each (arm, endpoint, seed): the DeepChem scaffold split's training part is fitted by the
 estimator with no arguments but ``random_state`` and the vocabulary (the library's defaults, the

@@ -860,6 +860,9 @@ def test_fit_time_variants_have_their_own_records(tmp_path):
     assert fit_time.record_path("gmnet", "bbbp", 0, tmp_path, host_label="avx512_host").name == "seed0_avx512_host.json"
     with pytest.raises(SystemExit):
         fit_time.main(["--without-forest", "--max-epochs", "20", "--results-dir", str(tmp_path)])
+    with pytest.raises(SystemExit):  # a label becomes part of a file name
+        fit_time.main(["--host-label", "../elsewhere", "--results-dir", str(tmp_path)])
+    assert not list(tmp_path.iterdir())
 
 
 def test_fit_time_section_keeps_hosts_apart_and_checks_each_against_the_target(tmp_path):
