@@ -284,10 +284,9 @@ def _earlier_data_prep_seconds(parts, fit_started) -> Optional[float]:
     from gmnet_sklearn.estimators.snapshot import parts_of_earlier_calls
 
     calls = parts_of_earlier_calls(parts, fit_started)
-    preps = None if calls is None else [[(p.get("meta") or {}).get("data_prep_s") for p in ps] for ps in calls.values()]
-    if preps is None or any(prep is None for call in preps for prep in call):
+    if calls is None or any((p.get("meta") or {}).get("data_prep_s") is None for ps in calls.values() for p in ps):
         return None
-    return float(sum(call[-1] for call in preps))
+    return float(sum(ps[-1]["meta"]["data_prep_s"] for ps in calls.values()))
 
 
 def pretrained_entry(est, arm: str) -> Optional[Dict[str, object]]:
