@@ -268,8 +268,9 @@ def test_pretrain_then_fine_tune_smoke(tmp_path):
 
 
 def test_training_snapshot_fingerprint_ignores_pretrained_none(tmp_path):
-    """Snapshots written before `pretrained`, `cuda_graphs`, `precision`, `freeze_encoder_epochs`, `n_jobs` and
-    `memory` existed (long benchmark fits) still resume: the fingerprint is the one of the parameters they had."""
+    """Snapshots written before `pretrained`, `cuda_graphs`, `precision`, `freeze_encoder_epochs`, `n_jobs`,
+    `memory` and `layer_lr_decay` existed (long benchmark fits) still resume: the fingerprint is the one of the
+    parameters they had."""
     from pathlib import Path
 
     from gmnet_sklearn.estimators import TrainingSnapshot
@@ -280,7 +281,7 @@ def test_training_snapshot_fingerprint_ignores_pretrained_none(tmp_path):
     est.fit(X, y)
     params = {k: v for k, v in est.get_params(deep=False).items()
               if k not in ("callbacks", "verbose", "device", "pretrained", "cuda_graphs", "precision",
-                           "freeze_encoder_epochs", "n_jobs", "memory")}
+                           "freeze_encoder_epochs", "n_jobs", "memory", "layer_lr_decay")}
     expected = fit_fingerprint({"estimator": "ChemBERTaRegressor", **params}, 0, [np.asarray(X, dtype=object), y, None, None])
     assert Path(est.resume_info_["snapshot"]).name.startswith(expected)
 
@@ -319,3 +320,72 @@ def test_freeze_encoder_epochs_needs_pretrained_weights():
         GMNetRegressor(freeze_encoder_epochs=1, **FIT).fit(SMILES, regression_target(SMILES))
     with pytest.raises(ValueError, match="freeze_encoder_epochs"):
         GMNetRegressor(freeze_encoder_epochs=-1, **FIT).fit(SMILES, regression_target(SMILES))
+
+
+def test_layerwise_lr_scales_by_depth():
+    # head 1; the top layer (and what follows it) decay; each layer below one factor more; embeddings last
+    from gmnet_sklearn.estimators.warm_start import layerwise_lr_scales
+
+    names = ["model.encoder.embedding.W_up", "model.encoder.layers.0.attn.w", "model.encoder.layers.1.ffn.w",
+             "model.encoder.layers.2.ffn.b", "model.encoder.ln_f.weight", "model.dense.weight", "model.out_proj.bias",
+             "descriptor_proj.weight"]
+    assert layerwise_lr_scales(names, 0.5) == [0.5 ** 4, 0.5 ** 3, 0.5 ** 2, 0.5, 0.5, 1.0, 1.0, 1.0]
+    chemberta = ["embeddings.word_embeddings.weight", "layers.0.attention.q.weight", "layers.1.output.dense.bias",
+                 "head.dense.weight"]
+    assert layerwise_lr_scales(chemberta, 0.8) == pytest.approx([0.8 ** 3, 0.8 ** 2, 0.8, 1.0])
+    with pytest.raises(ValueError, match="no encoder layers"):
+        layerwise_lr_scales(["dense.weight", "embedding.W_up"], 0.5)
+
+
+class GroupLearningRates(Callback):
+    """Each parameter's learning rate at every training batch (after the schedule has set it)."""
+
+    def on_batch_end(self, net, training=False, **kwargs):
+        if training:
+            names = {id(p): n for n, p in net.module_.named_parameters()}
+            self.lr_ = getattr(self, "lr_", []) + [{names[id(p)]: g["lr"] for g in net.optimizer_.param_groups
+                                                    for p in g["params"]}]
+
+
+@pytest.mark.parametrize("model", ["gmnet", "chemberta"])
+@pytest.mark.parametrize("schedule", [dict(warmup=0.0, lr_schedule="constant"), dict(warmup=0.5, lr_schedule="cosine")])
+def test_layer_lr_decay_gives_each_layer_its_share_of_the_learning_rate(pretrained, model, schedule):
+    from gmnet_sklearn.estimators.warm_start import layerwise_lr_scales
+
+    reg = ESTIMATORS[model][0]
+    record = GroupLearningRates()
+    est = reg.from_pretrained(pretrained[model], callbacks=[record], layer_lr_decay=0.5, lr=1e-3,
+                              **{**FIT, "max_epochs": 2, **schedule}).fit(SMILES, regression_target(SMILES))
+    names = [n for n, _ in est.net_.module_.named_parameters()]
+    scales = dict(zip(names, layerwise_lr_scales(names, 0.5)))
+    assert len(set(scales.values())) == est.n_layers + 2  # head, each layer, embeddings
+    assert len(est.net_.optimizer_.param_groups) == est.n_layers + 2
+    head = next(n for n in names if scales[n] == 1.0)
+    for step in record.lr_:
+        assert set(step) == set(names)
+        for name in names:
+            assert step[name] == pytest.approx(step[head] * scales[name], rel=1e-12), name
+    head_lrs = [step[head] for step in record.lr_]
+    if schedule["lr_schedule"] == "constant":
+        assert head_lrs == [pytest.approx(1e-3)] * len(head_lrs)
+    else:  # warm-up then decay: the head's rate is the schedule's, not a fixed one
+        assert max(head_lrs) == pytest.approx(1e-3) and head_lrs[0] < 1e-3 and head_lrs[-1] < 1e-3
+    assert clone(est).get_params()["layer_lr_decay"] == 0.5
+
+
+def test_layer_lr_decay_one_is_one_group_and_the_same_fit(pretrained):
+    # the default (1.0) is skorch's single parameter group: the same weights as before the option existed
+    a = GMNetRegressor.from_pretrained(pretrained["gmnet"], **FIT).fit(SMILES, regression_target(SMILES))
+    b = GMNetRegressor.from_pretrained(pretrained["gmnet"], layer_lr_decay=1.0, **FIT).fit(SMILES, regression_target(SMILES))
+    assert len(a.net_.optimizer_.param_groups) == 1
+    assert all(torch.equal(x, y) for x, y in zip(a.net_.module_.parameters(), b.net_.module_.parameters()))
+    c = GMNetRegressor.from_pretrained(pretrained["gmnet"], layer_lr_decay=0.5, **FIT).fit(SMILES, regression_target(SMILES))
+    assert not all(torch.equal(x, y) for x, y in zip(a.net_.module_.parameters(), c.net_.module_.parameters()))
+
+
+def test_layer_lr_decay_needs_pretrained_weights_and_a_factor_in_0_1():
+    with pytest.raises(ValueError, match="needs pretrained weights"):
+        GMNetRegressor(layer_lr_decay=0.8, **FIT).fit(SMILES, regression_target(SMILES))
+    for bad in (0.0, 1.5):
+        with pytest.raises(ValueError, match="layer_lr_decay"):
+            GMNetRegressor(layer_lr_decay=bad, **FIT).fit(SMILES, regression_target(SMILES))

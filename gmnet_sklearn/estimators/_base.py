@@ -50,7 +50,8 @@ OPTIMIZERS = ("adamw", "adam")
 
 #: Parameters added after training snapshots were first written, with the default at which a
 #: snapshot's fingerprint leaves them out (so snapshots from before they existed still resume).
-_ADDED_PARAMETER_DEFAULTS = {"pretrained": None, "precision": "float32", "freeze_encoder_epochs": 0}
+_ADDED_PARAMETER_DEFAULTS = {"pretrained": None, "precision": "float32", "freeze_encoder_epochs": 0,
+                             "layer_lr_decay": 1.0}
 
 #: scikit-learn parameter constraints of everything but the architecture, shared by both model
 #: families (``sklearn.utils._param_validation``; a new parameter is one entry here).
@@ -71,6 +72,7 @@ TRAINING_PARAMETER_CONSTRAINTS = {
     "forest": ["boolean"],
     "pretrained": [str, os.PathLike, None],  # a pretrain folder, a Hugging Face RoBERTa folder or a NAMED one
     "freeze_encoder_epochs": [Interval(numbers.Integral, 0, None, closed="left")],  # LP-FT with `pretrained`
+    "layer_lr_decay": [Interval(numbers.Real, 0, 1, closed="right")],  # layer-wise lr decay with `pretrained`
     "dropout": [Interval(numbers.Real, 0, 1, closed="left")],
     "valid_split": [StrOptions({s for s in VALID_SPLITS if s is not None}), None],
     "valid_size": [Interval(numbers.Real, 0, 1, closed="neither")],
@@ -221,6 +223,9 @@ class SmilesNetBase(BaseEstimator):
         if self.freeze_encoder_epochs and self.pretrained is None:
             raise ValueError(f"freeze_encoder_epochs={self.freeze_encoder_epochs} keeps the encoder fixed, which "
                              "needs pretrained weights: pass pretrained=... or freeze_encoder_epochs=0")
+        if self.layer_lr_decay != 1.0 and self.pretrained is None:
+            raise ValueError(f"layer_lr_decay={self.layer_lr_decay} slows the lower layers of a pretrained encoder, "
+                             "which needs pretrained weights: pass pretrained=... or layer_lr_decay=1.0")
         seed = _seed(self.random_state)
         # what save() writes: the parameters this fit ran with (a set_params after fit must not
         # make the saved model rebuild another shape), and tta's seed (one draw, so repeated
@@ -454,6 +459,7 @@ class SmilesNetBase(BaseEstimator):
             cuda_graphs=self.cuda_graphs,
             precision=self.precision,
             pad_id=self.tokenizer_.pad_id,
+            layer_lr_decay=self.layer_lr_decay,
         )
 
     def _fit_member(self, member: int, seed: int, train_set, valid_set, fingerprint_data):

@@ -36,9 +36,10 @@ class _ChemBERTaParams(SmilesNetBase):
         of X and X_valid whose SMILES RDKit rejects out of fit, with a warning naming them and
         ``n_invalid_skipped_`` / ``invalid_rows_`` / ``invalid_valid_rows_`` recording them), as
         for the Chem-GMNet estimators.
-    cuda_graphs, precision, freeze_encoder_epochs, n_jobs, memory : CUDA graphs of each batch shape's
-        steps, bf16 autocast, head-only first epochs of a warm start (LP-FT), CPU threads, the
-        descriptors' cache; as for the Chem-GMNet estimators.
+    cuda_graphs, precision, freeze_encoder_epochs, n_jobs, memory, layer_lr_decay : CUDA graphs of
+        each batch shape's steps, bf16 autocast, head-only first epochs of a warm start (LP-FT), CPU
+        threads, the descriptors' cache, layer-wise learning-rate decay of a warm start; as for the
+        Chem-GMNet estimators.
     """
 
     _pretrain_family = "chemberta"
@@ -51,7 +52,7 @@ class _ChemBERTaParams(SmilesNetBase):
                  descriptors=True, fingerprint=True, forest=True, valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
                  bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None, pretrained=None,
                  cuda_graphs=True, precision="float32", freeze_encoder_epochs=0, n_jobs=None,
-                 memory=None):
+                 memory=None, layer_lr_decay=1.0):
         self.d_model = d_model
         self.n_layers = n_layers
         self.n_heads = n_heads
@@ -89,6 +90,7 @@ class _ChemBERTaParams(SmilesNetBase):
         self.freeze_encoder_epochs = freeze_encoder_epochs
         self.n_jobs = n_jobs
         self.memory = memory
+        self.layer_lr_decay = layer_lr_decay
 
     def _model_max_length(self):
         # RoBERTa positions start after the padding index; with [PAD] = 0 that leaves 514.

@@ -95,6 +95,10 @@ class _GMNetParams(SmilesNetBase):
         candidates, which fit and score the same folds, compute them once per fold
         (``gmnet_sklearn.descriptors.cached_descriptors``). It changes no result, and ``save``
         does not keep it.
+    layer_lr_decay : with ``pretrained``, layer-wise learning-rate decay: the fresh head trains
+        at ``lr``, the top encoder layer at ``lr * layer_lr_decay``, each layer below at one
+        factor more and the embeddings at ``lr * layer_lr_decay ** (n_layers + 1)``, so the most
+        general pretrained features move least. 1.0 (default): one learning rate.
     """
 
     _pretrain_family = "gmnet"
@@ -107,7 +111,7 @@ class _GMNetParams(SmilesNetBase):
                  augment=0, tta=0, descriptors=True, fingerprint=True, forest=True, valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
                  bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None, pretrained=None,
                  cuda_graphs=True, precision="float32", freeze_encoder_epochs=0, n_jobs=None,
-                 memory=None):
+                 memory=None, layer_lr_decay=1.0):
         self.k = k
         self.L = L
         self.attention = attention
@@ -148,6 +152,7 @@ class _GMNetParams(SmilesNetBase):
         self.freeze_encoder_epochs = freeze_encoder_epochs
         self.n_jobs = n_jobs
         self.memory = memory
+        self.layer_lr_decay = layer_lr_decay
 
     def _model_max_length(self):
         return 514  # the paper's max sequence length; the model itself has no position table

@@ -9,6 +9,7 @@ never pickled.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping
 
 from skorch import NeuralNet
@@ -18,15 +19,40 @@ from ..gm.cuda_graphs import CUDAGraphs
 
 
 class SmilesNet(NeuralNet):
-    """``NeuralNet`` plus ``cuda_graphs`` (bool), ``precision`` ("float32" or "bf16") and
-    ``pad_id`` (the token that pads a batch to the graphs' widths, `gm.cuda_graphs.padded_width`)."""
+    """``NeuralNet`` plus ``cuda_graphs`` (bool), ``precision`` ("float32" or "bf16"), ``pad_id``
+    (the token that pads a batch to the graphs' widths, `gm.cuda_graphs.padded_width`) and
+    ``layer_lr_decay`` (1: one learning rate; below 1, the encoder's layers get less the deeper
+    they are, ``warm_start.layerwise_lr_scales``)."""
 
     def __init__(self, module, criterion, *, cuda_graphs: bool = True, precision: str = "float32", pad_id: int = 0,
-                 **kwargs):
+                 layer_lr_decay: float = 1.0, **kwargs):
         super().__init__(module, criterion, **kwargs)
         self.cuda_graphs = cuda_graphs
         self.precision = precision
         self.pad_id = pad_id
+        self.layer_lr_decay = layer_lr_decay
+
+    def get_params_for_optimizer(self, prefix, named_parameters):
+        """skorch's parameter groups, each split by layer-wise learning-rate factor: a group's
+        ``lr`` is its factor times the base rate, and ``lr_scale`` keeps the factor for the
+        schedule (``schedule.WarmupDecay``)."""
+        named = list(named_parameters)
+        args, kwargs = super().get_params_for_optimizer(prefix, named)
+        decay = getattr(self, "layer_lr_decay", 1.0)  # nets pickled before it existed
+        if decay == 1.0:
+            return args, kwargs
+        from .warm_start import layerwise_lr_scales
+
+        scale_of = {id(param): scale for (_, param), scale in zip(named, layerwise_lr_scales([n for n, _ in named], decay))}
+        groups = []
+        for group in args[0]:
+            by_scale = defaultdict(list)
+            for param in group["params"]:
+                by_scale[scale_of[id(param)]].append(param)
+            base = group.get("lr", kwargs["lr"])
+            groups += [{**group, "params": params, "lr": base * scale, "lr_scale": scale}
+                       for scale, params in by_scale.items()]
+        return (groups, *args[1:]), kwargs
 
     def graphs(self) -> CUDAGraphs:
         """The graph cache of the current ``module_`` (a new one when skorch re-initialised it)."""

@@ -32,8 +32,8 @@ def lr_factor(step: int, total: int, warmup: int, kind: str) -> float:
 
 
 class WarmupDecay(Callback):
-    """Set every parameter group's lr to ``base_lr * lr_factor(step, ...)`` before each training
-    batch; ``total_steps`` = batches per epoch x max_epochs, ``warmup`` a fraction of it. The
+    """Set every parameter group's lr to ``base_lr * lr_factor(step, ...)`` (times the group's
+    ``lr_scale``, where layer-wise decay gave it one) before each training batch; ``total_steps`` = batches per epoch x max_epochs, ``warmup`` a fraction of it. The
     epoch's last learning rate goes into the history as ``lr``."""
 
     def __init__(self, base_lr: float, total_steps: int, warmup: float = 0.1, kind: str = "cosine"):
@@ -53,7 +53,7 @@ class WarmupDecay(Callback):
             self.step_ = sum(1 for row in net.history for b in row["batches"] if "train_loss" in b)
         lr = self.base_lr * lr_factor(self.step_, self.total_steps, self.warmup_steps_, self.kind)
         for group in net.optimizer_.param_groups:
-            group["lr"] = lr
+            group["lr"] = lr * group.get("lr_scale", 1.0)  # layer-wise decay keeps each group's factor
         self.lr_ = lr
 
     def on_batch_end(self, net, training=False, **kwargs):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import torch
@@ -212,5 +213,33 @@ def encoder_freeze_callbacks(n_epochs: int) -> list:
             Unfreezer(is_encoder_parameter, at=partial(_at_epoch, epoch=n_epochs + 1))]
 
 
+_LAYER_INDEX = re.compile(r"(?:^|\.)layers\.(\d+)\.")
+
+
+def layerwise_lr_scales(names, decay: float) -> list[float]:
+    """Each parameter's learning-rate factor under layer-wise decay (ULMFiT's discriminative
+    fine-tuning in ELECTRA's form), for the module's parameter ``names`` in registration order:
+    the fresh head 1, the top encoder layer ``decay``, each layer below one factor more, what the
+    encoder has before its first layer (the embeddings) ``decay ** (n_layers + 1)``; what follows
+    its last layer (Chem-GMNet's final LayerNorm) goes with the top layer. Lower layers hold the
+    most general pretrained features, so they move least."""
+    names = list(names)
+    layer_of = {name: int(m.group(1)) for name in names
+                if is_encoder_parameter(name) and (m := _LAYER_INDEX.search(name.removeprefix("model.")))}
+    if not layer_of:
+        raise ValueError("layer-wise learning-rate decay: the model has no encoder layers named 'layers.<i>.'")
+    n_layers = max(layer_of.values()) + 1
+    scales, past_first_layer = [], False
+    for name in names:
+        if not is_encoder_parameter(name):
+            scales.append(1.0)
+        elif name in layer_of:
+            past_first_layer = True
+            scales.append(decay ** (n_layers - layer_of[name]))
+        else:
+            scales.append(decay if past_first_layer else decay ** (n_layers + 1))
+    return scales
+
+
 __all__ = ["resolve_path", "read_source", "check_compatible", "tokenizer_for", "encoder_state", "load_encoder", "NAMED",
-           "encoder_freeze_callbacks", "is_encoder_parameter"]
+           "encoder_freeze_callbacks", "is_encoder_parameter", "layerwise_lr_scales"]
