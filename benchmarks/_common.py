@@ -505,11 +505,16 @@ def gmnet_path(device: str) -> str:
             else "eager zonal forms, packed tokens")
 
 
+def cpu_label(hw: Dict[str, object]) -> str:
+    """The CPU of a ``hardware`` record: its model and, where recorded, its vector extension."""
+    isa = f" ({hw['cpu_isa']})" if hw.get("cpu_isa") else ""  # recorded since 2026-11-26
+    return f"{hw.get('cpu_model') or hw.get('cpu') or '?'}{isa}"
+
+
 def hardware_label(hw: Dict[str, object]) -> str:
     """One-line description of a ``hardware`` record (used by the report)."""
     cores = hw.get("cpu_affinity") or hw.get("cpu_count")
-    isa = f" ({hw['cpu_isa']})" if hw.get("cpu_isa") else ""  # recorded since 2026-11-26
-    s = f"{hw.get('cpu_model')}{isa}, {cores} cores, torch threads {hw.get('torch_threads')}"
+    s = f"{cpu_label(hw)}, {cores} cores, torch threads {hw.get('torch_threads')}"
     if hw.get("gpu_name"):
         s = f"{hw['gpu_name']} ({hw.get('device')}); host " + s
     else:

@@ -7,6 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from .._common import cpu_label
 from ..protocols import ARM_LABELS, ENDPOINTS
 from ._format import DASH, md_table
 
@@ -38,8 +39,7 @@ def fit_time_section(results_dir: Path, out_dir: Path) -> Tuple[Optional[str], d
                      str(group[0]["n_train"]),
                      ", ".join(f"{s:.0f}" for s in secs), DASH if target is None else str(target), within,
                      str(group[0]["n_estimators"]), str(group[0]["torch_threads"]), f"{load:.2f}",
-                     f"{hw.get('cpu_model') or hw.get('cpu') or '?'}" + (f" ({hw['cpu_isa']})" if hw.get("cpu_isa") else ""),
-                     platform(hw)])
+                     cpu_label(hw), platform(hw)])
         summary[f"{arm}:{name}" + (f":{variant}" if variant else "") + f"@{where}"] = {
             "fit_seconds": secs, "target_seconds": target, "within": worst <= target if target else None}
     text = md_table(["Arm", "Endpoint", "train molecules", "fit s (per seed)", "target s", "within target",
