@@ -240,6 +240,8 @@ def summary(root=SEARCH_DIR) -> str:
                 "blend": rec["valid_metric"], "network": rec["forest"]["network_valid_metric"],
                 "weight": rec["forest"]["weight"]}
     endpoints = by_size({e for c in cells.values() for e in c})
+    networks = {c: {e: {seed: v["network"] for seed, v in per_seed.items()} for e, per_seed in per_endpoint.items()}
+                for c, per_endpoint in blends.items()}
 
     def paired(cand: str, other: str) -> Tuple[Optional[float], List[str]]:
         """Mean ratio of cand's validation error to other's, and the endpoints it is taken over."""
@@ -280,7 +282,7 @@ def summary(root=SEARCH_DIR) -> str:
                f"{ratio:.3f}x `{b}`'s (mean ratio; below 1: `{a}` is better).")
     base_text = ", ".join(f"{k}={v}" for k, v in BASE.items())
     return (f"Validation only (DeepChem valid split; test never loaded), seed(s) as recorded; base: {base_text}.\n\n"
-            + "\n".join(lines) + h2h + warm_start_table(cells, endpoints) + forest_table(blends, endpoints))
+            + "\n".join(lines) + h2h + warm_start_table(cells, endpoints, networks) + forest_table(blends, endpoints))
 
 
 def forest_table(blends, endpoints) -> str:
@@ -310,27 +312,36 @@ def forest_table(blends, endpoints) -> str:
                                                     weight_rows))
 
 
-def warm_start_table(cells, endpoints) -> str:
-    """Each warm-start candidate against the candidate it adds ``pretrained`` (and a learning rate)
-    to, paired by seed: the error ratio per endpoint (below 1: the warm start is better there)."""
-    def row(c: str, ref: str) -> Optional[List[str]]:
-        per = paired_ratios(cells, endpoints, c, ref)
+#: What a warm-start candidate adds to the recipe it starts from: the encoder and how it is fine-tuned.
+FINE_TUNING_LEVERS = ("pretrained", "lr", "freeze_encoder_epochs", "layer_lr_decay")
+
+
+def warm_start_table(cells, endpoints, networks=None) -> str:
+    """Each warm-start candidate against the candidate it adds ``pretrained`` (and its fine-tuning
+    levers) to, paired by seed: the error ratio per endpoint (below 1: the warm start is better
+    there); where both blend a forest, a second row compares their networks alone (``networks``:
+    the cells' ``forest.network_valid_metric``), which is what the Table-2 protocols fine-tune."""
+    def row(c: str, ref: str, source=cells, note: str = "") -> Optional[List[str]]:
+        per = paired_ratios(source, endpoints, c, ref)
         if not per:
             return None
         better = sum(v < 1 for v in per.values())
-        return [f"`{c}` vs `{ref}`", *[f"{per[e]:.3f}" if e in per else "—" for e in endpoints],
+        return [f"`{c}` vs `{ref}`{note}", *[f"{per[e]:.3f}" if e in per else "—" for e in endpoints],
                 f"{np.mean(list(per.values())):.3f}", f"{better} of {len(per)}"]
 
+    networks = networks or {}
     rows, encoder_rows = [], []
     for c in cells:
         params = CANDIDATES.get(c, {})
         if params.get("pretrained") is None:
             continue
         # against the same recipe from scratch (its own learning rate) ...
-        start = {k: v for k, v in params.items() if k not in ("pretrained", "lr")}
+        start = {k: v for k, v in params.items() if k not in FINE_TUNING_LEVERS}
         ref = next((n for n, p in CANDIDATES.items() if p == start and n in cells), None)
         if ref and row(c, ref):
             rows.append(row(c, ref))
+            if c in networks and ref in networks and row(c, ref, networks):
+                rows.append(row(c, ref, networks, " (networks alone)"))
         # ... and against the same fine-tuning from another encoder (e.g. a shorter pretraining)
         for other, p in CANDIDATES.items():
             if (other != c and other in cells and p.get("pretrained") is not None
@@ -349,8 +360,9 @@ def warm_start_table(cells, endpoints) -> str:
     text = ""
     if rows:
         text += ("\n\nThe warm start from a MOSES-pretrained encoder (`pretrained=`; round four: the shipped one, "
-                 "round five: one pretrained for a whole epoch): validation error relative to the same recipe from "
-                 "scratch, paired by seed (below 1: the warm start is better).\n\n" + table(rows))
+                 "round five: one pretrained for a whole epoch, round seven: LP-FT, round twelve: layer-wise "
+                 "learning-rate decay): validation error relative to the same recipe from scratch, paired by seed "
+                 "(below 1: the warm start is better).\n\n" + table(rows))
     if encoder_rows:
         text += ("\n\nThe same fine-tuning from one encoder against another (below 1: the first encoder is "
                  "better).\n\n" + table(encoder_rows))

@@ -807,6 +807,27 @@ def test_recipe_search_summary_pairs_candidates_by_seed(tmp_path):
     assert [c.strip() for c in row.strip("|").split("|")][1:] == ["0.900", "—", "0.900", "1 of 1"]
 
 
+def test_recipe_search_summary_pairs_fine_tuning_levers_with_their_scratch_recipe(tmp_path):
+    """A warm start that adds fine-tuning levers (here layer-wise decay) is compared with the recipe it
+    starts from, and where both blend a forest, also network against network."""
+    from benchmarks.recipe_search import SCHEMA, summary
+
+    def cell(candidate, seed, blend, network):
+        path = tmp_path / "esol" / f"{candidate}_seed{seed}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"schema": SCHEMA, "endpoint": "esol", "candidate": candidate, "seed": seed,
+                                    "valid_metric": blend, "fit_seconds": 1.0,
+                                    "forest": {"weight": 0.5, "network_valid_metric": network}}))
+
+    cell("desc_d256_fp_forest_e20", 3, 1.0, 1.2)
+    cell("desc_d256_fp_forest_e20_moses_llrd0.5", 3, 0.95, 0.9)
+    lines = summary(tmp_path).splitlines()
+    pair = "| `desc_d256_fp_forest_e20_moses_llrd0.5` vs `desc_d256_fp_forest_e20`"
+    blend = next(ln for ln in lines if ln.startswith(pair + " |"))
+    network = next(ln for ln in lines if ln.startswith(pair + " (networks alone) |"))
+    assert [c.strip() for c in blend.strip("|").split("|")][-2:] == ["0.950", "1 of 1"]
+    assert [c.strip() for c in network.strip("|").split("|")][-2:] == ["0.750", "1 of 1"]
+
 def test_report_lists_pretraining_records_of_both_kinds(tmp_path):
     """A finished run's saved config.json and a stopped run's checkpoint fields each give a row with
     the last held-out evaluation and the wall time."""
