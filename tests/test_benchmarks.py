@@ -61,6 +61,17 @@ def test_register_protocol_is_a_dict_entry():
         PROTOCOLS.pop("_test_tmp", None)
 
 
+@pytest.mark.parametrize("name", sorted(PROTOCOLS))
+def test_every_protocol_builds_estimators_that_accept_its_parameters(name):
+    # a protocol's training parameters are the estimators' own: a misspelt or out-of-range one fails here,
+    # not hours into a sweep
+    for arm in ("gmnet", "chemberta"):
+        for endpoint in ("esol", "bbbp"):
+            est = C.estimator_class(arm, ENDPOINTS[endpoint])(**PROTOCOLS[name].estimator_params(arm, endpoint))
+            est._validate_params()
+    if name == "tuned_moses_llrd":
+        assert PROTOCOLS[name].estimator_params("gmnet")["layer_lr_decay"] == 0.5
+
 def test_endpoint_table():
     assert len(TABLE1_ENDPOINTS) == 10
     assert set(ENDPOINTS) == set(TABLE1_ENDPOINTS) | {"tox21", "hiv"}

@@ -389,3 +389,23 @@ def test_layer_lr_decay_needs_pretrained_weights_and_a_factor_in_0_1():
     for bad in (0.0, 1.5):
         with pytest.raises(ValueError, match="layer_lr_decay"):
             GMNetRegressor(layer_lr_decay=bad, **FIT).fit(SMILES, regression_target(SMILES))
+
+
+def test_layer_lr_decay_fit_resumes_from_a_snapshot_exactly(pretrained, tmp_path):
+    # the optimizer's per-layer groups (and their lr_scale) come back from the snapshot, so the resumed
+    # warm start goes on at the same learning rates and ends where the uninterrupted one does
+    from gmnet_sklearn.estimators import TrainingSnapshot
+
+    from .test_training_snapshot import KillAtEpoch, Killed, _assert_same_fit
+
+    params = dict(pretrained=pretrained["gmnet"], **TINY["gmnet"], layer_lr_decay=0.5, max_epochs=4, batch_size=16,
+                  random_state=0, lr=1e-3)
+    y = regression_target(SMILES)
+    full = GMNetRegressor(**params).fit(SMILES, y)
+    with pytest.raises(Killed):
+        GMNetRegressor(**params, callbacks=[TrainingSnapshot(tmp_path), KillAtEpoch(3)]).fit(SMILES, y)
+    resumed = GMNetRegressor(**params, callbacks=[TrainingSnapshot(tmp_path)]).fit(SMILES, y)
+    assert resumed.resume_info_["resumed_from_epoch"] == 2
+    assert [g["lr_scale"] for g in resumed.net_.optimizer_.param_groups] == [
+        g["lr_scale"] for g in full.net_.optimizer_.param_groups]
+    _assert_same_fit(resumed, full, SMILES[:40])
