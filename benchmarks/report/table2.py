@@ -19,6 +19,7 @@ from .peers import PEER_TARGET_ENDPOINTS, arm_runs, network_alone
 #: Fine-tuning protocols from a pretrained encoder, each beside its scratch protocol: under the
 #: library's defaults, under the 30-epoch defaults they were first made under, and under the paper's.
 PRETRAINED_PROTOCOLS: Tuple[Tuple[str, str], ...] = (("tuned_moses", "tuned"), ("tuned_moses_ft", "tuned"),
+                                                    ("tuned_moses_llrd", "tuned"),
                                                     ("tuned_e30_moses", "tuned_e30"),
                                                     ("tuned_e30_moses_ft", "tuned_e30"),
                                                     ("chemberta3_moses", "chemberta3"))
@@ -263,7 +264,8 @@ paper's 10M ZINC), the budget is what a CPU session affords (below), the shape i
 default (d 256, 3 layers, 8 heads) rather than the paper's, and fine-tuning uses the library's
 defaults (`tuned`) with `pretrained="moses"` (`tuned_moses`) and with the warm-start preset
 `MOSES_FINE_TUNING` (`tuned_moses_ft`: the same, at the fine-tuning learning rate chosen on the
-valid splits, benchmarks/RECIPE_SEARCH.md). The two were first made under the 30-epoch defaults
+valid splits, benchmarks/RECIPE_SEARCH.md) and with layer-wise learning-rate decay
+(`tuned_moses_llrd`: `layer_lr_decay=0.5`, recipe round twelve). The first two were first made under the 30-epoch defaults
 (`tuned_e30`, before recipe round eight): those records are `tuned_e30_moses` and
 `tuned_e30_moses_ft`, beside `tuned_e30`'s scratch runs. Pretraining: `gmnet-pretrain --shape library`
 (DEVELOPERS.md "Pretraining"); fine-tuning: `python -m benchmarks.sweep --what table1 --protocol
