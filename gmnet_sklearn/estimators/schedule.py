@@ -33,8 +33,9 @@ def lr_factor(step: int, total: int, warmup: int, kind: str) -> float:
 
 class WarmupDecay(Callback):
     """Set every parameter group's lr to ``base_lr * lr_factor(step, ...)`` (times the group's
-    ``lr_scale``, where layer-wise decay gave it one) before each training batch; ``total_steps`` = batches per epoch x max_epochs, ``warmup`` a fraction of it. The
-    epoch's last learning rate goes into the history as ``lr``."""
+    ``lr_scale``, where layer-wise decay gave it one) before each training batch; ``total_steps``
+    = batches per epoch x max_epochs, ``warmup`` a fraction of it. The epoch's last learning rate
+    (the head's) goes into the history as ``lr``."""
 
     def __init__(self, base_lr: float, total_steps: int, warmup: float = 0.1, kind: str = "cosine"):
         self.base_lr = base_lr
