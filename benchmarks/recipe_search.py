@@ -132,8 +132,9 @@ CANDIDATES: Dict[str, Dict[str, object]] = {
     # the one learning rate, the pretraining length and LP-FT). The fresh head at the defaults' 5e-4,
     # the encoder's layers from 2.5e-4 (top) to 6.3e-5 and the embeddings at 3.1e-5. Cells are not
     # bit-equal across hosts and commits (FreeSolv seed 0 of the defaults: 0.798 on the AMD host at
-    # 8ed3404, 0.840 on the Intel AVX-512 host at 91ef4c0), so the round runs on seeds no earlier
-    # round used (3-5), with the defaults' cells made beside it, as round four did on seed 1. Lower
+    # 8ed3404, 0.840 on the Intel AVX-512 host at 91ef4c0, a scratch-folder check not committed), so
+    # the round runs on seeds no earlier round used (3-5), with the defaults' cells made beside it, as
+    # round four did on seed 1. Lower
     # validation error than the defaults on 6 of 7 endpoints (not BBBP, whose error is about 1%):
     # 1.003x with BBBP, 0.961x without; it became the Table-2 protocol tuned_moses_llrd (DEVELOPERS.md)
     "desc_d256_fp_forest_e20_moses_llrd0.5": {**_DEFAULTS, "pretrained": "moses", "layer_lr_decay": 0.5},
@@ -340,17 +341,17 @@ def warm_start_table(cells, endpoints, networks=None) -> str:
         # against the same recipe from scratch (its own learning rate) ...
         start = {k: v for k, v in params.items() if k not in FINE_TUNING_LEVERS}
         ref = next((n for n, p in CANDIDATES.items() if p == start and n in cells), None)
-        if ref and row(c, ref):
-            rows.append(row(c, ref))
-            if c in networks and ref in networks and row(c, ref, networks):
-                rows.append(row(c, ref, networks, " (networks alone)"))
+        if ref and (blended := row(c, ref)):
+            rows.append(blended)
+            if c in networks and ref in networks and (alone := row(c, ref, networks, " (networks alone)")):
+                rows.append(alone)
         # ... and against the same fine-tuning from another encoder (e.g. a shorter pretraining)
         for other, p in CANDIDATES.items():
             if (other != c and other in cells and p.get("pretrained") is not None
                     and {k: v for k, v in p.items() if k != "pretrained"}
                     == {k: v for k, v in params.items() if k != "pretrained"}):
-                if row(c, other):
-                    encoder_rows.append(row(c, other))
+                if other_row := row(c, other):
+                    encoder_rows.append(other_row)
     if not rows and not encoder_rows:
         return ""
     header = ["warm start vs", *[ENDPOINTS[e].label for e in endpoints], "mean ↓", "endpoints better"]

@@ -72,6 +72,7 @@ def test_every_protocol_builds_estimators_that_accept_its_parameters(name):
     if name == "tuned_moses_llrd":
         assert PROTOCOLS[name].estimator_params("gmnet")["layer_lr_decay"] == 0.5
 
+
 def test_endpoint_table():
     assert len(TABLE1_ENDPOINTS) == 10
     assert set(ENDPOINTS) == set(TABLE1_ENDPOINTS) | {"tox21", "hiv"}
@@ -838,6 +839,7 @@ def test_recipe_search_summary_pairs_fine_tuning_levers_with_their_scratch_recip
     network = next(ln for ln in lines if ln.startswith(pair + " (networks alone) |"))
     assert [c.strip() for c in blend.strip("|").split("|")][-2:] == ["0.950", "1 of 1"]
     assert [c.strip() for c in network.strip("|").split("|")][-2:] == ["0.750", "1 of 1"]
+
 
 def test_report_lists_pretraining_records_of_both_kinds(tmp_path):
     """A finished run's saved config.json and a stopped run's checkpoint fields each give a row with
