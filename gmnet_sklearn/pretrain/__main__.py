@@ -19,7 +19,7 @@ def _value(text: str):
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="gmnet-pretrain",
-        description="Masked-LM pretraining of Chem-GMNet or the ChemBERTa baseline on a SMILES corpus. "
+        description="Masked-LM (or descriptor-regression) pretraining of Chem-GMNet or the ChemBERTa baseline on a SMILES corpus. "
                     "Run the same command again to resume a killed or time-limited run.")
     p.add_argument("corpus", help="a SMILES file (.smi, .txt, .csv, optionally .gz) or a folder of them")
     p.add_argument("output_dir", help="run folder: cache, checkpoint and, when finished, the pretrained model")
@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lr-schedule", choices=["linear", "cosine", "constant"], default="linear")
     p.add_argument("--max-grad-norm", type=float, default=1.0)
     p.add_argument("--mask-prob", type=float, default=0.15)
+    p.add_argument("--objective", choices=("mlm", "mtr"), default="mlm",
+                   help="mlm: masked-LM; mtr: regression of RDKit's 2D descriptors (ChemBERTa-2's MTR)")
+    p.add_argument("--max-smiles", type=int, default=None, help="train on the corpus's first N records only")
     p.add_argument("--eval-every", type=int, default=1000)
     p.add_argument("--eval-size", type=int, default=10_000, help="held-out SMILES evaluated (0: all of them)")
     p.add_argument("--checkpoint-every", type=int, default=200)
@@ -83,7 +86,7 @@ def main(argv=None) -> int:
         eval_every=args.eval_every, eval_size=args.eval_size or None, checkpoint_every=args.checkpoint_every,
         checkpoint_minutes=args.checkpoint_minutes, time_limit=args.time_limit, shard_size=args.shard_size,
         bucket_by_length=not args.no_bucket, cache_dir=args.cache_dir, seed=args.seed, device=args.device,
-        precision=args.precision, n_jobs=args.jobs, progress=not args.quiet, prepare_only=args.prepare_only, **model_kwargs)
+        precision=args.precision, n_jobs=args.jobs, objective=args.objective, max_smiles=args.max_smiles, progress=not args.quiet, prepare_only=args.prepare_only, **model_kwargs)
     if args.prepare_only:
         print(json.dumps(summary, indent=1))
         return 0

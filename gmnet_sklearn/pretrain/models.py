@@ -2,11 +2,11 @@
 
 A pretrained folder holds
 
-* ``model.safetensors``: the masked-LM model's weights (``encoder.*`` and ``lm_head.*``; a tied
-  copy is stored once);
+* ``model.safetensors``: the pretrained model's weights (``encoder.*`` and the pretraining head:
+  ``lm_head.*`` for masked-LM, ``mtr_head.*`` for descriptor regression; a tied copy is stored once);
 * ``config.json``: ``format``, the family (``"gmnet"`` or ``"chemberta"``), its architecture
-  parameters (named as the estimators name them), the vocabulary size and padding id, and what
-  the pretraining did (steps, SMILES and tokens seen, held-out metrics, wall time, hardware);
+  parameters (named as the estimators name them), the vocabulary size and padding id, the
+  ``objective`` ("mlm", or "mtr" with the descriptor ``targets``), and what the pretraining did (steps, SMILES and tokens seen, held-out metrics, wall time, hardware);
 * ``vocab.txt``: the vocabulary, one token a line (DeepChem's layout).
 
 Nothing in it is pickled: it loads without executing code. ``config.json`` is written last, so
@@ -26,6 +26,9 @@ from ..estimators.presets import PAPER_SHAPE
 
 PRETRAINED_FORMAT = "gmnet_sklearn.pretrained.v1"
 FAMILIES = ("gmnet", "chemberta")
+#: Pretraining objectives: masked-LM (RoBERTa's), or multi-task regression of RDKit's 2D
+#: descriptors from the SMILES (ChemBERTa-2's "MTR"; targets.py).
+OBJECTIVES = ("mlm", "mtr")
 
 #: Architecture parameters of each family (estimator names) and pretrain()'s defaults: the paper's
 #: ChemBERTa-10M shape, Chem-GMNet at k = 8, L = 3. ``lm_head`` (Chem-GMNet's masked-LM head,
@@ -80,6 +83,50 @@ def build_mlm(model: str, vocab_size: int, pad_id: int, params: dict) -> torch.n
     return ChemBERTaForMaskedLM(vocab_size, pad_id=pad_id, **params)
 
 
+class DescriptorRegressionModel(torch.nn.Module):
+    """A family's encoder with a regression head on the molecule's pooled state, read as the
+    family's property model reads it (Chem-GMNet: the mean of its token states; ChemBERTa: the
+    [CLS] state), so fine-tuning starts from the representation pretraining shaped. The head
+    (dense, GELU, LayerNorm, linear) is not kept for fine-tuning."""
+
+    tied_keys: dict = {}
+
+    def __init__(self, model: str, vocab_size: int, pad_id: int, params: dict, n_targets: int):
+        super().__init__()
+        self.family, self.pad_id = check_family(model), pad_id
+        self.encoder = build_mlm(model, vocab_size, pad_id, params).encoder
+        d = params["d_model"]
+        self.mtr_head = torch.nn.Sequential(torch.nn.Linear(d, d), torch.nn.GELU(), torch.nn.LayerNorm(d),
+                                            torch.nn.Linear(d, n_targets))
+
+    def pooled(self, input_ids, conj_flags, attention_mask) -> torch.Tensor:
+        if self.family == "chemberta":
+            return self.encoder.encode(input_ids, attention_mask)[:, 0]
+        if input_ids.device.type == "cpu":  # the real tokens only, as the property model on CPU
+            h, packing = self.encoder.forward_packed(input_ids, conj_flags, attention_mask)
+            return packing.mean_pool(h)
+        h = self.encoder(input_ids, conj_flags, attention_mask)
+        w = attention_mask.to(h.dtype).unsqueeze(-1)
+        return (h * w).sum(1) / w.sum(1).clamp_min(1.0)
+
+    def forward(self, input_ids, conj_flags=None, attention_mask=None) -> torch.Tensor:
+        """Predicted scaled descriptors (B, n_targets)."""
+        if attention_mask is None:
+            attention_mask = input_ids != self.pad_id
+        return self.mtr_head(self.pooled(input_ids, conj_flags, attention_mask))
+
+
+def build_model(model: str, vocab_size: int, pad_id: int, params: dict, objective: str = "mlm",
+                n_targets: int = 0) -> torch.nn.Module:
+    """The pretraining model of ``objective``: :func:`build_mlm`'s, or a
+    :class:`DescriptorRegressionModel` with ``n_targets`` outputs."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+    if objective == "mlm":
+        return build_mlm(model, vocab_size, pad_id, params)
+    return DescriptorRegressionModel(model, vocab_size, pad_id, params, n_targets)
+
+
 def stored_state(module: torch.nn.Module) -> dict:
     """The state dict without tied copies, contiguous, on CPU (what safetensors can store)."""
     tied = getattr(module, "tied_keys", {})
@@ -94,7 +141,8 @@ def load_stored_state(module: torch.nn.Module, state: dict) -> None:
         raise KeyError(f"weights do not match the model: missing {missing}, unexpected {unexpected}")
 
 
-def save_pretrained(path, mlm: torch.nn.Module, model: str, params: dict, tokenizer, training: dict) -> Path:
+def save_pretrained(path, mlm: torch.nn.Module, model: str, params: dict, tokenizer, training: dict,
+                    objective: str = "mlm", targets: dict | None = None) -> Path:
     """Write the pretrained folder (see the module docstring)."""
     from safetensors.torch import save_file
 
@@ -110,6 +158,8 @@ def save_pretrained(path, mlm: torch.nn.Module, model: str, params: dict, tokeni
     (path / "vocab.txt").write_text("".join(tok + "\n" for tok, _ in vocab))
     config = {"format": PRETRAINED_FORMAT, "model": model, "params": params, "vocab_size": tokenizer.vocab_size,
               "pad_id": tokenizer.pad_id, "training": training}
+    if objective != "mlm":  # masked-LM folders keep the layout they had before objectives existed
+        config.update(objective=objective, targets=targets)
     tmp = path / "config.json.tmp"
     tmp.write_text(json.dumps(config, indent=2))
     os.replace(tmp, config_path)
@@ -134,6 +184,9 @@ def load_mlm(path, device: str = "cpu") -> tuple[torch.nn.Module, dict]:
     from safetensors.torch import load_file
 
     config = read_config(path)
+    if config.get("objective", "mlm") != "mlm":
+        raise ValueError(f"{path} was pretrained with objective={config['objective']!r}: it has no masked-LM head "
+                         "(its encoder warm-starts the estimators as any other: pretrained=PATH)")
     params = dict(config["params"])
     if config["model"] == "gmnet":
         params.setdefault("lm_head", "sphere")  # folders written before lm_head existed have the sphere head
@@ -142,5 +195,5 @@ def load_mlm(path, device: str = "cpu") -> tuple[torch.nn.Module, dict]:
     return mlm.to(device), config
 
 
-__all__ = ["PRETRAINED_FORMAT", "FAMILIES", "DEFAULT_PARAMS", "LIBRARY_SHAPE", "SHAPE_PARAMS", "build_mlm", "model_params",
+__all__ = ["PRETRAINED_FORMAT", "FAMILIES", "OBJECTIVES", "DescriptorRegressionModel", "build_model", "DEFAULT_PARAMS", "LIBRARY_SHAPE", "SHAPE_PARAMS", "build_mlm", "model_params",
            "save_pretrained", "read_config", "load_mlm", "stored_state", "load_stored_state"]

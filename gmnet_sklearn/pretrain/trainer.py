@@ -1,4 +1,5 @@
-"""``pretrain``: masked-LM pretraining of Chem-GMNet or the ChemBERTa baseline on a SMILES corpus.
+"""``pretrain``: masked-LM (or descriptor-regression) pretraining of Chem-GMNet or the ChemBERTa
+baseline on a SMILES corpus.
 
     from gmnet_sklearn.pretrain import pretrain
     pretrain("../shared/data/pretrain/moses", "runs/moses-gmnet", model="gmnet", epochs=1)
@@ -16,6 +17,10 @@ linear decay (torch's ``LambdaLR``, stepped per batch), gradient clipping, lengt
 batches of ``batch_size`` SMILES (``batches.py``), RoBERTa masking (``masking.py``), and every
 ``eval_every`` steps the masked-LM loss and masked-token accuracy on the usable SMILES among the
 first ``eval_size`` records of the corpus's test file, with the same masks each time.
+
+``objective="mtr"`` trains on ChemBERTa-2's other task instead: the RDKit 2D descriptors of each
+molecule, scaled (``targets.py``), regressed from its unmasked SMILES with a mean squared error
+over the values RDKit gives; the held-out loss is the same error on the test file.
 """
 
 from __future__ import annotations
@@ -41,7 +46,9 @@ from .cache import EncodedCorpus, build_cache, cache_cost, vocab_digest
 from .checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from .corpus import corpus_files, describe, held_out_file
 from .masking import Masker, step_generator
-from .models import build_mlm, check_family, load_stored_state, model_params, save_pretrained, stored_state
+from .targets import CLIP, DescriptorTargets, build_targets
+from .models import (OBJECTIVES, build_mlm, build_model, check_family, load_stored_state, model_params, save_pretrained,
+                     stored_state)
 
 SCHEDULES = ("cosine", "linear", "constant")
 
@@ -93,6 +100,19 @@ def masked_lm_loss(mlm, inputs, flags, mask, labels, reduction: str = "mean"):
     return loss, correct, n
 
 
+def descriptor_loss(model, inputs, flags, mask, targets, reduction: str = "mean"):
+    """(loss, n) of a batch's scaled descriptor ``targets`` (B, n_targets; NaN: missing): the
+    squared error over the n values present."""
+    pred = model(inputs, flags, mask).float()
+    present = ~torch.isnan(targets)
+    n = int(present.sum())
+    if n == 0:
+        return pred.sum() * 0.0, 0
+    err = (pred - torch.nan_to_num(targets)).square() * present
+    loss = err.sum() if reduction == "sum" else err.sum() / n
+    return loss, n
+
+
 def _optimizer(mlm, lr, weight_decay, device):
     from ..estimators._base import adam_options
 
@@ -103,11 +123,13 @@ def _optimizer(mlm, lr, weight_decay, device):
 
 
 class _Evaluator:
-    """Masked-LM loss and accuracy on the held-out cache, same masks at every evaluation."""
+    """Masked-LM loss and accuracy on the held-out cache, same masks at every evaluation; with
+    ``targets``, the descriptor regression's loss instead."""
 
-    def __init__(self, corpus: EncodedCorpus, masker: Masker, pad_id: int, batch_size: int, seed: int, device):
-        self.corpus, self.masker, self.pad_id, self.batch_size, self.seed, self.device = (
-            corpus, masker, pad_id, batch_size, seed, device)
+    def __init__(self, corpus: EncodedCorpus, masker: Masker, pad_id: int, batch_size: int, seed: int, device,
+                 targets=None):
+        self.corpus, self.masker, self.pad_id, self.batch_size, self.seed, self.device, self.targets = (
+            corpus, masker, pad_id, batch_size, seed, device, targets)
 
     @torch.no_grad()
     def __call__(self, mlm) -> dict:
@@ -118,12 +140,20 @@ class _Evaluator:
             ids, flags, offsets = self.corpus.shard(shard)
             order = np.argsort(np.diff(offsets), kind="stable")
             for i in range(0, len(order), self.batch_size):
-                b_ids, b_flags, b_mask = collate(ids, flags, offsets, order[i:i + self.batch_size], self.pad_id)
+                rows = order[i:i + self.batch_size]
+                b_ids, b_flags, b_mask = collate(ids, flags, offsets, rows, self.pad_id)
+                if self.targets is not None:
+                    loss, m = descriptor_loss(mlm, b_ids.to(self.device), b_flags.to(self.device), b_mask.to(self.device),
+                                              torch.as_tensor(self.targets.batch(shard, rows)).to(self.device), "sum")
+                    total, n = total + float(loss), n + m
+                    continue
                 inputs, labels, b_flags = self.masker(b_ids, step_generator(self.seed, batch_no, stream=1), b_flags)
                 loss, c, m = masked_lm_loss(mlm, inputs.to(self.device), b_flags.to(self.device), b_mask.to(self.device),
                                             labels.to(self.device), reduction="sum")
                 total, correct, n, batch_no = total + float(loss), correct + c, n + m, batch_no + 1
         mlm.train(was_training)
+        if self.targets is not None:
+            return {"eval_loss": total / n if n else float("nan"), "eval_values": n}
         if n == 0:  # no token was masked (a tiny held-out set): nothing measured, not a perfect score
             return {"eval_loss": float("nan"), "eval_accuracy": float("nan"), "eval_masked_tokens": 0}
         return {"eval_loss": total / n, "eval_accuracy": correct / n, "eval_masked_tokens": n}
@@ -137,7 +167,7 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
              checkpoint_minutes: float = 10.0, time_limit: float | None = None, shard_size: int = 100_000,
              bucket_by_length: bool = True, cache_dir=None, seed: int = 0, device: str = "auto",
              precision: str = "float32", n_jobs: int = 1, progress: bool = True, callback: Callable[[dict], None] | None = None, prepare_only: bool = False,
-             **model_kwargs) -> dict:
+             objective: str = "mlm", max_smiles: int | None = None, **model_kwargs) -> dict:
     """Pretrain a masked-LM ``model`` ("gmnet" or "chemberta") on the SMILES ``corpus`` (a file or a
     folder; see ``corpus.py``) into ``output_dir``; returns the run's summary (also in
     ``output_dir/config.json`` once finished: ``finished`` is False when ``time_limit`` stopped it).
@@ -157,15 +187,25 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
     and returns its cost without training. ``precision`` "bf16": bfloat16 autocast of the
     forward on CUDA, as the estimators' parameter (ignored on CPU). ``n_jobs``: processes that
     encode the corpus into the cache (-1: one per core; the cache is the same whatever it is).
+    ``objective``: "mlm" (masked-LM) or "mtr" (regression of RDKit's 2D descriptors, computed
+    once per SMILES beside the cache with ``n_jobs`` processes; see the module docstring).
+    ``max_smiles``: train on the first ``max_smiles`` records of the corpus only (None: all).
     """
     check_family(model)
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+    if objective != "mlm" and "lm_head" in model_kwargs:
+        raise ValueError(f"lm_head is the masked-LM head; objective={objective!r} has none")
     params = model_params(model, model_kwargs)
+    if objective != "mlm":
+        params.pop("lm_head", None)
     epochs, batch_size, eval_every, checkpoint_every, shard_size = (
         _check_positive_int(name, value) for name, value in (
             ("epochs", epochs), ("batch_size", batch_size), ("eval_every", eval_every),
             ("checkpoint_every", checkpoint_every), ("shard_size", shard_size)))
     max_steps = _check_positive_int("max_steps", max_steps, allow_none=True)
     eval_size = _check_positive_int("eval_size", eval_size, allow_none=True)
+    max_smiles = _check_positive_int("max_smiles", max_smiles, allow_none=True)
     if lr_schedule not in SCHEDULES:
         raise ValueError(f"lr_schedule must be one of {SCHEDULES}, got {lr_schedule!r}")
     if not 0 <= warmup < 1:
@@ -197,9 +237,13 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
     output_dir.mkdir(parents=True, exist_ok=True)
     cache_dir = Path(cache_dir) if cache_dir is not None else output_dir / "cache"
 
-    train_manifest = build_cache(files, tokenizer, cache_dir / "train", shard_size, max_length, progress=progress,
-                                 label="encoding corpus", n_jobs=n_jobs, smiles_column=smiles_column)
+    train_manifest = build_cache(files, tokenizer, cache_dir / "train", shard_size, max_length, limit=max_smiles,
+                                 progress=progress, label="encoding corpus", n_jobs=n_jobs, smiles_column=smiles_column)
     train = EncodedCorpus(cache_dir / "train")
+    train_targets = test_targets = None
+    if objective == "mtr":
+        build_targets(train, tokenizer, cache_dir / "train_targets", n_jobs=n_jobs, progress=progress)
+        train_targets = DescriptorTargets(cache_dir / "train_targets")
     evaluator = None
     if test_files:
         build_cache(test_files, tokenizer, cache_dir / "test", shard_size, max_length, limit=eval_size,
@@ -210,7 +254,11 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
                           + (f" in its first {eval_size} records" if eval_size else "")
                           + ": no held-out evaluation", stacklevel=2)
         else:
-            evaluator = _Evaluator(held_out, masker, tokenizer.pad_id, batch_size, seed, device)
+            if train_targets is not None:
+                build_targets(held_out, tokenizer, cache_dir / "test_targets", n_jobs=n_jobs, progress=progress,
+                              label="descriptor targets, test set")
+                test_targets = DescriptorTargets(cache_dir / "test_targets", scaling=train_targets.manifest["scaling"])
+            evaluator = _Evaluator(held_out, masker, tokenizer.pad_id, batch_size, seed, device, test_targets)
 
     if prepare_only:
         return {"prepared": True, "cache": cache_cost(train_manifest), "cache_dir": str(cache_dir)}
@@ -227,10 +275,15 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
         definition["precision"] = precision
     if smiles_column is not None:  # the same
         definition["smiles_column"] = smiles_column
+    if objective != "mlm":  # the same
+        definition["objective"] = objective
+    if max_smiles is not None:  # the same
+        definition["max_smiles"] = max_smiles
     fingerprint = hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()[:20]
 
     torch.manual_seed(seed)
-    mlm = build_mlm(model, tokenizer.vocab_size, tokenizer.pad_id, params).to(device)
+    mlm = build_model(model, tokenizer.vocab_size, tokenizer.pad_id, params, objective,
+                      0 if train_targets is None else train_targets.n_targets).to(device)
     optimizer = _optimizer(mlm, lr, weight_decay, device)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: lr_factor(s, total_steps, warmup_steps, lr_schedule))
@@ -279,10 +332,16 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
             ids, flags, offsets = train.shard(pos["shard"])
             rows = plan.shard_batches_rows(pos["epoch"], pos["shard"], np.diff(offsets))[pos["batch"]]
             b_ids, b_flags, b_mask = collate(ids, flags, offsets, rows, tokenizer.pad_id)
-            inputs, labels, b_flags = masker(b_ids, step_generator(seed, step), b_flags)
-            with autocast_context(device, precision):
-                loss, correct, n_masked = masked_lm_loss(mlm, inputs.to(device), b_flags.to(device),
-                                                         b_mask.to(device), labels.to(device))
+            if train_targets is None:
+                inputs, labels, b_flags = masker(b_ids, step_generator(seed, step), b_flags)
+                with autocast_context(device, precision):
+                    loss, correct, n_masked = masked_lm_loss(mlm, inputs.to(device), b_flags.to(device),
+                                                             b_mask.to(device), labels.to(device))
+            else:  # n_masked: the target values present (what the loss averages over)
+                with autocast_context(device, precision):
+                    loss, n_masked = descriptor_loss(mlm, b_ids.to(device), b_flags.to(device), b_mask.to(device),
+                                                     torch.as_tensor(train_targets.batch(pos["shard"], rows)).to(device))
+                correct = None
             loss.backward()
             grad_norm = float(torch.nn.utils.clip_grad_norm_(mlm.parameters(), max_grad_norm))
             optimizer.step()
@@ -296,7 +355,8 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
             counters["loss_sum"] += loss_value * n_masked
             counters["loss_n"] += n_masked
             counters["seconds"] = seconds_before + time.perf_counter() - t_start
-            info = {"step": step, "loss": loss_value, "accuracy": correct / max(n_masked, 1), "grad_norm": grad_norm,
+            info = {"step": step, "loss": loss_value, "grad_norm": grad_norm,
+                    "accuracy": None if correct is None else correct / max(n_masked, 1),
                     "lr": scheduler.get_last_lr()[0], "smiles": len(rows), **pos}
             if step % eval_every == 0 or step == total_steps:
                 record = {"step": step, "epoch": step / plan.steps_per_epoch, "smiles_seen": counters["smiles_seen"],
@@ -331,8 +391,12 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
                "history": history, "definition": definition, "cache": cache_cost(train_manifest),
                "hardware": _hardware(device), "path": str(output_dir)}
     if finished:
-        save_pretrained(output_dir, mlm, model, params, tokenizer, {k: v for k, v in summary.items() if k != "path"})
+        targets = None if train_targets is None else {
+            "names": train_targets.names, "center": train_targets.center.tolist(), "scale": train_targets.scale.tolist(),
+            "clip": CLIP}
+        save_pretrained(output_dir, mlm, model, params, tokenizer, {k: v for k, v in summary.items() if k != "path"},
+                        objective, targets)
     return summary
 
 
-__all__ = ["pretrain", "masked_lm_loss"]
+__all__ = ["pretrain", "masked_lm_loss", "descriptor_loss"]

@@ -1,0 +1,180 @@
+"""Descriptor targets for multi-task regression pretraining (``objective="mtr"``).
+
+ChemBERTa-2 (Ahmad et al., 2022) pretrains by regressing the RDKit 2D descriptors of each
+molecule from its SMILES ("MTR") as well as by masked-LM. Here the targets are the descriptors
+the estimators' ``descriptors=True`` fuses (``gmnet_sklearn.descriptors``: every one of RDKit's
+``Descriptors._descList``, RDKit's values bit for bit), computed once per shard of the encoded
+corpus (``cache.py``) and stored beside it:
+
+* ``shard_NNNNN.safetensors``: ``raw`` (float32, the shard's valid SMILES x descriptors, NaN where
+  RDKit fails or the value is not finite), rows in the cache's order;
+* ``manifest.json``: what they were computed from (the cache's shards, RDKit's version, the
+  descriptor names), per shard the seconds spent, and the scaling.
+
+The SMILES are the cache's token ids decoded: the regex tokenizer's tokens join back into the
+SMILES that was read (a row holding ``[UNK]`` does not parse and gets NaNs, which the loss leaves
+out). Scaling, fixed once: per descriptor the median and the interquartile range / 1.349 (a
+standard deviation that heavy tails such as ``Ipc`` do not inflate) of the first shard, a bounded
+sample, so memory does not grow with the corpus; targets are clipped to +-``CLIP`` after
+scaling; a descriptor constant on that sample is left out. The build resumes shard by shard, as
+the cache's does, with ``n_jobs`` worker processes (RDKit's descriptors are mostly Python).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+TARGETS_FORMAT = "gmnet_sklearn.descriptor_targets.v1"
+CLIP = 6.0
+
+
+def _write_json(path: Path, obj) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=1))
+    os.replace(tmp, path)
+
+
+def _rows(smiles: list[str]) -> np.ndarray:
+    """Raw descriptors of ``smiles`` as float32 (a module-level function for the worker processes)."""
+    from ..descriptors import _descriptor_rows
+
+    with np.errstate(over="ignore"):  # a float64 too large for float32 becomes inf, then NaN below
+        rows = _descriptor_rows(smiles)[0].astype(np.float32)
+    rows[~np.isfinite(rows)] = np.nan
+    return rows
+
+
+def _compute(pool, n_jobs: int, smiles: list[str]) -> np.ndarray:
+    if pool is None or len(smiles) < 2 * n_jobs:
+        return _rows(smiles)
+    step = -(-len(smiles) // (4 * n_jobs))
+    return np.concatenate(list(pool.map(_rows, [smiles[i:i + step] for i in range(0, len(smiles), step)])))
+
+
+def scaling(raw: np.ndarray) -> dict:
+    """Median, scale and the kept descriptors of a sample ``raw`` (n x descriptors)."""
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
+        q25, median, q75 = np.nanpercentile(raw.astype(np.float64), [25, 50, 75], axis=0)
+        spread = np.nanmax(raw, axis=0) - np.nanmin(raw, axis=0) if len(raw) else np.zeros(raw.shape[1])
+    scale = (q75 - q25) / 1.349
+    # a descriptor with no spread between its quartiles but some outside them (a count that is
+    # mostly 0): scaled by its standard deviation instead
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        std = np.nanstd(raw.astype(np.float64), axis=0) if len(raw) else np.zeros(raw.shape[1])
+    scale = np.where(np.nan_to_num(scale) > 0, scale, std)
+    kept = np.isfinite(median) & (np.nan_to_num(spread) > 0) & (np.nan_to_num(scale) > 0)
+    return {"center": np.where(kept, median, 0.0).tolist(), "scale": np.where(kept, scale, 1.0).tolist(),
+            "kept": kept.tolist()}
+
+
+def build_targets(corpus, tokenizer, out_dir, n_jobs: int = 1, progress: bool = False,
+                  label: str = "descriptor targets") -> dict:
+    """Compute the descriptor targets of every shard of the encoded ``corpus`` (an
+    ``EncodedCorpus``) into ``out_dir``, resuming a partial build; returns the manifest."""
+    import rdkit
+
+    from ..descriptors import descriptor_names
+
+    n_jobs = (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    source = [{"file": s["file"], "n_valid": s["n_valid"], "n_tokens": s["n_tokens"]} for s in corpus.manifest["shards"]]
+    identity = {"format": TARGETS_FORMAT, "corpus": hashlib.sha256(json.dumps(source).encode()).hexdigest()[:20],
+                "rdkit": rdkit.__version__, "names": descriptor_names()}
+    path = out_dir / "manifest.json"
+    manifest = {**identity, "complete": False, "shards": []}
+    if path.exists():
+        old = json.loads(path.read_text())
+        differ = [k for k in identity if old.get(k) != identity[k]]
+        if differ:
+            raise ValueError(f"{out_dir} holds descriptor targets of other data ({', '.join(differ)} differ); "
+                             "use another folder or delete it")
+        manifest = old
+        if manifest["complete"]:
+            return manifest
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(desc=label, unit="smi", total=corpus.n_smiles,
+                   initial=sum(corpus.shard_sizes[:len(manifest["shards"])]))
+    pool = None
+    if n_jobs > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        pool = ProcessPoolExecutor(n_jobs, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        from safetensors.numpy import save_file
+
+        for i in range(len(manifest["shards"]), len(corpus.shard_sizes)):
+            ids, _, offsets = corpus.shard(i)
+            smiles = [tokenizer.decode(ids[offsets[j]:offsets[j + 1]]) for j in range(len(offsets) - 1)]
+            t0 = time.perf_counter()
+            raw = _compute(pool, n_jobs, smiles).reshape(len(smiles), len(identity["names"]))
+            name = f"shard_{i:05d}.safetensors"
+            save_file({"raw": raw}, str(out_dir / (name + ".tmp")))
+            os.replace(out_dir / (name + ".tmp"), out_dir / name)
+            manifest["shards"].append({"file": name, "n": len(smiles), "n_unparsed": int(np.isnan(raw).all(1).sum()),
+                                       "seconds": time.perf_counter() - t0, "n_jobs": n_jobs})
+            if i == 0:
+                manifest["scaling"] = scaling(raw)
+            _write_json(path, manifest)
+            if bar is not None:
+                bar.update(len(smiles))
+    finally:
+        if pool is not None:
+            pool.shutdown()
+        if bar is not None:
+            bar.close()
+    if "scaling" not in manifest:  # an empty corpus
+        manifest["scaling"] = scaling(np.zeros((0, len(identity["names"])), np.float32))
+    manifest["complete"] = True
+    _write_json(path, manifest)
+    return manifest
+
+
+class DescriptorTargets:
+    """Scaled targets of a complete build, one shard in memory at a time: ``batch(shard, rows)``
+    is a float32 (len(rows), n_kept) array with NaN where a value is missing."""
+
+    def __init__(self, out_dir, scaling: dict | None = None):
+        self.out_dir = Path(out_dir)
+        self.manifest = json.loads((self.out_dir / "manifest.json").read_text())
+        if not self.manifest.get("complete"):
+            raise ValueError(f"{self.out_dir}: the descriptor targets are not complete; run build_targets first")
+        s = scaling or self.manifest["scaling"]  # a held-out set is scaled as the training corpus
+        self.kept = np.asarray(s["kept"], dtype=bool)
+        self.center = np.asarray(s["center"], dtype=np.float64)[self.kept]
+        self.scale = np.asarray(s["scale"], dtype=np.float64)[self.kept]
+        self.names = [n for n, k in zip(self.manifest["names"], self.kept) if k]
+        self._loaded = (None, None)
+
+    @property
+    def n_targets(self) -> int:
+        return int(self.kept.sum())
+
+    def shard(self, i: int) -> np.ndarray:
+        if self._loaded[0] != i:
+            from safetensors.numpy import load_file
+
+            raw = load_file(str(self.out_dir / self.manifest["shards"][i]["file"]))["raw"][:, self.kept]
+            with np.errstate(invalid="ignore"):
+                z = np.clip((raw - self.center) / self.scale, -CLIP, CLIP).astype(np.float32)
+            self._loaded = (i, z)
+        return self._loaded[1]
+
+    def batch(self, shard: int, rows: np.ndarray) -> np.ndarray:
+        return self.shard(shard)[rows]
+
+
+__all__ = ["build_targets", "DescriptorTargets", "scaling", "CLIP", "TARGETS_FORMAT"]
