@@ -30,6 +30,9 @@ the seeds. Results are written under ``benchmarks/results/<protocol>/``.
 - ``tuned_moses_llrd``: ``tuned_moses`` with layer-wise learning-rate decay 0.5 (the head at the
   defaults' lr, each encoder layer below at half the one above; recipe round twelve chose it on
   validation splits only), both arms.
+- ``tuned_moses_mtr``: ``tuned`` warm-started from the encoders pretrained on MOSES by regressing
+  RDKit's 2D descriptors (``pretrained="moses-mtr"``, ChemBERTa-2's MTR task) instead of
+  masked-LM, with the masked-LM encoders' budget, both arms.
 - ``tuned_e30_moses``, ``tuned_e30_moses_ft``: the same two on ``tuned_e30`` (their records were
   made as ``tuned_moses`` / ``tuned_moses_ft`` under the 30-epoch defaults and relabelled).
 - ``chemberta3_moses``: ``chemberta3`` with ``pretrained="moses-paper"`` (the paper's Table 2
@@ -205,7 +208,7 @@ def _previous_defaults_protocol(base: Protocol, name: str, **training: object) -
 PROTOCOLS["tuned_e30"] = _previous_defaults_protocol(PROTOCOLS["tuned"], "tuned_e30", max_epochs=30)
 
 
-def _pretrained_protocol(base: Protocol, pretrained: str, name: Optional[str] = None,
+def _pretrained_protocol(base: Protocol, pretrained: str, name: Optional[str] = None, task: str = "masked-LM",
                          **overrides: object) -> Protocol:
     """``base`` with both arms warm-started from the encoders ``pretrained=`` names (a fresh head),
     and any other training parameter in ``overrides``."""
@@ -213,7 +216,7 @@ def _pretrained_protocol(base: Protocol, pretrained: str, name: Optional[str] = 
     return Protocol(
         name=name or f"{base.name}_{pretrained}",
         description=(f"{base.name} with pretrained={pretrained!r}{changed}: each arm's encoder starts from its "
-                     f"masked-LM pretrained weights that ship with the package (gmnet_sklearn/pretrained/"
+                     f"{task} pretrained weights that ship with the package (gmnet_sklearn/pretrained/"
                      f"{pretrained}-<arm>/, both arms pretrained with the same budget), a fresh head; everything "
                      f"else as {base.name}."),
         seeds=base.seeds, training={**base.training, "pretrained": pretrained, **overrides}, gmnet=base.gmnet,
@@ -241,6 +244,10 @@ _table2_protocols("tuned", "tuned")
 # 7 endpoints, where the shipped preset had on 1 of 7 (DEVELOPERS.md, benchmarks/RECIPE_SEARCH.md)
 PROTOCOLS["tuned_moses_llrd"] = _pretrained_protocol(PROTOCOLS["tuned"], "moses", name="tuned_moses_llrd",
                                                      forest=False, layer_lr_decay=0.5)
+# The other pretraining task (ChemBERTa-2's MTR: RDKit's descriptors regressed from the SMILES),
+# same budget, corpus and optimiser as the masked-LM encoders, fine-tuned as tuned_moses.
+PROTOCOLS["tuned_moses_mtr"] = _pretrained_protocol(PROTOCOLS["tuned"], "moses-mtr", name="tuned_moses_mtr",
+                                                    task="descriptor-regression", forest=False)
 # The first Table-2 runs under the defaults were made on the 30-epoch ones (as tuned_moses and
 # tuned_moses_ft, relabelled when the two were made again on the 20-epoch defaults).
 _table2_protocols("tuned_e30", "tuned_e30")

@@ -4,7 +4,9 @@
 ``RobertaForMaskedLM`` folder (``config.json`` + ``model.safetensors`` or ``pytorch_model.bin``;
 ChemBERTa estimators only), or ``"moses"``: the encoder pretrained on MOSES that ships in the
 package (``gmnet_sklearn/pretrained/moses-<family>/``, the estimators' default shape; ``"moses-paper"``:
-the paper's shape, for ``PAPER_PROTOCOL``, ``moses-paper-<family>/``).
+the paper's shape, for ``PAPER_PROTOCOL``, ``moses-paper-<family>/``; ``"moses-mtr"``: the
+default shape pretrained by regressing RDKit's descriptors instead of masked-LM,
+``moses-mtr-<family>/``).
 
 The encoder's weights and the vocabulary come from the checkpoint; the head (and the descriptor
 fusion's projection) start fresh from the fit's seed. The estimator's shape parameters must
@@ -31,8 +33,10 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent / "pretrained"
 #: Names ``pretrained=`` accepts besides a path: the folder per family under PACKAGE_DIR.
 #: "moses" has the estimators' default shape; "moses-paper" the paper's (``PAPER_PROTOCOL``'s).
 NAMED = {"moses": {"gmnet": "moses-gmnet", "chemberta": "moses-chemberta"},
-         "moses-paper": {"gmnet": "moses-paper-gmnet", "chemberta": "moses-paper-chemberta"}}
-_NAMED_LABELS = {"moses": "MOSES-pretrained", "moses-paper": "MOSES-pretrained paper-shape"}
+         "moses-paper": {"gmnet": "moses-paper-gmnet", "chemberta": "moses-paper-chemberta"},
+         "moses-mtr": {"gmnet": "moses-mtr-gmnet", "chemberta": "moses-mtr-chemberta"}}
+_NAMED_LABELS = {"moses": "MOSES-pretrained", "moses-paper": "MOSES-pretrained paper-shape",
+                 "moses-mtr": "MOSES descriptor-regression-pretrained"}
 _FAMILY_NAMES = {"gmnet": "Chem-GMNet", "chemberta": "ChemBERTa"}
 #: Hugging Face RoBERTa config -> the ChemBERTa estimators' parameter names.
 _HF_PARAMS = {"hidden_size": "d_model", "num_hidden_layers": "n_layers", "num_attention_heads": "n_heads",

@@ -135,7 +135,7 @@ class _Evaluator:
     def __call__(self, mlm) -> dict:
         was_training = mlm.training
         mlm.eval()
-        total, correct, n, batch_no = 0.0, 0, 0, 0
+        total, correct, n, batch_no, median_total = 0.0, 0, 0, 0, 0.0
         for shard in range(len(self.corpus.shard_sizes)):
             ids, flags, offsets = self.corpus.shard(shard)
             order = np.argsort(np.diff(offsets), kind="stable")
@@ -143,9 +143,11 @@ class _Evaluator:
                 rows = order[i:i + self.batch_size]
                 b_ids, b_flags, b_mask = collate(ids, flags, offsets, rows, self.pad_id)
                 if self.targets is not None:
+                    y = torch.as_tensor(self.targets.batch(shard, rows))
                     loss, m = descriptor_loss(mlm, b_ids.to(self.device), b_flags.to(self.device), b_mask.to(self.device),
-                                              torch.as_tensor(self.targets.batch(shard, rows)).to(self.device), "sum")
+                                              y.to(self.device), "sum")
                     total, n = total + float(loss), n + m
+                    median_total += float(torch.nan_to_num(y).square().sum())
                     continue
                 inputs, labels, b_flags = self.masker(b_ids, step_generator(self.seed, batch_no, stream=1), b_flags)
                 loss, c, m = masked_lm_loss(mlm, inputs.to(self.device), b_flags.to(self.device), b_mask.to(self.device),
@@ -153,7 +155,9 @@ class _Evaluator:
                 total, correct, n, batch_no = total + float(loss), correct + c, n + m, batch_no + 1
         mlm.train(was_training)
         if self.targets is not None:
-            return {"eval_loss": total / n if n else float("nan"), "eval_values": n}
+            # the error of predicting every descriptor's training median (a scaled 0): the reference
+            return {"eval_loss": total / n if n else float("nan"), "eval_median_loss": median_total / n if n else float("nan"),
+                    "eval_values": n}
         if n == 0:  # no token was masked (a tiny held-out set): nothing measured, not a perfect score
             return {"eval_loss": float("nan"), "eval_accuracy": float("nan"), "eval_masked_tokens": 0}
         return {"eval_loss": total / n, "eval_accuracy": correct / n, "eval_masked_tokens": n}
