@@ -297,6 +297,8 @@ def test_benchmark_protocols_pin_their_recipes():
             assert (get_protocol(f"{prefix}_moses_ft").estimator_params(arm)
                     == {**base, **MOSES_FINE_TUNING, "forest": False})
             assert get_protocol(f"{prefix}_moses").estimator_params(arm) == {**base, "pretrained": "moses", "forest": False}
+        # the descriptor-regression encoders, fine-tuned as the masked-LM ones
+        assert get_protocol("tuned_moses_mtr").estimator_params(arm) == {**params, "pretrained": "moses-mtr", "forest": False}
     # ... and the paper's protocol from the paper-shape encoder, everything else the paper's
     for arm in ("gmnet", "chemberta"):
         ref = get_protocol("chemberta3")

@@ -110,6 +110,8 @@ def test_shape_conflicts_and_bad_sources(pretrained, tmp_path):
             ChemBERTaClassifier.from_pretrained("moses")
         with pytest.raises(FileNotFoundError, match="MOSES-pretrained paper-shape Chem-GMNet encoder is not shipped"):
             GMNetRegressor.from_pretrained("moses-paper")
+        with pytest.raises(FileNotFoundError, match="descriptor-regression-pretrained ChemBERTa encoder is not shipped"):
+            ChemBERTaRegressor(pretrained="moses-mtr", **FIT).fit(X, y)
     with pytest.raises(FileNotFoundError, match="no such folder"):
         GMNetRegressor(pretrained=tmp_path / "nothing", **FIT).fit(X, y)
     with pytest.raises(ValueError, match="'pretrained' parameter"):
@@ -118,19 +120,22 @@ def test_shape_conflicts_and_bad_sources(pretrained, tmp_path):
     GMNetRegressor.from_pretrained(pretrained["gmnet"], dropout=0.0, descriptors=False, fingerprint=False, **FIT).fit(X, y)
 
 
+@pytest.mark.parametrize("name", ["moses", "moses-mtr"])
 @pytest.mark.parametrize("model", ["gmnet", "chemberta"])
-def test_shipped_moses_encoder_warm_starts_the_defaults(model):
-    """``MOSES_FINE_TUNING`` (pretrained="moses" and its learning rate) with every other parameter
-    at its default: the encoder that ships in the package (the library's default shape, so no shape
-    argument is needed) is loaded in full."""
+def test_shipped_moses_encoder_warm_starts_the_defaults(model, name):
+    """``MOSES_FINE_TUNING`` (pretrained="moses" and its learning rate), or ``pretrained="moses-mtr"``
+    (the descriptor-regression encoders), with every other parameter at its default: the encoder
+    that ships in the package (the library's default shape, so no shape argument is needed) is
+    loaded in full."""
     from gmnet_sklearn.estimators.warm_start import NAMED, PACKAGE_DIR
 
-    folder = PACKAGE_DIR / NAMED["moses"][model]
+    folder = PACKAGE_DIR / NAMED[name][model]
     if not (folder / "config.json").is_file():
         pytest.skip(f"{folder} is not shipped in this version")
     reg = ESTIMATORS[model][0]
     cb = InitialWeights()
-    est = reg(**MOSES_FINE_TUNING, max_epochs=1, random_state=0, callbacks=[cb]).fit(SMILES, regression_target(SMILES))
+    params = MOSES_FINE_TUNING if name == "moses" else {"pretrained": name}
+    est = reg(**params, max_epochs=1, random_state=0, callbacks=[cb]).fit(SMILES, regression_target(SMILES))
     expected = _encoder_keys(model, load_file(str(folder / "model.safetensors")))
     assert expected
     for key, value in expected.items():
