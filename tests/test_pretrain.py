@@ -251,21 +251,27 @@ def run(folder, out, vocab, model="gmnet", **kwargs):
     return pretrain(folder, out, model, **{**TINY[model], **args})
 
 
+class Killed(Exception):
+    pass
+
+
+def kill_at(step, check=None):
+    """A ``pretrain`` callback that kills the run after step ``step`` (after ``check(info)``, if
+    given, at every step)."""
+    def callback(info):
+        if check is not None:
+            check(info)
+        if info["step"] == step:
+            raise Killed
+    return callback
+
+
 @pytest.mark.parametrize("model", ["gmnet", "chemberta"])
 def test_killed_run_resumes_bit_for_bit(corpus, tmp_path, model):
     folder, vocab = corpus
     cache = tmp_path / "cache"
     full = run(folder, tmp_path / "full", vocab, model, cache_dir=cache)
     assert full["finished"] and full["steps"] == 14 and [h["step"] for h in full["history"]] == [0, 4, 8, 12, 14]
-
-    class Killed(Exception):
-        pass
-
-    def kill_at(step):
-        def callback(info):
-            if info["step"] == step:
-                raise Killed
-        return callback
 
     out = tmp_path / "killed"
     with pytest.raises(Killed):  # killed after step 8: the checkpoint is the one of step 5

@@ -18,7 +18,7 @@ from gmnet_sklearn.pretrain.targets import CLIP, DescriptorTargets, build_target
 from gmnet_sklearn.tokenizer import SmilesTokenizer
 
 from ._smiles import SMILES, regression_target
-from .test_pretrain import corpus, run  # noqa: F401 (corpus is a fixture)
+from .test_pretrain import Killed, corpus, kill_at, run  # noqa: F401 (corpus is a fixture)
 from .test_warm_start import FIT, InitialWeights, _encoder_keys
 
 
@@ -116,18 +116,11 @@ def test_mtr_run_resumes_bit_for_bit_and_warm_starts(corpus, tmp_path, model):
     assert [h["step"] for h in full["history"]] == [0, 4, 8, 10] and losses[-1] < losses[0]
     assert len({h["eval_median_loss"] for h in full["history"]}) == 1  # the reference: the same targets each time
 
-    class Killed(Exception):
-        pass
-
-    def kill_at(step):
-        def callback(info):
-            if info["step"] == step:
-                raise Killed
-            assert info["accuracy"] is None
-        return callback
+    def no_accuracy(info):  # a regression has none
+        assert info["accuracy"] is None
 
     with pytest.raises(Killed):
-        run(folder, tmp_path / "killed", vocab, model, callback=kill_at(7), **kwargs)
+        run(folder, tmp_path / "killed", vocab, model, callback=kill_at(7, no_accuracy), **kwargs)
     resumed = run(folder, tmp_path / "killed", vocab, model, **kwargs)
     assert [{k: v for k, v in h.items() if k != "seconds"} for h in resumed["history"]] == [
         {k: v for k, v in h.items() if k != "seconds"} for h in full["history"]]
