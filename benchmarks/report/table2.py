@@ -277,7 +277,9 @@ default (d 256, 3 layers, 8 heads) rather than the paper's, and fine-tuning uses
 defaults (`tuned`) with `pretrained="moses"` (`tuned_moses`) and with the warm-start preset
 `MOSES_FINE_TUNING` (`tuned_moses_ft`: the same, at the fine-tuning learning rate chosen on the
 valid splits, benchmarks/RECIPE_SEARCH.md) and with layer-wise learning-rate decay
-(`tuned_moses_llrd`: `layer_lr_decay=0.5`, recipe round twelve). The first two were first made under the 30-epoch defaults
+(`tuned_moses_llrd`: `layer_lr_decay=0.5`, recipe round twelve); `tuned_moses_mtr` starts from
+the encoders pretrained on the other task of ChemBERTa-2 instead, regressing RDKit's descriptors
+(`pretrained="moses-mtr"`, the same budget). The first two were first made under the 30-epoch defaults
 (`tuned_e30`, before recipe round eight): those records are `tuned_e30_moses` and
 `tuned_e30_moses_ft`, beside `tuned_e30`'s scratch runs. Pretraining: `gmnet-pretrain --shape library`
 (DEVELOPERS.md "Pretraining"); fine-tuning: `python -m benchmarks.sweep --what table1 --protocol
