@@ -227,15 +227,15 @@ def layerwise_lr_scales(names, decay: float) -> list[float]:
     encoder has before its first layer (the embeddings) ``decay ** (n_layers + 1)``; what follows
     its last layer (Chem-GMNet's final LayerNorm) goes with the top layer. Lower layers hold the
     most general pretrained features, so they move least."""
-    names = list(names)
-    layer_of = {name: int(m.group(1)) for name in names
-                if is_encoder_parameter(name) and (m := _LAYER_INDEX.search(name.removeprefix("model.")))}
+    encoder = {name: is_encoder_parameter(name) for name in names}
+    layer_of = {name: int(m.group(1)) for name, inside in encoder.items()
+                if inside and (m := _LAYER_INDEX.search(name.removeprefix("model.")))}
     if not layer_of:
         raise ValueError("layer-wise learning-rate decay: the model has no encoder layers named 'layers.<i>.'")
     n_layers = max(layer_of.values()) + 1
     scales, past_first_layer = [], False
-    for name in names:
-        if not is_encoder_parameter(name):
+    for name, inside in encoder.items():
+        if not inside:
             scales.append(1.0)
         elif name in layer_of:
             past_first_layer = True
