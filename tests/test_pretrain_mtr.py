@@ -151,3 +151,18 @@ def test_mtr_bad_arguments(corpus, tmp_path):
         run(folder, tmp_path / "x", vocab, objective="mtr", lm_head="sphere")
     with pytest.raises(ValueError, match="max_smiles must be a positive integer"):
         run(folder, tmp_path / "x", vocab, max_smiles=0)
+
+
+def test_cli_objective_and_max_smiles(corpus, tmp_path, capsys):
+    from gmnet_sklearn.pretrain.__main__ import main
+
+    folder, vocab = corpus
+    args = [str(folder), str(tmp_path / "cli"), "--objective", "mtr", "--max-smiles", "100", "--vocab-file", str(vocab),
+            "--max-steps", "2", "--batch-size", "32", "--eval-every", "2", "--quiet", "--set", "d_model=16",
+            "--set", "n_layers=1", "--set", "n_heads=2", "--set", "k=4", "--set", "L=2"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["finished"] and "eval_median_loss" in out["last_eval"]
+    config = json.loads((tmp_path / "cli" / "config.json").read_text())
+    assert config["objective"] == "mtr" and config["training"]["definition"]["max_smiles"] == 100
+    assert EncodedCorpus(tmp_path / "cli" / "cache" / "train").n_smiles == 99  # record 17 is invalid

@@ -19,8 +19,8 @@ def _value(text: str):
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="gmnet-pretrain",
-        description="Masked-LM (or descriptor-regression) pretraining of Chem-GMNet or the ChemBERTa baseline on a SMILES corpus. "
-                    "Run the same command again to resume a killed or time-limited run.")
+        description="Masked-LM (or descriptor-regression) pretraining of Chem-GMNet or the ChemBERTa baseline on a "
+                    "SMILES corpus. Run the same command again to resume a killed or time-limited run.")
     p.add_argument("corpus", help="a SMILES file (.smi, .txt, .csv, optionally .gz) or a folder of them")
     p.add_argument("output_dir", help="run folder: cache, checkpoint and, when finished, the pretrained model")
     p.add_argument("--model", choices=sorted(DEFAULT_PARAMS), default="gmnet")
@@ -86,7 +86,8 @@ def main(argv=None) -> int:
         eval_every=args.eval_every, eval_size=args.eval_size or None, checkpoint_every=args.checkpoint_every,
         checkpoint_minutes=args.checkpoint_minutes, time_limit=args.time_limit, shard_size=args.shard_size,
         bucket_by_length=not args.no_bucket, cache_dir=args.cache_dir, seed=args.seed, device=args.device,
-        precision=args.precision, n_jobs=args.jobs, objective=args.objective, max_smiles=args.max_smiles, progress=not args.quiet, prepare_only=args.prepare_only, **model_kwargs)
+        precision=args.precision, n_jobs=args.jobs, objective=args.objective, max_smiles=args.max_smiles,
+        progress=not args.quiet, prepare_only=args.prepare_only, **model_kwargs)
     if args.prepare_only:
         print(json.dumps(summary, indent=1))
         return 0

@@ -6,7 +6,8 @@ A pretrained folder holds
   ``lm_head.*`` for masked-LM, ``mtr_head.*`` for descriptor regression; a tied copy is stored once);
 * ``config.json``: ``format``, the family (``"gmnet"`` or ``"chemberta"``), its architecture
   parameters (named as the estimators name them), the vocabulary size and padding id, the
-  ``objective`` ("mlm", or "mtr" with the descriptor ``targets``), and what the pretraining did (steps, SMILES and tokens seen, held-out metrics, wall time, hardware);
+  ``objective`` ("mlm", or "mtr" with the descriptor ``targets``; absent: "mlm"), and what the
+  pretraining did (steps, SMILES and tokens seen, held-out metrics, wall time, hardware);
 * ``vocab.txt``: the vocabulary, one token a line (DeepChem's layout).
 
 Nothing in it is pickled: it loads without executing code. ``config.json`` is written last, so
