@@ -232,8 +232,7 @@ def pretraining_record_rows(results_dir: Path) -> List[List[str]]:
         last = (t.get("history") or [{}])[-1]
         seconds = t.get("seconds", (t.get("counters") or {}).get("seconds", 0.0))
         rows.append([f"`{path.name}`", plain_cell(r.get("run", "")), f"{last.get('step')} ({last.get('epoch', 0):.2f})",
-                     f"{last.get('eval_loss', float('nan')):.3f} / {last.get('eval_accuracy', float('nan')):.3f}",
-                     duration(float(seconds))])
+                     held_out_cell(r.get("config", {}).get("objective", "mlm"), last), duration(float(seconds))])
     return rows
 
 

@@ -45,6 +45,24 @@ class GMNetEncoder(nn.Module):
             x = layer(x, conj, mask, impl)
         return self.ln_f(x)
 
+    def pool(self, input_ids, conj_flags=None, attention_mask=None, impl: Impl = "auto",
+             pack: bool | None = None) -> torch.Tensor:
+        """Masked mean of the final states: one d-vector per molecule (zeros for all-padding rows).
+
+        ``pack``: run on the real tokens only (`forward_packed`). None (default) packs on CPU when
+        the batch has padding and ``impl`` is not "reference" (which stays the paper's padded
+        form); on CUDA it does not, as finding the tokens would sync the device.
+        """
+        _, mask = self._inputs(input_ids, conj_flags, attention_mask)
+        if pack is None:
+            pack = mask.device.type == "cpu" and impl_for(impl, "dual_ska") != "reference" and not bool(mask.all())
+        if pack and bool(mask.any()):  # (a batch of empty rows has nothing to pack)
+            h, packing = self.forward_packed(input_ids, conj_flags, mask, impl)
+            return packing.mean_pool(h)
+        h = self(input_ids, conj_flags, mask, impl)
+        w = mask.to(h.dtype).unsqueeze(-1)
+        return (h * w).sum(1) / w.sum(1).clamp_min(1.0)
+
     def forward_packed(self, input_ids, conj_flags=None, attention_mask=None, impl: Impl = "auto"):
         """The real tokens' states only: (h (N, d), packing). Same values as `forward` at those
         positions, without the position-wise work on padding (gm/packing.py)."""
@@ -83,21 +101,8 @@ class GMNet(nn.Module):
 
     def pool(self, input_ids, conj_flags=None, attention_mask=None, impl: Impl = "auto",
              pack: bool | None = None) -> torch.Tensor:
-        """Masked mean of the final states: one d-vector per molecule (zeros for all-padding rows).
-
-        ``pack``: run on the real tokens only (`GMNetEncoder.forward_packed`). None (default)
-        packs on CPU when the batch has padding and ``impl`` is not "reference" (which stays the
-        paper's padded form); on CUDA it does not, as finding the tokens would sync the device.
-        """
-        _, mask = self.encoder._inputs(input_ids, conj_flags, attention_mask)
-        if pack is None:
-            pack = mask.device.type == "cpu" and impl_for(impl, "dual_ska") != "reference" and not bool(mask.all())
-        if pack and bool(mask.any()):  # (a batch of empty rows has nothing to pack)
-            h, packing = self.encoder.forward_packed(input_ids, conj_flags, mask, impl)
-            return packing.mean_pool(h)
-        h = self.encoder(input_ids, conj_flags, mask, impl)
-        w = mask.to(h.dtype).unsqueeze(-1)
-        return (h * w).sum(1) / w.sum(1).clamp_min(1.0)
+        """Masked mean of the final states: one d-vector per molecule (`GMNetEncoder.pool`)."""
+        return self.encoder.pool(input_ids, conj_flags, attention_mask, impl, pack)
 
     def forward(self, input_ids, conj_flags=None, attention_mask=None, impl: Impl = "auto",
                 pack: bool | None = None) -> torch.Tensor:

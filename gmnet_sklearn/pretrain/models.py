@@ -103,12 +103,7 @@ class DescriptorRegressionModel(torch.nn.Module):
     def pooled(self, input_ids, conj_flags, attention_mask) -> torch.Tensor:
         if self.family == "chemberta":
             return self.encoder.encode(input_ids, attention_mask)[:, 0]
-        if input_ids.device.type == "cpu":  # the real tokens only, as the property model on CPU
-            h, packing = self.encoder.forward_packed(input_ids, conj_flags, attention_mask)
-            return packing.mean_pool(h)
-        h = self.encoder(input_ids, conj_flags, attention_mask)
-        w = attention_mask.to(h.dtype).unsqueeze(-1)
-        return (h * w).sum(1) / w.sum(1).clamp_min(1.0)
+        return self.encoder.pool(input_ids, conj_flags, attention_mask)  # GMNet.pool's, packed on CPU
 
     def forward(self, input_ids, conj_flags=None, attention_mask=None) -> torch.Tensor:
         """Predicted scaled descriptors (B, n_targets)."""

@@ -17,7 +17,7 @@ out). Scaling, fixed once: per descriptor the median and the interquartile range
 standard deviation that heavy tails such as ``Ipc`` do not inflate) of the first shard, a bounded
 sample, so memory does not grow with the corpus; targets are clipped to +-``CLIP`` after
 scaling; a descriptor constant on that sample is left out. The build resumes shard by shard, as
-the cache's does, with ``n_jobs`` worker processes (RDKit's descriptors are mostly Python).
+the cache's does, with ``n_jobs`` worker processes (``compute_descriptors``'s).
 """
 
 from __future__ import annotations
@@ -41,21 +41,14 @@ def _write_json(path: Path, obj) -> None:
     os.replace(tmp, path)
 
 
-def _rows(smiles: list[str]) -> np.ndarray:
-    """Raw descriptors of ``smiles`` as float32 (a module-level function for the worker processes)."""
-    from ..descriptors import _descriptor_rows
+def _rows(smiles: list[str], n_jobs: int) -> np.ndarray:
+    """Raw descriptors of ``smiles`` as float32 (NaN where RDKit fails or a value does not fit)."""
+    from ..descriptors import compute_descriptors
 
     with np.errstate(over="ignore"):  # a float64 too large for float32 becomes inf, then NaN below
-        rows = _descriptor_rows(smiles)[0].astype(np.float32)
+        rows = compute_descriptors(smiles, on_invalid="nan", n_jobs=n_jobs).astype(np.float32)
     rows[~np.isfinite(rows)] = np.nan
     return rows
-
-
-def _compute(pool, n_jobs: int, smiles: list[str]) -> np.ndarray:
-    if pool is None or len(smiles) < 2 * n_jobs:
-        return _rows(smiles)
-    step = -(-len(smiles) // (4 * n_jobs))
-    return np.concatenate(list(pool.map(_rows, [smiles[i:i + step] for i in range(0, len(smiles), step)])))
 
 
 def scaling(raw: np.ndarray) -> dict:
@@ -107,12 +100,6 @@ def build_targets(corpus, tokenizer, out_dir, n_jobs: int = 1, progress: bool = 
 
         bar = tqdm(desc=label, unit="smi", total=corpus.n_smiles,
                    initial=sum(corpus.shard_sizes[:len(manifest["shards"])]))
-    pool = None
-    if n_jobs > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        pool = ProcessPoolExecutor(n_jobs, mp_context=multiprocessing.get_context("spawn"))
     try:
         from safetensors.numpy import save_file
 
@@ -120,7 +107,7 @@ def build_targets(corpus, tokenizer, out_dir, n_jobs: int = 1, progress: bool = 
             ids, _, offsets = corpus.shard(i)
             smiles = [tokenizer.decode(ids[offsets[j]:offsets[j + 1]]) for j in range(len(offsets) - 1)]
             t0 = time.perf_counter()
-            raw = _compute(pool, n_jobs, smiles).reshape(len(smiles), len(identity["names"]))
+            raw = _rows(smiles, n_jobs).reshape(len(smiles), len(identity["names"]))
             name = f"shard_{i:05d}.safetensors"
             save_file({"raw": raw}, str(out_dir / (name + ".tmp")))
             os.replace(out_dir / (name + ".tmp"), out_dir / name)
@@ -132,8 +119,6 @@ def build_targets(corpus, tokenizer, out_dir, n_jobs: int = 1, progress: bool = 
             if bar is not None:
                 bar.update(len(smiles))
     finally:
-        if pool is not None:
-            pool.shutdown()
         if bar is not None:
             bar.close()
     if "scaling" not in manifest:  # an empty corpus
@@ -175,6 +160,10 @@ class DescriptorTargets:
 
     def batch(self, shard: int, rows: np.ndarray) -> np.ndarray:
         return self.shard(shard)[rows]
+
+    def describe(self) -> dict:
+        """The targets as a pretrained folder's ``config.json`` records them."""
+        return {"names": self.names, "center": self.center.tolist(), "scale": self.scale.tolist(), "clip": CLIP}
 
 
 __all__ = ["build_targets", "DescriptorTargets", "scaling", "CLIP", "TARGETS_FORMAT"]

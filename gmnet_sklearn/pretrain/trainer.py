@@ -46,7 +46,7 @@ from .cache import EncodedCorpus, build_cache, cache_cost, vocab_digest
 from .checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from .corpus import corpus_files, describe, held_out_file
 from .masking import Masker, step_generator
-from .targets import CLIP, DescriptorTargets, build_targets
+from .targets import DescriptorTargets, build_targets
 from .models import (OBJECTIVES, build_mlm, build_model, check_family, load_stored_state, model_params, save_pretrained,
                      stored_state)
 
@@ -395,11 +395,8 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
                "history": history, "definition": definition, "cache": cache_cost(train_manifest),
                "hardware": _hardware(device), "path": str(output_dir)}
     if finished:
-        targets = None if train_targets is None else {
-            "names": train_targets.names, "center": train_targets.center.tolist(), "scale": train_targets.scale.tolist(),
-            "clip": CLIP}
         save_pretrained(output_dir, mlm, model, params, tokenizer, {k: v for k, v in summary.items() if k != "path"},
-                        objective, targets)
+                        objective, None if train_targets is None else train_targets.describe())
     return summary
 
 
