@@ -33,6 +33,10 @@ the seeds. Results are written under ``benchmarks/results/<protocol>/``.
 - ``tuned_moses_mtr``: ``tuned`` warm-started from the encoders pretrained on MOSES by regressing
   RDKit's 2D descriptors (``pretrained="moses-mtr"``, ChemBERTa-2's MTR task) instead of
   masked-LM, with the masked-LM encoders' budget, both arms.
+- ``tuned_seq``: ``tuned`` without the molecule features the head fuses (``descriptors=False``,
+  ``fingerprint=False``, ``forest=False``): the network on the SMILES alone. ``tuned_seq_moses`` and
+  ``tuned_seq_moses_mtr``: the same warm-started from the masked-LM and the descriptor-regression
+  MOSES encoders, both arms (Table 2 for the sequence model, its scratch reference ``tuned_seq``).
 - ``tuned_e30_moses``, ``tuned_e30_moses_ft``: the same two on ``tuned_e30`` (their records were
   made as ``tuned_moses`` / ``tuned_moses_ft`` under the 30-epoch defaults and relabelled).
 - ``chemberta3_moses``: ``chemberta3`` with ``pretrained="moses-paper"`` (the paper's Table 2
@@ -248,6 +252,19 @@ PROTOCOLS["tuned_moses_llrd"] = _pretrained_protocol(PROTOCOLS["tuned"], "moses"
 # same budget, corpus and optimiser as the masked-LM encoders, fine-tuned as tuned_moses.
 PROTOCOLS["tuned_moses_mtr"] = _pretrained_protocol(PROTOCOLS["tuned"], "moses-mtr", name="tuned_moses_mtr",
                                                     task="descriptor-regression", forest=False)
+# Table 2 for the sequence model alone: the defaults' training with nothing fused into the head
+# (no descriptors, no fingerprint, no forest), so the head learns only what the encoder gives it.
+# Under the defaults the head already gets RDKit's descriptors, which the MTR encoders were taught.
+PROTOCOLS["tuned_seq"] = Protocol(
+    name="tuned_seq",
+    description=("tuned with descriptors=False, fingerprint=False, forest=False: the defaults' training of the "
+                 "network on the SMILES alone, the head reading only the encoder's pooled states."),
+    seeds=PROTOCOLS["tuned"].seeds,
+    training={**PROTOCOLS["tuned"].training, "descriptors": False, "fingerprint": False, "forest": False},
+    gmnet=PROTOCOLS["tuned"].gmnet, chemberta=PROTOCOLS["tuned"].chemberta)
+PROTOCOLS["tuned_seq_moses"] = _pretrained_protocol(PROTOCOLS["tuned_seq"], "moses", name="tuned_seq_moses")
+PROTOCOLS["tuned_seq_moses_mtr"] = _pretrained_protocol(PROTOCOLS["tuned_seq"], "moses-mtr", name="tuned_seq_moses_mtr",
+                                                        task="descriptor-regression")
 # The first Table-2 runs under the defaults were made on the 30-epoch ones (as tuned_moses and
 # tuned_moses_ft, relabelled when the two were made again on the 20-epoch defaults).
 _table2_protocols("tuned_e30", "tuned_e30")

@@ -299,6 +299,11 @@ def test_benchmark_protocols_pin_their_recipes():
             assert get_protocol(f"{prefix}_moses").estimator_params(arm) == {**base, "pretrained": "moses", "forest": False}
         # the descriptor-regression encoders, fine-tuned as the masked-LM ones
         assert get_protocol("tuned_moses_mtr").estimator_params(arm) == {**params, "pretrained": "moses-mtr", "forest": False}
+        # the sequence model alone: nothing fused into the head, from scratch and from either encoder
+        seq = {**params, "descriptors": False, "fingerprint": False, "forest": False}
+        assert get_protocol("tuned_seq").estimator_params(arm) == seq
+        for name, encoder in (("tuned_seq_moses", "moses"), ("tuned_seq_moses_mtr", "moses-mtr")):
+            assert get_protocol(name).estimator_params(arm) == {**seq, "pretrained": encoder}
     # ... and the paper's protocol from the paper-shape encoder, everything else the paper's
     for arm in ("gmnet", "chemberta"):
         ref = get_protocol("chemberta3")

@@ -20,6 +20,8 @@ from .peers import PEER_TARGET_ENDPOINTS, arm_runs, network_alone
 #: library's defaults, under the 30-epoch defaults they were first made under, and under the paper's.
 PRETRAINED_PROTOCOLS: Tuple[Tuple[str, str], ...] = (("tuned_moses", "tuned"), ("tuned_moses_ft", "tuned"),
                                                     ("tuned_moses_llrd", "tuned"), ("tuned_moses_mtr", "tuned"),
+                                                    ("tuned_seq_moses_mtr", "tuned_seq"),
+                                                    ("tuned_seq_moses", "tuned_seq"),
                                                     ("tuned_e30_moses", "tuned_e30"),
                                                     ("tuned_e30_moses_ft", "tuned_e30"),
                                                     ("chemberta3_moses", "chemberta3"))
