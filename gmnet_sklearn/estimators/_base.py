@@ -407,8 +407,9 @@ class SmilesNetBase(BaseEstimator):
     @classmethod
     def from_pretrained(cls, pretrained, **params):
         """An estimator warm-started from ``pretrained`` (a ``gmnet_sklearn.pretrain`` folder, a Hugging
-        Face RoBERTa folder for the ChemBERTa estimators, "moses" or "moses-paper") with the checkpoint's shape
-        parameters; ``params`` set the others (a shape parameter given here must match)."""
+        Face RoBERTa folder for the ChemBERTa estimators, or a shipped encoder's name: "moses",
+        "moses-paper", "moses-mtr") with the checkpoint's shape parameters; ``params`` set the
+        others (a shape parameter given here must match)."""
         from . import warm_start
 
         source = warm_start.read_source(pretrained, cls._pretrain_family)

@@ -29,8 +29,9 @@ class _ChemBERTaParams(SmilesNetBase):
     the ChemBERTa-10M ratio of intermediate to hidden size, 464/384) as the Chem-GMNet estimators; the architecture parameters are d_model, n_layers, n_heads, intermediate_size,
     dropout (hidden) and attention_dropout. ``ChemBERTaRegressor(**CHEMBERTA_PAPER_PROTOCOL)`` is
     the paper's baseline and protocol. ``pretrained`` (a ``gmnet_sklearn.pretrain`` folder, a Hugging
-    Face ``RobertaForMaskedLM`` folder, "moses" or "moses-paper") warm-starts the encoder, as for Chem-GMNet;
-    ``ChemBERTaRegressor.from_pretrained(path, ...)`` takes the shape from the checkpoint.
+    Face ``RobertaForMaskedLM`` folder, "moses", "moses-paper" or "moses-mtr") warm-starts the
+    encoder, as for Chem-GMNet; ``ChemBERTaRegressor.from_pretrained(path, ...)`` takes the shape
+    from the checkpoint.
 
     on_invalid : "raise" (default), "nan" (NaN rows at predict) or "skip" (also leaves the rows
         of X and X_valid whose SMILES RDKit rejects out of fit, with a warning naming them and

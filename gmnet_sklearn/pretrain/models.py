@@ -95,6 +95,8 @@ class DescriptorRegressionModel(torch.nn.Module):
     def __init__(self, model: str, vocab_size: int, pad_id: int, params: dict, n_targets: int):
         super().__init__()
         self.family, self.pad_id = check_family(model), pad_id
+        # through the masked-LM model: the same draws of the initial weights as a masked-LM run of
+        # the same seed, and the shipped moses-mtr runs stay reproducible (its head costs little)
         self.encoder = build_mlm(model, vocab_size, pad_id, params).encoder
         d = params["d_model"]
         self.mtr_head = torch.nn.Sequential(torch.nn.Linear(d, d), torch.nn.GELU(), torch.nn.LayerNorm(d),
