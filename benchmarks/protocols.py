@@ -261,7 +261,8 @@ PROTOCOLS["tuned_seq"] = Protocol(
                  "network on the SMILES alone, the head reading only the encoder's pooled states."),
     seeds=PROTOCOLS["tuned"].seeds,
     training={**PROTOCOLS["tuned"].training, "descriptors": False, "fingerprint": False, "forest": False},
-    gmnet=PROTOCOLS["tuned"].gmnet, chemberta=PROTOCOLS["tuned"].chemberta)
+    gmnet=PROTOCOLS["tuned"].gmnet, chemberta=PROTOCOLS["tuned"].chemberta,
+    endpoint_overrides=PROTOCOLS["tuned"].endpoint_overrides)
 PROTOCOLS["tuned_seq_moses"] = _pretrained_protocol(PROTOCOLS["tuned_seq"], "moses", name="tuned_seq_moses")
 PROTOCOLS["tuned_seq_moses_mtr"] = _pretrained_protocol(PROTOCOLS["tuned_seq"], "moses-mtr", name="tuned_seq_moses_mtr",
                                                         task="descriptor-regression")
