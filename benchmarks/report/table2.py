@@ -280,7 +280,9 @@ defaults (`tuned`) with `pretrained="moses"` (`tuned_moses`) and with the warm-s
 valid splits, benchmarks/RECIPE_SEARCH.md) and with layer-wise learning-rate decay
 (`tuned_moses_llrd`: `layer_lr_decay=0.5`, recipe round twelve); `tuned_moses_mtr` starts from
 the encoders pretrained on the other task of ChemBERTa-2 instead, regressing RDKit's descriptors
-(`pretrained="moses-mtr"`, the same budget). The first two were first made under the 30-epoch defaults
+(`pretrained="moses-mtr"`, the same budget). `tuned_seq_moses_mtr` and `tuned_seq_moses` fine-tune
+the network on the SMILES alone (`tuned_seq`: the defaults without descriptors, fingerprint or
+forest, so the head reads only the encoder), beside `tuned_seq` from scratch. The first two were first made under the 30-epoch defaults
 (`tuned_e30`, before recipe round eight): those records are `tuned_e30_moses` and
 `tuned_e30_moses_ft`, beside `tuned_e30`'s scratch runs. Pretraining: `gmnet-pretrain --shape library`
 (DEVELOPERS.md "Pretraining"); fine-tuning: `python -m benchmarks.sweep --what table1 --protocol
