@@ -196,16 +196,19 @@ def _tuned_protocol() -> Protocol:
 PROTOCOLS["tuned"] = _tuned_protocol()
 
 
+def _variant_protocol(base: Protocol, name: str, description: str, **training: object) -> Protocol:
+    """``base`` with the training parameters in ``training`` changed, everything else as ``base``."""
+    return Protocol(name=name, description=description, seeds=base.seeds, training={**base.training, **training},
+                    gmnet=base.gmnet, chemberta=base.chemberta, endpoint_overrides=base.endpoint_overrides)
+
+
 def _previous_defaults_protocol(base: Protocol, name: str, **training: object) -> Protocol:
     """``base`` as it was before a change of the defaults (``training`` holds the old values), so
     the records made under it keep a protocol that says what they ran."""
     changed = ", ".join(f"{k}={v!r}" for k, v in training.items())
-    return Protocol(
-        name=name,
-        description=(f"{base.name} as it was with {changed} (the library's defaults before they changed; its "
-                     f"records were made as {base.name!r} then and carry a 'relabelled' note)."),
-        seeds=base.seeds, training={**base.training, **training}, gmnet=base.gmnet, chemberta=base.chemberta,
-        endpoint_overrides=base.endpoint_overrides)
+    return _variant_protocol(
+        base, name, (f"{base.name} as it was with {changed} (the library's defaults before they changed; its "
+                     f"records were made as {base.name!r} then and carry a 'relabelled' note)."), **training)
 
 
 # Recipe round eight (benchmarks/RECIPE_SEARCH.md) moved the defaults from 30 epochs to 20.
@@ -255,14 +258,11 @@ PROTOCOLS["tuned_moses_mtr"] = _pretrained_protocol(PROTOCOLS["tuned"], "moses-m
 # Table 2 for the sequence model alone: the defaults' training with nothing fused into the head
 # (no descriptors, no fingerprint, no forest), so the head learns only what the encoder gives it.
 # Under the defaults the head already gets RDKit's descriptors, which the MTR encoders were taught.
-PROTOCOLS["tuned_seq"] = Protocol(
-    name="tuned_seq",
-    description=("tuned with descriptors=False, fingerprint=False, forest=False: the defaults' training of the "
-                 "network on the SMILES alone, the head reading only the encoder's pooled states."),
-    seeds=PROTOCOLS["tuned"].seeds,
-    training={**PROTOCOLS["tuned"].training, "descriptors": False, "fingerprint": False, "forest": False},
-    gmnet=PROTOCOLS["tuned"].gmnet, chemberta=PROTOCOLS["tuned"].chemberta,
-    endpoint_overrides=PROTOCOLS["tuned"].endpoint_overrides)
+PROTOCOLS["tuned_seq"] = _variant_protocol(
+    PROTOCOLS["tuned"], "tuned_seq",
+    ("tuned with descriptors=False, fingerprint=False, forest=False: the defaults' training of the network on "
+     "the SMILES alone, the head reading only the encoder's pooled states."),
+    descriptors=False, fingerprint=False, forest=False)
 PROTOCOLS["tuned_seq_moses"] = _pretrained_protocol(PROTOCOLS["tuned_seq"], "moses", name="tuned_seq_moses")
 PROTOCOLS["tuned_seq_moses_mtr"] = _pretrained_protocol(PROTOCOLS["tuned_seq"], "moses-mtr", name="tuned_seq_moses_mtr",
                                                         task="descriptor-regression")

@@ -17,7 +17,8 @@ from .peers import PEER_TARGET_ENDPOINTS, arm_runs, network_alone
 
 
 #: Fine-tuning protocols from a pretrained encoder, each beside its scratch protocol: under the
-#: library's defaults, under the 30-epoch defaults they were first made under, and under the paper's.
+#: library's defaults, the defaults' network on the SMILES alone (tuned_seq), the 30-epoch defaults
+#: they were first made under, and the paper's.
 PRETRAINED_PROTOCOLS: Tuple[Tuple[str, str], ...] = (("tuned_moses", "tuned"), ("tuned_moses_ft", "tuned"),
                                                     ("tuned_moses_llrd", "tuned"), ("tuned_moses_mtr", "tuned"),
                                                     ("tuned_seq_moses_mtr", "tuned_seq"),

@@ -74,9 +74,9 @@ class _GMNetParams(SmilesNetBase):
     pretrained : None, a folder written by ``gmnet_sklearn.pretrain``, "moses" (the shipped MOSES
         masked-LM encoder, the default shape), "moses-paper" (the same at the paper's shape) or
         "moses-mtr" (pretrained on MOSES to regress RDKit's descriptors, the default shape): start
-        the encoder from its pretrained weights and vocabulary (the head is fresh). Shape parameters must match
-        the checkpoint's (``ValueError`` otherwise); ``GMNetRegressor.from_pretrained(path, ...)``
-        takes them from it.
+        the encoder from its pretrained weights and vocabulary (the head is fresh). Shape parameters
+        must match the checkpoint's (``ValueError`` otherwise);
+        ``GMNetRegressor.from_pretrained(path, ...)`` takes them from it.
     freeze_encoder_epochs : with ``pretrained``, train only the fresh head (and the descriptor
         projection) for this many first epochs, then everything (LP-FT). 0 (default): all from
         the start.
