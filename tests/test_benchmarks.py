@@ -705,6 +705,35 @@ def test_report_table2_counts_pretrained_against_scratch_and_the_baseline(tmp_pa
     summary = json.loads((results / "summary.json").read_text())["table2"]["tuned_moses"]
     assert summary["counts"] == {"pretrained_beats_scratch": [1, 2], "gmnet_beats_chemberta_pretrained": [1, 2]}
     assert summary["encoders"] == {} and "**Mixed:**" not in section  # these records name no encoder
+    # the overview: one row per protocol with runs, what it changes, and whether one meets both targets
+    assert "| `tuned_moses` | `tuned` | `moses` | RDKit descriptors + ECFP4 | — | 1 of 2 | 1 of 2 |" in section
+    assert summary["head_reads"] == ["RDKit descriptors", "ECFP4"] and summary["changes"] == {}
+    assert "No protocol meets both targets yet." in section
+
+
+def test_report_table2_overview_names_the_protocol_that_meets_both_targets(tmp_path):
+    """Six endpoints where the warm start (the preset's lr, which the overview names) beats both its
+    scratch runs and the warm-started baseline: that protocol meets both targets; one that does not is
+    listed beside it."""
+    results = tmp_path / "results"
+    recs = []
+    for name in ("esol", "lipophilicity", "bace_regression", "clearance", "bbbp", "bace_classification"):
+        up = ENDPOINTS[name].higher_is_better
+        good, bad = (0.9, 0.5) if up else (0.5, 0.9)
+        recs += [_record("gmnet", name, 0, good, protocol="tuned_moses_ft"),
+                 _record("chemberta", name, 0, bad, protocol="tuned_moses_ft"),
+                 _record("gmnet", name, 0, bad, protocol="tuned_seq"),
+                 _record("gmnet", name, 0, bad, protocol="tuned_seq_moses"),
+                 _record("chemberta", name, 0, good, protocol="tuned_seq_moses")]
+    _write_records(results, recs)
+    _, section = _report_section(results, tmp_path, "Table 2: pretrained encoders")
+    assert "| `tuned_moses_ft` | `tuned` | `moses` | RDKit descriptors + ECFP4 | lr=0.0002 | 0 of 0 | 6 of 6 |" in section
+    assert "| `tuned_seq_moses` | `tuned_seq` | `moses` | nothing | — | 0 of 6 | 0 of 6 |" in section
+    assert "Both targets are met under" not in section  # tuned_moses_ft has no scratch runs to beat
+    _write_records(results, [_record("gmnet", r["endpoint"], 0, 0.7, protocol="tuned")
+                             for r in recs if r["protocol"] == "tuned_moses_ft" and r["arm"] == "gmnet"])
+    _, section = _report_section(results, tmp_path, "Table 2: pretrained encoders")
+    assert "| lr=0.0002 | 6 of 6 | 6 of 6 |" in section and "Both targets are met under `tuned_moses_ft`." in section
 
 
 def test_report_table1_wins_compare_the_arms_on_the_seeds_both_have(tmp_path):
