@@ -706,8 +706,8 @@ def test_report_table2_counts_pretrained_against_scratch_and_the_baseline(tmp_pa
     assert summary["counts"] == {"pretrained_beats_scratch": [1, 2], "gmnet_beats_chemberta_pretrained": [1, 2]}
     assert summary["encoders"] == {} and "**Mixed:**" not in section  # these records name no encoder
     # the overview: one row per protocol with runs, what it changes, and whether one meets both targets
-    assert "| `tuned_moses` | `tuned` | `moses` | RDKit descriptors + ECFP4 | — | 1 of 2 | 1 of 2 |" in section
-    assert summary["head_reads"] == ["RDKit descriptors", "ECFP4"] and summary["changes"] == {}
+    assert "| `tuned_moses` | `tuned` | `moses` | RDKit descriptors + ECFP4 counts | — | 1 of 2 | 1 of 2 |" in section
+    assert summary["head_reads"] == ["RDKit descriptors", "ECFP4 counts"] and summary["changes"] == {}
     assert "No protocol meets both targets yet." in section
 
 
@@ -727,7 +727,7 @@ def test_report_table2_overview_names_the_protocol_that_meets_both_targets(tmp_p
                  _record("chemberta", name, 0, good, protocol="tuned_seq_moses")]
     _write_records(results, recs)
     _, section = _report_section(results, tmp_path, "Table 2: pretrained encoders")
-    assert "| `tuned_moses_ft` | `tuned` | `moses` | RDKit descriptors + ECFP4 | lr=0.0002 | 0 of 0 | 6 of 6 |" in section
+    assert "| `tuned_moses_ft` | `tuned` | `moses` | RDKit descriptors + ECFP4 counts | lr=0.0002 | 0 of 0 | 6 of 6 |" in section
     assert "| `tuned_seq_moses` | `tuned_seq` | `moses` | nothing | — | 0 of 6 | 0 of 6 |" in section
     assert "Both targets are met under" not in section  # tuned_moses_ft has no scratch runs to beat
     _write_records(results, [_record("gmnet", r["endpoint"], 0, 0.7, protocol="tuned")

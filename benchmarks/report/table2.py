@@ -179,7 +179,7 @@ def table2_section(idx: Index, results_dir: Path) -> Tuple[Optional[str], dict]:
 def head_inputs(protocol: Optional[Protocol]) -> List[str]:
     """What the fine-tuned head reads besides the encoder's pooled states."""
     t = protocol.training if protocol is not None else {}
-    return [name for key, name in (("descriptors", "RDKit descriptors"), ("fingerprint", "ECFP4")) if t.get(key)]
+    return [name for key, name in (("descriptors", "RDKit descriptors"), ("fingerprint", "ECFP4 counts")) if t.get(key)]
 
 
 def protocol_changes(pre: Optional[Protocol], scratch: Optional[Protocol]) -> Dict[str, object]:
