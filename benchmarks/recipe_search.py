@@ -333,6 +333,13 @@ def forest_table(blends, endpoints) -> str:
 
 #: What a warm-start candidate adds to the recipe it starts from: the encoder and how it is fine-tuned.
 FINE_TUNING_LEVERS = ("pretrained", "lr", "freeze_encoder_epochs", "layer_lr_decay")
+#: Fine-tuning levers at the values that leave the warm start plain (a candidate may spell them out).
+PLAIN_FINE_TUNING = {"freeze_encoder_epochs": 0, "layer_lr_decay": 1.0}
+
+
+def plain_params(params: Dict[str, object]) -> Dict[str, object]:
+    """``params`` without the fine-tuning levers spelled out at their plain values."""
+    return {k: v for k, v in params.items() if not (k in PLAIN_FINE_TUNING and v == PLAIN_FINE_TUNING[k])}
 
 
 def warm_start_table(cells, endpoints, networks=None) -> str:
@@ -349,7 +356,7 @@ def warm_start_table(cells, endpoints, networks=None) -> str:
                 f"{np.mean(list(per.values())):.3f}", f"{better} of {len(per)}"]
 
     networks = networks or {}
-    rows, encoder_rows = [], []
+    rows, encoder_rows, lever_rows = [], [], []
     for c in cells:
         params = CANDIDATES.get(c, {})
         if params.get("pretrained") is None:
@@ -361,6 +368,12 @@ def warm_start_table(cells, endpoints, networks=None) -> str:
             rows.append(blended)
             if c in networks and ref in networks and (alone := row(c, ref, networks, " (networks alone)")):
                 rows.append(alone)
+        # ... against the plain warm start from the same encoder (what the fine-tuning levers add) ...
+        plain = {**start, "pretrained": params["pretrained"]}
+        if plain_params(params) != plain:
+            ref = next((n for n, p in CANDIDATES.items() if plain_params(p) == plain and n in cells), None)
+            if ref and (lever := row(c, ref)):
+                lever_rows.append(lever)
         # ... and against the same fine-tuning from another encoder (e.g. a shorter pretraining)
         for other, p in CANDIDATES.items():
             if (other != c and other in cells and p.get("pretrained") is not None
@@ -368,7 +381,7 @@ def warm_start_table(cells, endpoints, networks=None) -> str:
                     == {k: v for k, v in params.items() if k != "pretrained"}):
                 if other_row := row(c, other):
                     encoder_rows.append(other_row)
-    if not rows and not encoder_rows:
+    if not rows and not encoder_rows and not lever_rows:
         return ""
     header = ["warm start vs", *[ENDPOINTS[e].label for e in endpoints], "mean ↓", "endpoints better"]
 
@@ -382,6 +395,10 @@ def warm_start_table(cells, endpoints, networks=None) -> str:
                  "round five: one pretrained for a whole epoch, round seven: LP-FT, round twelve: layer-wise "
                  "learning-rate decay): validation error relative to the same recipe from scratch, paired by seed "
                  "(below 1: the warm start is better).\n\n" + table(rows))
+    if lever_rows:
+        text += ("\n\nThe fine-tuning levers against the plain warm start from the same encoder, paired by seed "
+                 "(below 1: the levers are better; round thirteen: layer-wise decay on the network alone).\n\n"
+                 + table(lever_rows))
     if encoder_rows:
         text += ("\n\nThe same fine-tuning from one encoder against another (below 1: the first encoder is "
                  "better).\n\n" + table(encoder_rows))

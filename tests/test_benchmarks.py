@@ -870,6 +870,29 @@ def test_recipe_search_summary_pairs_fine_tuning_levers_with_their_scratch_recip
     assert [c.strip() for c in network.strip("|").split("|")][-2:] == ["0.750", "1 of 1"]
 
 
+def test_recipe_search_summary_pairs_fine_tuning_levers_with_the_plain_warm_start(tmp_path):
+    """A warm start with a fine-tuning lever (layer-wise decay) is compared with the plain warm start
+    from the same encoder, also when that one spells the lever out at its plain value."""
+    from benchmarks.recipe_search import SCHEMA, summary
+
+    def cell(endpoint, candidate, seed, value):
+        path = tmp_path / endpoint / f"{candidate}_seed{seed}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"schema": SCHEMA, "endpoint": endpoint, "candidate": candidate, "seed": seed,
+                                    "valid_metric": value, "fit_seconds": 1.0}))
+
+    cell("esol", "d256_e20_moses", 6, 1.0)
+    cell("esol", "d256_e20_moses_llrd0.5", 6, 1.1)
+    cell("bbbp", "d256_e20_moses", 6, 0.9)
+    cell("bbbp", "d256_e20_moses_llrd0.5", 6, 0.95)  # AUC: error 0.05 vs 0.10
+    text = summary(tmp_path)
+    assert "against the plain warm start" in text
+    row = next(ln for ln in text.splitlines() if ln.startswith("| `d256_e20_moses_llrd0.5` vs `d256_e20_moses` |"))
+    assert [c.strip() for c in row.strip("|").split("|")][-2:] == ["0.800", "1 of 2"]
+    # the plain warm start is not compared with itself
+    assert not any(ln.startswith("| `d256_e20_moses` vs `d256_e20_moses`") for ln in text.splitlines())
+
+
 def test_report_lists_pretraining_records_of_both_kinds(tmp_path):
     """A finished run's saved config.json and a stopped run's checkpoint fields each give a row with
     the last held-out evaluation and the wall time."""
