@@ -28,8 +28,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from gmnet_sklearn.estimators import GMNetRegressor
+
 from . import _common as C
-from .protocols import ENDPOINTS, by_size, error_ratio, resolve_endpoints
+from .protocols import ENDPOINTS, _estimator_defaults, by_size, error_ratio, resolve_endpoints
 
 SEARCH_DIR = C.DEFAULT_RESULTS_DIR / "recipe_search"
 SCHEMA = "gmnet-recipe-search/1"
@@ -333,8 +335,9 @@ def forest_table(blends, endpoints) -> str:
 
 #: What a warm-start candidate adds to the recipe it starts from: the encoder and how it is fine-tuned.
 FINE_TUNING_LEVERS = ("pretrained", "lr", "freeze_encoder_epochs", "layer_lr_decay")
-#: Fine-tuning levers at the values that leave the warm start plain (a candidate may spell them out).
-PLAIN_FINE_TUNING = {"freeze_encoder_epochs": 0, "layer_lr_decay": 1.0}
+#: Fine-tuning levers at the values that leave the warm start plain (the estimators' defaults; a
+#: candidate may spell them out).
+PLAIN_FINE_TUNING = _estimator_defaults(GMNetRegressor, ("freeze_encoder_epochs", "layer_lr_decay"))
 
 
 def plain_params(params: Dict[str, object]) -> Dict[str, object]:

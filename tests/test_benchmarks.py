@@ -816,16 +816,23 @@ def test_recipe_search_names_each_fit_by_its_one_candidate():
         candidate_of(GMNetRegressor(**{**candidate_params("desc_d256_fp"), "lr": 0.123}), names)
 
 
+def _search_cell(root, endpoint, candidate, seed, value, **extra):
+    """One recipe-search cell as ``benchmarks.recipe_search`` writes it (the fields the summary reads)."""
+    from benchmarks.recipe_search import SCHEMA
+
+    path = root / endpoint / f"{candidate}_seed{seed}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"schema": SCHEMA, "endpoint": endpoint, "candidate": candidate, "seed": seed,
+                                "valid_metric": value, "fit_seconds": 1.0, **extra}))
+
+
 def test_recipe_search_summary_pairs_candidates_by_seed(tmp_path):
     """A candidate measured on seed 1 only is compared with the recipe on seed 1 only, not with
     its mean over seeds it was not run on; the warm-start table says where the warm start helps."""
-    from benchmarks.recipe_search import SCHEMA, summary
+    from benchmarks.recipe_search import summary
 
     def cell(endpoint, candidate, seed, value):
-        path = tmp_path / endpoint / f"{candidate}_seed{seed}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"schema": SCHEMA, "endpoint": endpoint, "candidate": candidate, "seed": seed,
-                                    "valid_metric": value, "fit_seconds": 1.0}))
+        _search_cell(tmp_path, endpoint, candidate, seed, value)
 
     cell("esol", "desc_d256_fp", 0, 0.5)  # a seed the warm start was not run on: left out of the pairing
     cell("esol", "desc_d256_fp", 1, 1.0)
@@ -851,14 +858,10 @@ def test_recipe_search_summary_pairs_candidates_by_seed(tmp_path):
 def test_recipe_search_summary_pairs_fine_tuning_levers_with_their_scratch_recipe(tmp_path):
     """A warm start that adds fine-tuning levers (here layer-wise decay) is compared with the recipe it
     starts from, and where both blend a forest, also network against network."""
-    from benchmarks.recipe_search import SCHEMA, summary
+    from benchmarks.recipe_search import summary
 
     def cell(candidate, seed, blend, network):
-        path = tmp_path / "esol" / f"{candidate}_seed{seed}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"schema": SCHEMA, "endpoint": "esol", "candidate": candidate, "seed": seed,
-                                    "valid_metric": blend, "fit_seconds": 1.0,
-                                    "forest": {"weight": 0.5, "network_valid_metric": network}}))
+        _search_cell(tmp_path, "esol", candidate, seed, blend, forest={"weight": 0.5, "network_valid_metric": network})
 
     cell("desc_d256_fp_forest_e20", 3, 1.0, 1.2)
     cell("desc_d256_fp_forest_e20_moses_llrd0.5", 3, 0.95, 0.9)
@@ -873,13 +876,10 @@ def test_recipe_search_summary_pairs_fine_tuning_levers_with_their_scratch_recip
 def test_recipe_search_summary_pairs_fine_tuning_levers_with_the_plain_warm_start(tmp_path):
     """A warm start with a fine-tuning lever (layer-wise decay) is compared with the plain warm start
     from the same encoder, also when that one spells the lever out at its plain value."""
-    from benchmarks.recipe_search import SCHEMA, summary
+    from benchmarks.recipe_search import summary
 
     def cell(endpoint, candidate, seed, value):
-        path = tmp_path / endpoint / f"{candidate}_seed{seed}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"schema": SCHEMA, "endpoint": endpoint, "candidate": candidate, "seed": seed,
-                                    "valid_metric": value, "fit_seconds": 1.0}))
+        _search_cell(tmp_path, endpoint, candidate, seed, value)
 
     cell("esol", "d256_e20_moses", 6, 1.0)
     cell("esol", "d256_e20_moses_llrd0.5", 6, 1.1)
