@@ -120,11 +120,12 @@ def test_shape_conflicts_and_bad_sources(pretrained, tmp_path):
     GMNetRegressor.from_pretrained(pretrained["gmnet"], dropout=0.0, descriptors=False, fingerprint=False, **FIT).fit(X, y)
 
 
-@pytest.mark.parametrize("name", ["moses", "moses-mtr"])
+@pytest.mark.parametrize("name", ["moses", "moses-mtr", "moses-epoch"])
 @pytest.mark.parametrize("model", ["gmnet", "chemberta"])
 def test_shipped_moses_encoder_warm_starts_the_defaults(model, name):
     """``MOSES_FINE_TUNING`` (pretrained="moses" and its learning rate), or ``pretrained="moses-mtr"``
-    (the descriptor-regression encoders), with every other parameter at its default: the encoder
+    (the descriptor-regression encoders) or ``"moses-epoch"`` (the masked-LM encoders pretrained for a
+    whole epoch), with every other parameter at its default: the encoder
     that ships in the package (the library's default shape, so no shape argument is needed) is
     loaded in full."""
     from gmnet_sklearn.estimators.warm_start import NAMED, PACKAGE_DIR

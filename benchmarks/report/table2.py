@@ -121,8 +121,7 @@ def table2_section(idx: Index, results_dir: Path) -> Tuple[Optional[str], dict]:
                           "ours": {f"{arm}@{p}": st[p, arm] for p in (pre, scratch) for arm in ARMS},
                           "best_peer": {"arm": best_peer[0], **best_peer[1]} if best_peer else None}
         pre_def, scratch_def = PROTOCOLS.get(pre), PROTOCOLS.get(scratch)
-        alone = ("; network alone" if pre_def is not None and not pre_def.training.get("forest")
-                 and scratch_def is not None and scratch_def.training.get("forest") else "")  # block_runs' rule
+        alone = "; network alone" if scored_as_network_alone(pre, scratch) else ""
         header = ["Endpoint", "Metric", "Paper Chem-GMNet (10M ZINC)", "Paper ChemBERTa-2 MLM-10M",
                   f"Chem-GMNet `{pre}`", f"ChemBERTa `{pre}`", f"Chem-GMNet `{scratch}` (scratch{alone})",
                   f"ChemBERTa `{scratch}` (scratch{alone})", "Best peer"]
@@ -220,13 +219,19 @@ def overview_parts(summary: dict) -> List[str]:
              else "No protocol meets both targets yet."), ""]
 
 
+def scored_as_network_alone(pre: str, protocol: str) -> bool:
+    """Whether ``protocol``'s column in ``pre``'s Table 2 block is scored by its network alone: the
+    fine-tuning protocols fine-tune the network alone (``forest=False``: the block is about the
+    encoder), so a scratch protocol whose runs blend in a forest enters without it."""
+    pre_def, column_def = PROTOCOLS.get(pre), PROTOCOLS.get(protocol)
+    return (protocol != pre and pre_def is not None and not pre_def.training.get("forest")
+            and column_def is not None and bool(column_def.training.get("forest")))
+
+
 def block_runs(idx: Index, pre: str, protocol: str, arm: str, endpoint: str) -> Dict[int, dict]:
-    """The runs of one column of ``pre``'s Table 2 block. The fine-tuning protocols fine-tune the
-    network alone (``forest=False``: the block is about the encoder), so a scratch protocol whose
-    runs blend in a forest enters by its network alone."""
+    """The runs of one column of ``pre``'s Table 2 block (:func:`scored_as_network_alone`)."""
     runs = arm_runs(idx, protocol, arm, endpoint)
-    pre_def = PROTOCOLS.get(pre)
-    return network_alone(runs) if protocol != pre and pre_def is not None and not pre_def.training.get("forest") else runs
+    return network_alone(runs) if scored_as_network_alone(pre, protocol) else runs
 
 
 def block_encoders(idx: Index, protocol: str) -> Dict[str, Dict[str, dict]]:

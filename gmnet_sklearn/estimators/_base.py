@@ -408,7 +408,7 @@ class SmilesNetBase(BaseEstimator):
     def from_pretrained(cls, pretrained, **params):
         """An estimator warm-started from ``pretrained`` (a ``gmnet_sklearn.pretrain`` folder, a Hugging
         Face RoBERTa folder for the ChemBERTa estimators, or a shipped encoder's name: "moses",
-        "moses-paper", "moses-mtr") with the checkpoint's shape parameters; ``params`` set the
+        "moses-paper", "moses-mtr", "moses-epoch") with the checkpoint's shape parameters; ``params`` set the
         others (a shape parameter given here must match)."""
         from . import warm_start
 

@@ -29,7 +29,7 @@ class _ChemBERTaParams(SmilesNetBase):
     the ChemBERTa-10M ratio of intermediate to hidden size, 464/384) as the Chem-GMNet estimators; the architecture parameters are d_model, n_layers, n_heads, intermediate_size,
     dropout (hidden) and attention_dropout. ``ChemBERTaRegressor(**CHEMBERTA_PAPER_PROTOCOL)`` is
     the paper's baseline and protocol. ``pretrained`` (a ``gmnet_sklearn.pretrain`` folder, a Hugging
-    Face ``RobertaForMaskedLM`` folder, "moses", "moses-paper" or "moses-mtr") warm-starts the
+    Face ``RobertaForMaskedLM`` folder, "moses", "moses-paper", "moses-mtr" or "moses-epoch") warm-starts the
     encoder, as for Chem-GMNet; ``ChemBERTaRegressor.from_pretrained(path, ...)`` takes the shape
     from the checkpoint.
 

@@ -72,8 +72,9 @@ class _GMNetParams(SmilesNetBase):
     random_state, device ("auto" picks CUDA when present), verbose, callbacks (extra skorch callbacks;
         a ``TrainingSnapshot`` among them makes the fit resumable after a kill).
     pretrained : None, a folder written by ``gmnet_sklearn.pretrain``, "moses" (the shipped MOSES
-        masked-LM encoder, the default shape), "moses-paper" (the same at the paper's shape) or
-        "moses-mtr" (pretrained on MOSES to regress RDKit's descriptors, the default shape): start
+        masked-LM encoder, the default shape), "moses-paper" (the same at the paper's shape),
+        "moses-mtr" (pretrained on MOSES to regress RDKit's descriptors, the default shape) or
+        "moses-epoch" (the masked-LM pretraining run for a whole MOSES epoch, four times as long): start
         the encoder from its pretrained weights and vocabulary (the head is fresh). Shape parameters
         must match the checkpoint's (``ValueError`` otherwise);
         ``GMNetRegressor.from_pretrained(path, ...)`` takes them from it.

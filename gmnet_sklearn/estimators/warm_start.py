@@ -6,7 +6,8 @@ ChemBERTa estimators only), or ``"moses"``: the encoder pretrained on MOSES that
 package (``gmnet_sklearn/pretrained/moses-<family>/``, the estimators' default shape; ``"moses-paper"``:
 the paper's shape, for ``PAPER_PROTOCOL``, ``moses-paper-<family>/``; ``"moses-mtr"``: the
 default shape pretrained by regressing RDKit's descriptors instead of masked-LM,
-``moses-mtr-<family>/``).
+``moses-mtr-<family>/``; ``"moses-epoch"``: the default shape's masked-LM pretraining run for one
+whole MOSES epoch instead of a quarter, ``moses-epoch-<family>/``).
 
 The encoder's weights and the vocabulary come from the checkpoint; the head (and the descriptor
 fusion's projection) start fresh from the fit's seed. The estimator's shape parameters must
@@ -34,9 +35,11 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent / "pretrained"
 #: "moses" has the estimators' default shape; "moses-paper" the paper's (``PAPER_PROTOCOL``'s).
 NAMED = {"moses": {"gmnet": "moses-gmnet", "chemberta": "moses-chemberta"},
          "moses-paper": {"gmnet": "moses-paper-gmnet", "chemberta": "moses-paper-chemberta"},
-         "moses-mtr": {"gmnet": "moses-mtr-gmnet", "chemberta": "moses-mtr-chemberta"}}
+         "moses-mtr": {"gmnet": "moses-mtr-gmnet", "chemberta": "moses-mtr-chemberta"},
+         "moses-epoch": {"gmnet": "moses-epoch-gmnet", "chemberta": "moses-epoch-chemberta"}}
 _NAMED_LABELS = {"moses": "MOSES-pretrained", "moses-paper": "MOSES-pretrained paper-shape",
-                 "moses-mtr": "MOSES descriptor-regression-pretrained"}
+                 "moses-mtr": "MOSES descriptor-regression-pretrained",
+                 "moses-epoch": "one-epoch MOSES-pretrained"}
 _FAMILY_NAMES = {"gmnet": "Chem-GMNet", "chemberta": "ChemBERTa"}
 #: Hugging Face RoBERTa config -> the ChemBERTa estimators' parameter names.
 _HF_PARAMS = {"hidden_size": "d_model", "num_hidden_layers": "n_layers", "num_attention_heads": "n_heads",
