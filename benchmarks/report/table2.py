@@ -24,6 +24,7 @@ PRETRAINED_PROTOCOLS: Tuple[Tuple[str, str], ...] = (("tuned_moses", "tuned"), (
                                                     ("tuned_seq_moses_mtr", "tuned_seq"),
                                                     ("tuned_seq_moses", "tuned_seq"),
                                                     ("tuned_seq_moses_llrd", "tuned_seq"),
+                                                    ("tuned_seq_moses_epoch_llrd", "tuned_seq"),
                                                     ("tuned_e30_moses", "tuned_e30"),
                                                     ("tuned_e30_moses_ft", "tuned_e30"),
                                                     ("chemberta3_moses", "chemberta3"))
@@ -336,7 +337,9 @@ the encoders pretrained on the other task of ChemBERTa-2 instead, regressing RDK
 (`pretrained="moses-mtr"`, the same budget). `tuned_seq_moses_mtr` and `tuned_seq_moses` fine-tune
 the network on the SMILES alone (`tuned_seq`: the defaults without descriptors, fingerprint or
 forest, so the head reads only the encoder), beside `tuned_seq` from scratch; `tuned_seq_moses_llrd`
-is `tuned_seq_moses` with layer-wise learning-rate decay 0.5 (recipe round thirteen). `tuned_moses` and
+is `tuned_seq_moses` with layer-wise learning-rate decay 0.5 (recipe round thirteen), and
+`tuned_seq_moses_epoch_llrd` the same from the encoders pretrained four times as long, one whole
+MOSES epoch for each arm (`pretrained="moses-epoch"`, recipe round fourteen). `tuned_moses` and
 `tuned_moses_ft` were first made under the 30-epoch defaults (`tuned_e30`, before recipe round eight): those records are `tuned_e30_moses` and
 `tuned_e30_moses_ft`, beside `tuned_e30`'s scratch runs. Pretraining: `gmnet-pretrain --shape library`
 (DEVELOPERS.md "Pretraining"); fine-tuning: `python -m benchmarks.sweep --what table1 --protocol
