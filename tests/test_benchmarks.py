@@ -6,6 +6,7 @@ when the MoleculeNet files or the DeepChem vocabulary are absent.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -831,8 +832,7 @@ def test_recipe_search_summary_pairs_candidates_by_seed(tmp_path):
     its mean over seeds it was not run on; the warm-start table says where the warm start helps."""
     from benchmarks.recipe_search import summary
 
-    def cell(endpoint, candidate, seed, value):
-        _search_cell(tmp_path, endpoint, candidate, seed, value)
+    cell = functools.partial(_search_cell, tmp_path)
 
     cell("esol", "desc_d256_fp", 0, 0.5)  # a seed the warm start was not run on: left out of the pairing
     cell("esol", "desc_d256_fp", 1, 1.0)
@@ -878,8 +878,7 @@ def test_recipe_search_summary_pairs_fine_tuning_levers_with_the_plain_warm_star
     from the same encoder, also when that one spells the lever out at its plain value."""
     from benchmarks.recipe_search import summary
 
-    def cell(endpoint, candidate, seed, value):
-        _search_cell(tmp_path, endpoint, candidate, seed, value)
+    cell = functools.partial(_search_cell, tmp_path)
 
     cell("esol", "d256_e20_moses", 6, 1.0)
     cell("esol", "d256_e20_moses_llrd0.5", 6, 1.1)
