@@ -124,17 +124,15 @@ def test_sphere_readout_dispatch_takes_its_former_names():
 
 
 def test_sphere_readout_auto_on_cuda():
-    # the measured rule (TRITON_TRAIN_MIN_POSITIONS): Triton for float32 inference, and for training
-    # from that many positions; the reference for small training batches, other dtypes, three
-    # branches, or no Triton
-    f32, big, small = {torch.float32}, readout_op.TRITON_TRAIN_MIN_POSITIONS, readout_op.TRITON_TRAIN_MIN_POSITIONS - 1
-    assert readout_op.cuda_auto_form(small, False, f32, 2, True) == "triton"
-    assert readout_op.cuda_auto_form(big, True, f32, 2, True) == "triton"
-    assert readout_op.cuda_auto_form(small, True, f32, 2, True) == "reference"
-    assert readout_op.cuda_auto_form(big, False, {torch.float32, torch.bfloat16}, 1, True) == "reference"
-    assert readout_op.cuda_auto_form(big, False, {torch.float64}, 1, True) == "reference"
-    assert readout_op.cuda_auto_form(big, False, f32, 3, True) == "reference"
-    assert readout_op.cuda_auto_form(big, False, f32, 1, False) == "reference"
+    # the measured rule (cuda_auto_form): Triton for float32 in training and inference; the reference
+    # for other dtypes, three branches, or no Triton
+    f32 = {torch.float32}
+    assert readout_op.cuda_auto_form(f32, 2, True) == "triton"
+    assert readout_op.cuda_auto_form(f32, 1, True) == "triton"
+    assert readout_op.cuda_auto_form({torch.float32, torch.bfloat16}, 1, True) == "reference"
+    assert readout_op.cuda_auto_form({torch.float64}, 1, True) == "reference"
+    assert readout_op.cuda_auto_form(f32, 3, True) == "reference"
+    assert readout_op.cuda_auto_form(f32, 1, False) == "reference"
 
 
 def test_dropout_dispatch():

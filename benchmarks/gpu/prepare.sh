@@ -26,4 +26,10 @@ done
 cp "$SHARED/data/tokenizer/deepchem_smiles_vocab.txt" .gpu/data/
 { zcat "$SHARED/data/pretrain/moses/train.csv.gz" || true; } | head -20001 | gzip > .gpu/moses/train.csv.gz  # (zcat stops early: SIGPIPE)
 git rev-parse HEAD > .gpu/commit  # commit first: records name this code
-echo "carried: $(du -sb .gpu | cut -f1) bytes; tracked tree: $(git ls-files -z | xargs -0 du -cb | tail -1 | cut -f1) bytes (64 MiB together at most)"
+carried=$(du -sb .gpu | cut -f1)
+tree=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)  # the tracked files on disk: what travels
+echo "carried: $carried bytes; tracked tree: $tree bytes (64 MiB together at most)"
+if [ $(( carried + tree )) -gt $(( 64 * 1024 * 1024 )) ]; then  # the shipped encoders are most of the tree
+  echo "over 64 MiB: for the call, move the shipped encoders it does not read out of the checkout, e.g." \
+       "mkdir -p /tmp/enc && mv gmnet_sklearn/pretrained/moses-{paper,mtr,epoch}-* /tmp/enc/ (back after: mv /tmp/enc/* gmnet_sklearn/pretrained/)" >&2
+fi

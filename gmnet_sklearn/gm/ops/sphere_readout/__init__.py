@@ -19,14 +19,12 @@ from .naive import sphere_readout_reference
 
 __all__ = ["sphere_readout", "sphere_readout_reference", "select", "cuda_auto_form"]
 
-# Positions (the read-out's N: tokens of the batch) from which "auto" trains on the Triton form on
-# CUDA. Measured on an H100, whole models on CUDA graphs (benchmarks/results/throughput_cuda*.json,
-# pretrain_throughput_cuda.json): the Triton read-out is faster in every inference run (ESOL batch
-# 32: 32,700 vs 25,600 mol/s; batch 512: 80,900 vs 54,400) and in training at batch 512 (about
-# 10,700 tokens: 17,400 vs 14,200) and MLM pretraining at 1024 (about 37,000: 14,600 vs 11,100
-# SMILES/s), but slower in training at batch 32 (ESOL, about 700 tokens: 6,400 vs 7,700;
-# Lipophilicity, about 1,400: 5,300 vs 5,800): its backward pays off on big batches only.
-TRITON_TRAIN_MIN_POSITIONS = 8192
+# On CUDA "auto" runs the Triton form for float32 inputs, in training as in inference. Measured on
+# an H200, whole models on CUDA graphs (benchmarks/results/throughput_cuda_forms_h200.json, batch 32,
+# the shapes where the reference did best before): training 9,930 (the "gemm" form) and 9,230
+# (the "fused" form) vs 7,310 mol/s on ESOL, 9,440 and 7,680 vs 6,020 on Lipophilicity; inference
+# 41,800 and 31,500 vs 31,000 on ESOL. (On an H100 the first Triton backward lost to the reference
+# at batch 32 and won from about 8,000 positions: that rule lasted until the backward's rework.)
 
 # The read-out's names from before the one vocabulary, still taken.
 FORMER_NAMES = {"gather": "reference", "torch": "parallel"}
@@ -47,9 +45,7 @@ def select(impl: str, weight: torch.Tensor, zs, L: int) -> str:
         if weight.is_cuda and L == 0:
             impl = "reference"  # (the eager form below)
         elif weight.is_cuda:
-            training = torch.is_grad_enabled() and any(t.requires_grad for t in (weight, *zs))
-            impl = cuda_auto_form(zs[0].shape[-1], training, {weight.dtype, *(z.dtype for z in zs)}, len(zs),
-                                  triton_available())
+            impl = cuda_auto_form({weight.dtype, *(z.dtype for z in zs)}, len(zs), triton_available())
         else:
             impl = "cpu" if extension_for(weight, *zs) is not None else "parallel"
     if impl == "reference" and L == 0:
@@ -58,12 +54,11 @@ def select(impl: str, weight: torch.Tensor, zs, L: int) -> str:
     return impl
 
 
-def cuda_auto_form(n_positions: int, training: bool, dtypes, n_branches: int, triton: bool) -> str:
-    """What "auto" runs on CUDA: the Triton form for float32 inputs of one or two branches in
-    inference, and in training from ``TRITON_TRAIN_MIN_POSITIONS`` positions; else the reference
-    (fewest kernel launches of the torch forms; also what float64 checks and bf16 autocast get)."""
-    if (triton and n_branches <= 2 and set(dtypes) == {torch.float32}
-            and (not training or n_positions >= TRITON_TRAIN_MIN_POSITIONS)):
+def cuda_auto_form(dtypes, n_branches: int, triton: bool) -> str:
+    """What "auto" runs on CUDA: the Triton form for float32 inputs of one or two branches, in
+    training and inference; else the reference (fewest kernel launches of the torch forms; also
+    what float64 checks and bf16 autocast get)."""
+    if triton and n_branches <= 2 and set(dtypes) == {torch.float32}:
         return "triton"
     return "reference"
 

@@ -5,8 +5,8 @@ Why: the other forms materialise every monomial of every token, (G, n_monomials,
 keep it for the backward. At large batches, where launches no longer matter, that traffic is the
 likely cost of the read-outs of the attention, the SH-FFN and the SH-embedding (profiled on CPU,
 the reference form's gathers, multiplies and scatter-adds are about half of a padded training
-step; on an H100 this form is the faster one in inference and at large training batches:
-`TRITON_TRAIN_MIN_POSITIONS`). Here a program takes one group,
+step; on an H100 this form was the faster one in inference and at large training batches, and
+since the backward's rework on an H200 at batch 32 too: `cuda_auto_form`). Here a program takes one group,
 a block of BN tokens and a block of CB output channels; it normalises its tokens' z in registers
 and builds the monomials chunk by chunk (MC at a time) as products of at most L gathered
 coordinates (a host-side table lists each monomial's variables, ``k`` standing for the constant 1),
@@ -33,9 +33,9 @@ Arithmetic is float32 (inputs of other dtypes are cast, gradients cast back) and
 asks for IEEE precision unless PyTorch's float32 matmul precision allows TF32, as the DualSKA
 kernel does. Reference: `naive.py` (the tests compare forward and backward, odd sizes, zero
 vectors, one and two branches, with and without scales).
-Tile sizes are untimed first choices (`tiles`; benchmarks/readout_tiles.py measures others on a GPU).
-A second form (`FORM = "gemm"`, `triton_gemm.py`) writes the monomials once and leaves the three
-matmuls to cuBLAS; which is faster is a GPU measurement.
+Tiles: the fastest of benchmarks/readout_tiles.py's settings on an H200 (`tiles` below).
+A second form (`triton_gemm.py`) writes the monomials once and leaves the three matmuls to
+cuBLAS; it ships (`FORM`), this one is kept beside it.
 """
 
 from __future__ import annotations
@@ -332,7 +332,11 @@ INTERPRETED = type(_readout_fwd_kernel).__name__ == "InterpretedFunction"
 # Tiles: monomials per chunk, tokens per block, most channels per block, warps per program (None:
 # Triton's default), and the programs per SM the weight kernel's token slices aim for. Read at
 # each launch, so `tiles` can set them for a measurement (benchmarks/readout_tiles.py on a GPU).
-MC, BN = 32, 32
+# MC 16 (32 before): the fused form's read-out calls of a masked-LM step at batch 1024, forward and
+# backward, in 33.8 ms instead of 57.7 on an H200 (benchmarks/results/readout_tiles_cuda_h200.json;
+# of the other settings, one at a time, only 8 weight programs per SM was faster, by 3%, and not
+# beside MC 16). The gemm form's monomial and dz kernels take the same MC and BN.
+MC, BN = 16, 32
 CB_MAX = 128
 NUM_WARPS = None
 WEIGHT_PROGRAMS_PER_SM = 4
@@ -381,8 +385,12 @@ def backward_form(name: str):
 
 # The read-out's forms: "fused" (the kernels above, nothing monomial-wide in memory) or "gemm"
 # (triton_gemm.py: the monomials written once by a kernel, the matmuls on cuBLAS), set here to
-# measure one beside the other (benchmarks.pretrain_throughput --readout-form).
-FORM = "fused"
+# measure one beside the other (benchmarks.pretrain_throughput --readout-form). "gemm" ships: on
+# an H200, interleaved with the fused form at the tiles above, masked-LM pretraining at batch 1024
+# ran at 22,300 vs 18,700 SMILES/s (float32) and 22,800 vs 20,700 (TF32), and a batch-32 training
+# step on CUDA graphs at 11,800 vs 9,800 mol/s on ESOL, 9,800 vs 8,000 on Lipophilicity
+# (benchmarks/results/*_forms_mc16*_h200.json).
+FORM = "gemm"
 FORMS = ("fused", "gemm")
 
 
