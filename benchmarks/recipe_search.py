@@ -388,9 +388,11 @@ def warm_start_table(cells, endpoints, networks=None) -> str:
             ref = next((n for n, p in CANDIDATES.items() if plain_params(p) == plain and n in cells), None)
             if ref and (lever := row(c, ref)):
                 lever_rows.append(lever)
-        # ... and against the same fine-tuning from another encoder (e.g. a shorter pretraining)
-        for other, p in CANDIDATES.items():
-            if (other != c and other in cells and p.get("pretrained") is not None
+        # ... and against the same fine-tuning from an encoder of an earlier candidate (e.g. a shorter
+        # pretraining): each pair once, the later candidate first (the mean of the per-endpoint
+        # ratios is not reciprocal, so the other direction would be a second figure, not the same one)
+        for other, p in list(CANDIDATES.items())[:list(CANDIDATES).index(c)]:
+            if (other in cells and p.get("pretrained") is not None
                     and {k: v for k, v in p.items() if k != "pretrained"}
                     == {k: v for k, v in params.items() if k != "pretrained"}):
                 if other_row := row(c, other):
@@ -414,8 +416,8 @@ def warm_start_table(cells, endpoints, networks=None) -> str:
                  "(below 1: the levers are better; round thirteen: layer-wise decay on the network alone).\n\n"
                  + table(lever_rows))
     if encoder_rows:
-        text += ("\n\nThe same fine-tuning from one encoder against another (below 1: the first encoder is "
-                 "better).\n\n" + table(encoder_rows))
+        text += ("\n\nThe same fine-tuning from one encoder against an earlier candidate's (below 1: the first "
+                 "encoder is better).\n\n" + table(encoder_rows))
     return text
 
 
