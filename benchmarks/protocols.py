@@ -40,7 +40,9 @@ the seeds. Results are written under ``benchmarks/results/<protocol>/``.
   ``tuned_seq_moses_llrd``: ``tuned_seq_moses`` with layer-wise learning-rate decay 0.5 (recipe round
   thirteen chose it on validation splits only), both arms. ``tuned_seq_moses_epoch_llrd``: the same
   from the encoders pretrained for one whole MOSES epoch (``pretrained="moses-epoch"``, four times
-  the budget of ``"moses"``; recipe round fourteen), both arms.
+  the budget of ``"moses"``; recipe round fourteen), both arms. ``tuned_seq_moses_epoch_llrd_aug``:
+  that with SMILES enumeration at the same number of steps (``augment=1``, ``max_epochs=10``; recipe
+  round fifteen), both arms.
 - ``tuned_e30_moses``, ``tuned_e30_moses_ft``: the same two on ``tuned_e30`` (their records were
   made as ``tuned_moses`` / ``tuned_moses_ft`` under the 30-epoch defaults and relabelled).
 - ``chemberta3_moses``: ``chemberta3`` with ``pretrained="moses-paper"`` (the paper's Table 2
@@ -280,6 +282,11 @@ PROTOCOLS["tuned_seq_moses_llrd"] = _pretrained_protocol(PROTOCOLS["tuned_seq"],
 # decay, 0.988x without), and with the decay lower than without (0.952x, 5 of 7 endpoints)
 PROTOCOLS["tuned_seq_moses_epoch_llrd"] = _pretrained_protocol(PROTOCOLS["tuned_seq"], "moses-epoch",
                                                                name="tuned_seq_moses_epoch_llrd", layer_lr_decay=0.5)
+# Recipe round fifteen (validation only): the same with SMILES enumeration at its number of steps (one
+# randomised SMILES per molecule beside the canonical one, half the epochs).
+PROTOCOLS["tuned_seq_moses_epoch_llrd_aug"] = _pretrained_protocol(
+    PROTOCOLS["tuned_seq"], "moses-epoch", name="tuned_seq_moses_epoch_llrd_aug", layer_lr_decay=0.5, max_epochs=10,
+    augment=1)
 # The first Table-2 runs under the defaults were made on the 30-epoch ones (as tuned_moses and
 # tuned_moses_ft, relabelled when the two were made again on the 20-epoch defaults).
 _table2_protocols("tuned_e30", "tuned_e30")

@@ -306,6 +306,8 @@ def test_benchmark_protocols_pin_their_recipes():
             assert get_protocol(name).estimator_params(arm) == {**seq, "pretrained": encoder}
         for name, encoder in (("tuned_seq_moses_llrd", "moses"), ("tuned_seq_moses_epoch_llrd", "moses-epoch")):
             assert get_protocol(name).estimator_params(arm) == {**seq, "pretrained": encoder, "layer_lr_decay": 0.5}
+        assert get_protocol("tuned_seq_moses_epoch_llrd_aug").estimator_params(arm) == {
+            **seq, "pretrained": "moses-epoch", "layer_lr_decay": 0.5, "max_epochs": 10, "augment": 1}
     # ... and the paper's protocol from the paper-shape encoder, everything else the paper's
     for arm in ("gmnet", "chemberta"):
         ref = get_protocol("chemberta3")

@@ -25,6 +25,7 @@ PRETRAINED_PROTOCOLS: Tuple[Tuple[str, str], ...] = (("tuned_moses", "tuned"), (
                                                     ("tuned_seq_moses", "tuned_seq"),
                                                     ("tuned_seq_moses_llrd", "tuned_seq"),
                                                     ("tuned_seq_moses_epoch_llrd", "tuned_seq"),
+                                                    ("tuned_seq_moses_epoch_llrd_aug", "tuned_seq"),
                                                     ("tuned_e30_moses", "tuned_e30"),
                                                     ("tuned_e30_moses_ft", "tuned_e30"),
                                                     ("chemberta3_moses", "chemberta3"))
