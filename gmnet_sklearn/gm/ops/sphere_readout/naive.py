@@ -3,7 +3,7 @@
 sum_b s_b W @ monomials(normalise(z_b)), the branches fused in monomial space (Phi is linear in
 them) before one batched matmul. A few whole-tensor ops: on a GPU, where at small batches kernel
 launches and not arithmetic set the time, it is the fastest torch form ("auto" runs it on CUDA
-where the fused Triton form is not faster: `cuda_auto_form`).
+where the Triton form does not apply: bf16, float64, three branches; `cuda_auto_form`).
 """
 
 from __future__ import annotations
