@@ -982,3 +982,18 @@ def test_fit_time_section_keeps_hosts_apart_and_checks_each_against_the_target(t
     assert summary["gmnet:bbbp@6.18-fc-v782, glibc2.36; AMD EPYC"]["within"] is False
     assert summary["gmnet:bbbp@6.18-fc-v657, glibc2.36; AMD EPYC"]["within"] is True
     assert summary["gmnet:bbbp@6.18-fc-v657, glibc2.36; Intel Xeon"]["fit_seconds"] == [100.0]
+
+
+def test_report_lists_readout_tile_settings_against_the_shipped_ones(tmp_path):
+    from benchmarks.report.throughput import readout_tiles_section
+
+    shipped = {"MC": 32, "BN": 32}
+    rows = [{"settings": shipped, "total_ms": 60.0}, {"settings": {"MC": 16, "BN": 32}, "total_ms": 30.0},
+            {"settings": {"MC": 32, "BN": 128}, "total_ms": None, "error": "OutOfResources"}]
+    (tmp_path / "readout_tiles_cuda.json").write_text(json.dumps(
+        {"command": "python -m benchmarks.readout_tiles", "shipped": shipped, "rows": rows, "date": "d", "note": "n"}))
+    text = readout_tiles_section(tmp_path, tmp_path)
+    assert "| shipped then | 60.0 | 1.00x |" in text
+    assert "| MC=16 | 30.0 | 2.00x |" in text
+    assert "| BN=128 | OutOfResources | — |" in text
+    assert readout_tiles_section(tmp_path / "none", tmp_path) is None

@@ -32,7 +32,7 @@ from .hardware import commands_section, hardware_ids, hardware_section
 from .peers import PEERS_INTRO, peers_section
 from .table1 import definition_check, kl_grid, missing_runs, params_grid, protocol_section, table1, wins_text
 from .table2 import TABLE2_INTRO, table2_section
-from .throughput import fast_vs_reference_section, op_count_section, throughput_section
+from .throughput import fast_vs_reference_section, op_count_section, readout_tiles_section, throughput_section
 
 
 DEFAULT_OUTPUT = C.REPO / "benchmarks" / "README.md"
@@ -200,6 +200,10 @@ def render(idx: Index, results_dir: Path, out_path: Path, primary: str) -> Tuple
         summary["throughput_files"] = [p.name for p in sorted(results_dir.glob("throughput*.json"))]
     if oc:
         parts += ["## Kernel ops per training step", "", "Written by `benchmarks/op_count.py`:", "", oc, ""]
+    tiles = readout_tiles_section(results_dir, out_dir)
+    if tiles:
+        parts += ["## Read-out tiles (GPU)", "", "Written by `benchmarks/readout_tiles.py` (above 1x: faster):", "",
+                  tiles, ""]
     fvr = fast_vs_reference_section(results_dir, out_dir)
     if fvr:
         parts += ["## Fast path vs reference (accuracy)", "", fvr, ""]

@@ -195,6 +195,23 @@ def fast_vs_reference_section(results_dir: Path, out_dir: Path) -> Optional[str]
     return "\n".join(parts) if parts else None
 
 
+def readout_tiles_section(results_dir: Path, out_dir: Path) -> Optional[str]:
+    """The Triton read-out's tile settings timed at a step's calls (benchmarks/readout_tiles.py)."""
+    parts = []
+    for f in sorted(results_dir.glob("readout_tiles*.json")):
+        d = json.loads(f.read_text())
+        shipped = next((r for r in d["rows"] if r["settings"] == d["shipped"]), None)
+        parts += [f"[{f.name}]({rel(f, out_dir)}): {d.get('date', '?')}, {d.get('note', '')}. Command: `{d['command']}`.",
+                  "", "| tiles | forward + backward, ms a step | vs the tiles shipped then |", "| --- | ---: | ---: |"]
+        for r in d["rows"]:
+            settings = ", ".join(f"{k}={v}" for k, v in r["settings"].items() if v != d["shipped"].get(k)) or "shipped then"
+            total = r.get("total_ms")
+            ratio = f"{shipped['total_ms'] / total:.2f}x" if total and shipped and shipped.get("total_ms") else "—"
+            parts.append(f"| {settings} | {f'{total:.1f}' if total else r.get('error', '—')} | {ratio} |")
+        parts.append("")
+    return "\n".join(parts) if parts else None
+
+
 def throughput_section(results_dir: Path, out_dir: Path) -> Optional[str]:
     files = sorted(results_dir.glob("throughput*.json"))
     if not files:
