@@ -201,7 +201,9 @@ def readout_tiles_section(results_dir: Path, out_dir: Path) -> Optional[str]:
     for f in sorted(results_dir.glob("readout_tiles*.json")):
         d = json.loads(f.read_text())
         shipped = next((r for r in d["rows"] if r["settings"] == d["shipped"]), None)
-        parts += [f"[{f.name}]({rel(f, out_dir)}): {d.get('date', '?')}, {d.get('note', '')}. Command: `{d['command']}`.",
+        gpu = (d.get("hardware") or {}).get("gpu_name") or "?"
+        parts += [f"[{f.name}]({rel(f, out_dir)}): {gpu}, {d.get('date', '?')}, {d.get('note', '')}. "
+                  f"Command: `{d['command']}`.",
                   "", "| tiles | forward + backward, ms a step | vs the tiles shipped then |", "| --- | ---: | ---: |"]
         for r in d["rows"]:
             settings = ", ".join(f"{k}={v}" for k, v in r["settings"].items() if v != d["shipped"].get(k)) or "shipped then"
