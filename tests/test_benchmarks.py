@@ -876,6 +876,29 @@ def test_recipe_search_summary_pairs_fine_tuning_levers_with_their_scratch_recip
     assert [c.strip() for c in network.strip("|").split("|")][-2:] == ["0.750", "1 of 1"]
 
 
+def test_recipe_search_summary_pairs_an_augmented_warm_start_with_its_named_scratch_recipe(tmp_path):
+    """A warm start that also changes the training (SMILES enumeration at half the epochs) has no
+    candidate from scratch with its other parameters: SCRATCH_OF names the one it is compared with."""
+    from benchmarks.recipe_search import SCRATCH_OF, summary
+
+    cand = "desc_d256_fp_forest_e10_mosesep_llrd0.5_aug1"
+    assert SCRATCH_OF[cand] == "desc_d256_fp_forest_e20"
+
+    def cell(candidate, seed, blend, network):
+        _search_cell(tmp_path, "esol", candidate, seed, blend, forest={"weight": 0.5, "network_valid_metric": network})
+
+    cell(cand, 3, 0.9, 1.1)
+    assert f"| `{cand}` vs" not in summary(tmp_path)  # its scratch recipe not measured yet: no row
+    cell("desc_d256_fp_forest_e20", 3, 1.0, 1.0)
+    cell("desc_d256_fp_forest_e20", 4, 2.0, 2.0)  # a seed the candidate lacks: left out of the pairing
+    lines = summary(tmp_path).splitlines()
+    pair = f"| `{cand}` vs `desc_d256_fp_forest_e20`"
+    blend = next(ln for ln in lines if ln.startswith(pair + " |"))
+    network = next(ln for ln in lines if ln.startswith(pair + " (networks alone) |"))
+    assert [c.strip() for c in blend.strip("|").split("|")][-2:] == ["0.900", "1 of 1"]
+    assert [c.strip() for c in network.strip("|").split("|")][-2:] == ["1.100", "0 of 1"]
+
+
 def test_recipe_search_summary_pairs_fine_tuning_levers_with_the_plain_warm_start(tmp_path):
     """A warm start with a fine-tuning lever (layer-wise decay) is compared with the plain warm start
     from the same encoder, also when that one spells the lever out at its plain value."""
