@@ -25,6 +25,10 @@ for f in $files; do
 done
 cp "$SHARED/data/tokenizer/deepchem_smiles_vocab.txt" .gpu/data/
 { zcat "$SHARED/data/pretrain/moses/train.csv.gz" || true; } | head -20001 | gzip > .gpu/moses/train.csv.gz  # (zcat stops early: SIGPIPE)
+if [ "${PRETRAIN_CORPUS:-0}" = 1 ]; then  # the pretrain phase: the whole corpus, and the pieces of stopped runs
+  mkdir -p .gpu/moses_full .gpu/pretrain && cp "$SHARED/data/pretrain/moses/"{train,test}.csv.gz .gpu/moses_full/
+  cp runs/gpu_pretrain/*.tar.gz.part-* .gpu/pretrain/ 2>/dev/null || true
+fi
 git rev-parse HEAD > .gpu/commit  # commit first: records name this code
 carried=$(du -sb .gpu | cut -f1)
 tree=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)  # the tracked files on disk: what travels

@@ -20,6 +20,12 @@
 #             interleaved in masked-LM pretraining at batch 1024, in float32 and under TF32
 #   tiles     the Triton read-out's tile settings, one at a time and combined (benchmarks.readout_tiles)
 #   profile   the kernels of a Chem-GMNet step by time at batch 1024 and 32 (PROFILE_BATCHES)
+#   pretrain  masked-LM pretraining of both arms side by side on the whole MOSES corpus (prepare.sh with
+#             PRETRAIN_CORPUS=1 carries it), the shipped runs' recipe and shape for PRETRAIN_EPOCHS (4)
+#             epochs at batch PRETRAIN_BATCH (1024), stopped with a checkpoint after PRETRAIN_SECONDS
+#             (420) if not done; each run folder (the encoder once finished, its checkpoint either way,
+#             its log) comes back as $OUT/moses<E>_<arm>.tar.gz.part-* (15 MB pieces; prepare.sh carries
+#             the pieces found in runs/gpu_pretrain/ back, and this phase resumes from them)
 # Then:
 #   sweep     the expensive runs, several at once, in the background until the deadline
 #             (SWEEP ARGS: one benchmarks.sweep command line's options; default: every missing
@@ -90,6 +96,24 @@ if has profile; then  # where a step's device time goes (the kernels by time)
   for b in ${PROFILE_BATCHES:-1024 32}; do
     [ "$(left)" -gt 30 ] && timeout 45 python3 -m benchmarks.profile_step --arm gmnet --device cuda --batch-size $b --threads 4 >> $OUT/throughput.log 2>&1
   done; echo "profiles done at $(elapsed) s"
+fi
+if has pretrain && [ -d .gpu/moses_full ]; then  # the corpus is encoded once (16 cores), then both arms train at once
+  E=${PRETRAIN_EPOCHS:-4}; B=${PRETRAIN_BATCH:-1024}; P0=$(elapsed); PD=$(cap ${PRETRAIN_SECONDS:-420})
+  for arm in gmnet chemberta; do  # a run stopped in an earlier call goes on from its checkpoint
+    ls .gpu/pretrain/moses${E}_$arm.tar.gz.part-* > /dev/null 2>&1 && cat .gpu/pretrain/moses${E}_$arm.tar.gz.part-* | tar xzf - -C /tmp
+  done
+  timeout $PD python3 -m gmnet_sklearn.pretrain .gpu/moses_full /tmp/moses-prepare --cache-dir /tmp/moses-cache \
+      --prepare-only --jobs -1 --quiet > $OUT/pretrain_prepare.log 2>&1; echo "corpus encoded rc=$? at $(elapsed) s"
+  for arm in gmnet chemberta; do
+    mkdir -p /tmp/moses$E-$arm
+    python3 -m gmnet_sklearn.pretrain .gpu/moses_full /tmp/moses$E-$arm --model $arm --shape library --cache-dir /tmp/moses-cache \
+        --epochs $E --batch-size $B --eval-every 500 --checkpoint-minutes 1 --device cuda --threads 2 --quiet \
+        --time-limit $(( PD - ($(elapsed) - P0) - 45 )) >> /tmp/moses$E-$arm/train.log 2>&1 &
+  done; wait; echo "pretraining stopped at $(elapsed) s"
+  for arm in gmnet chemberta; do
+    tail -2 /tmp/moses$E-$arm/train.log
+    tar czf - -C /tmp moses$E-$arm | split -b 15M - $OUT/moses${E}_$arm.tar.gz.part-
+  done
 fi
 if has sweep && [ "$(left)" -gt 60 ]; then
   D=$(left); echo "sweep deadline $D s"
