@@ -297,6 +297,10 @@ def test_benchmark_protocols_pin_their_recipes():
             assert (get_protocol(f"{prefix}_moses_ft").estimator_params(arm)
                     == {**base, **MOSES_FINE_TUNING, "forest": False})
             assert get_protocol(f"{prefix}_moses").estimator_params(arm) == {**base, "pretrained": "moses", "forest": False}
+        # round sixteen's levers on the defaults' head (the one-epoch encoders, decay, enumeration)
+        assert get_protocol("tuned_moses_epoch_llrd_aug").estimator_params(arm) == {
+            **params, "pretrained": "moses-epoch", "layer_lr_decay": 0.5, "max_epochs": 10, "augment": 1,
+            "forest": False}
         # the descriptor-regression encoders, fine-tuned as the masked-LM ones
         assert get_protocol("tuned_moses_mtr").estimator_params(arm) == {**params, "pretrained": "moses-mtr", "forest": False}
         # the sequence model alone: nothing fused into the head, from scratch and from either encoder

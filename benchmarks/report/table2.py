@@ -20,7 +20,8 @@ from .peers import PEER_TARGET_ENDPOINTS, arm_runs, network_alone
 #: library's defaults, the defaults' network on the SMILES alone (tuned_seq), the 30-epoch defaults
 #: they were first made under, and the paper's.
 PRETRAINED_PROTOCOLS: Tuple[Tuple[str, str], ...] = (("tuned_moses", "tuned"), ("tuned_moses_ft", "tuned"),
-                                                    ("tuned_moses_llrd", "tuned"), ("tuned_moses_mtr", "tuned"),
+                                                    ("tuned_moses_llrd", "tuned"),
+                                                    ("tuned_moses_epoch_llrd_aug", "tuned"), ("tuned_moses_mtr", "tuned"),
                                                     ("tuned_seq_moses_mtr", "tuned_seq"),
                                                     ("tuned_seq_moses", "tuned_seq"),
                                                     ("tuned_seq_moses_llrd", "tuned_seq"),
