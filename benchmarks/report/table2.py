@@ -341,7 +341,10 @@ the network on the SMILES alone (`tuned_seq`: the defaults without descriptors, 
 forest, so the head reads only the encoder), beside `tuned_seq` from scratch; `tuned_seq_moses_llrd`
 is `tuned_seq_moses` with layer-wise learning-rate decay 0.5 (recipe round thirteen), and
 `tuned_seq_moses_epoch_llrd` the same from the encoders pretrained four times as long, one whole
-MOSES epoch for each arm (`pretrained="moses-epoch"`, recipe round fourteen). `tuned_moses` and
+MOSES epoch for each arm (`pretrained="moses-epoch"`, recipe round fourteen), and
+`tuned_seq_moses_epoch_llrd_aug` that with SMILES enumeration at the same number of steps
+(`augment=1`, `max_epochs=10`, round fifteen); `tuned_moses_epoch_llrd_aug` puts those three
+levers on the defaults' head (round sixteen). `tuned_moses` and
 `tuned_moses_ft` were first made under the 30-epoch defaults (`tuned_e30`, before recipe round eight): those records are `tuned_e30_moses` and
 `tuned_e30_moses_ft`, beside `tuned_e30`'s scratch runs. Pretraining: `gmnet-pretrain --shape library`
 (DEVELOPERS.md "Pretraining"); fine-tuning: `python -m benchmarks.sweep --what table1 --protocol
