@@ -197,16 +197,6 @@ CANDIDATES: Dict[str, Dict[str, object]] = {
                                                      "max_epochs": 10, "augment": 1},
 }
 
-#: Warm-start candidates that also change the training (SMILES enumeration at the same number of
-#: steps: half the epochs) and so have no scratch candidate of their own: the recipe from scratch
-#: they are compared with.
-SCRATCH_OF: Dict[str, str] = {
-    "d256_e10_mosesep_llrd0.5_aug1": "d256_e20",
-    "d256_e10_mosesep_llrd0.5_aug1_tta4": "d256_e20",
-    "desc_d256_fp_forest_e10_mosesep_llrd0.5_aug1": "desc_d256_fp_forest_e20",
-}
-
-
 def cell_path(endpoint: str, candidate: str, seed: int, root=SEARCH_DIR) -> Path:
     return Path(root) / endpoint / f"{candidate}_seed{seed}.json"
 
@@ -393,6 +383,30 @@ def plain_params(params: Dict[str, object]) -> Dict[str, object]:
     return {k: v for k, v in params.items() if not (k in PLAIN_FINE_TUNING and v == PLAIN_FINE_TUNING[k])}
 
 
+def scratch_params(params: Dict[str, object]) -> Dict[str, object]:
+    """The recipe from scratch a warm-start candidate is compared with, as full parameters (over BASE):
+    the candidate without its fine-tuning levers. SMILES enumeration (``augment=k``) at ``e`` epochs
+    takes the optimiser steps of ``e * (1 + k)`` epochs on the canonical SMILES, so an augmented warm
+    start pairs with that recipe without enumeration (and without the test-time averaging that goes
+    with it): the warm start's other changes are compared at the same number of steps."""
+    full = {**BASE, **{k: v for k, v in params.items() if k not in FINE_TUNING_LEVERS}}
+    if full["augment"]:
+        full.update(augment=0, tta=0, max_epochs=full["max_epochs"] * (1 + full["augment"]))
+    return full
+
+
+def scratch_candidate(name: str, among: Sequence[str] = tuple(CANDIDATES)) -> Optional[str]:
+    """The first candidate in ``among`` from scratch with ``scratch_params`` of warm start ``name``."""
+    target = scratch_params(CANDIDATES[name])
+    return next((n for n in among if CANDIDATES[n].get("pretrained") is None and candidate_params(n) == target),
+                None)
+
+
+#: Each warm-start candidate's recipe from scratch, where one is defined.
+SCRATCH_OF: Dict[str, str] = {c: ref for c, p in CANDIDATES.items()
+                              if p.get("pretrained") is not None and (ref := scratch_candidate(c))}
+
+
 def warm_start_table(cells, endpoints, networks=None) -> str:
     """Each warm-start candidate against the candidate it adds ``pretrained`` (and its fine-tuning
     levers) to, paired by seed: the error ratio per endpoint (below 1: the warm start is better
@@ -412,14 +426,14 @@ def warm_start_table(cells, endpoints, networks=None) -> str:
         params = CANDIDATES.get(c, {})
         if params.get("pretrained") is None:
             continue
-        # against the same recipe from scratch (its own learning rate) ...
-        start = {k: v for k, v in params.items() if k not in FINE_TUNING_LEVERS}
-        ref = SCRATCH_OF.get(c) or next((n for n, p in CANDIDATES.items() if p == start and n in cells), None)
-        if ref in cells and (blended := row(c, ref)):
+        # against the same recipe from scratch (its own learning rate; augmented: at the same steps) ...
+        ref = scratch_candidate(c, among=[n for n in CANDIDATES if n in cells])
+        if ref and (blended := row(c, ref)):
             rows.append(blended)
             if c in networks and ref in networks and (alone := row(c, ref, networks, " (networks alone)")):
                 rows.append(alone)
         # ... against the plain warm start from the same encoder (what the fine-tuning levers add) ...
+        start = {k: v for k, v in params.items() if k not in FINE_TUNING_LEVERS}
         plain = {**start, "pretrained": params["pretrained"]}
         if plain_params(params) != plain:
             ref = next((n for n, p in CANDIDATES.items() if plain_params(p) == plain and n in cells), None)

@@ -878,11 +878,14 @@ def test_recipe_search_summary_pairs_fine_tuning_levers_with_their_scratch_recip
 
 def test_recipe_search_summary_pairs_an_augmented_warm_start_with_its_named_scratch_recipe(tmp_path):
     """A warm start that also changes the training (SMILES enumeration at half the epochs) has no
-    candidate from scratch with its other parameters: SCRATCH_OF names the one it is compared with."""
+    candidate from scratch with its other parameters: it pairs with the recipe at the same number of
+    steps without enumeration (and without test-time averaging), derived from CANDIDATES."""
     from benchmarks.recipe_search import SCRATCH_OF, summary
 
     cand = "desc_d256_fp_forest_e10_mosesep_llrd0.5_aug1"
     assert SCRATCH_OF[cand] == "desc_d256_fp_forest_e20"
+    assert SCRATCH_OF["d256_e10_mosesep_llrd0.5_aug1_tta4"] == "d256_e20"
+    assert SCRATCH_OF["desc_d256_fp_moses_lr2e-4"] == "desc_d256_fp"  # no enumeration: the levers stripped
 
     def cell(candidate, seed, blend, network):
         _search_cell(tmp_path, "esol", candidate, seed, blend, forest={"weight": 0.5, "network_valid_metric": network})
