@@ -304,18 +304,28 @@ def pretrained_entry(est, arm: str) -> Optional[Dict[str, object]]:
             **{k: pre.get(k) for k in ("steps", "epochs", "smiles_seen", "tokens_seen", "seconds")}}
 
 
-def forest_entry(est, data, splits=("valid", "test")) -> Optional[Dict[str, object]]:
+def forest_entry(est, data, splits=("valid", "test"), weights: Sequence[float] = ()) -> Optional[Dict[str, object]]:
     """A ``forest=True`` fit's blend (None without a forest): the forest's weight and the metric of
-    the network alone on ``splits``, so a record shows what the blend added."""
-    from gmnet_sklearn.forest import network_alone
+    the network alone on ``splits``, so a record shows what the blend added; with ``weights``, also
+    the blend's metric at each of them (``<split>_metric_by_weight``, keyed "0.0" ... "1.0")."""
+    from gmnet_sklearn.forest import blend_weight, network_alone
 
     if getattr(est, "forest_", None) is None:
         return None
     entry: Dict[str, object] = {"weight": float(est.forest_weight_)}
+
+    def metric(split: str) -> float:
+        return score(data.endpoint, est, getattr(data, f"X_{split}"), getattr(data, f"y_{split}"), data)[0]
+
     with network_alone(est):
         for split in splits:
-            entry[f"network_{split}_metric"] = score(data.endpoint, est, getattr(data, f"X_{split}"),
-                                                     getattr(data, f"y_{split}"), data)[0]
+            entry[f"network_{split}_metric"] = metric(split)
+    for split in splits if weights else ():
+        by_weight = {}
+        for w in weights:
+            with blend_weight(est, w):
+                by_weight[f"{w:.1f}"] = metric(split)
+        entry[f"{split}_metric_by_weight"] = by_weight
     return entry
 
 

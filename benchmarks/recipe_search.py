@@ -29,6 +29,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from gmnet_sklearn.estimators import GMNetRegressor
+from gmnet_sklearn.forest import BLEND_GRID
 
 from . import _common as C
 from .protocols import ENDPOINTS, _estimator_defaults, by_size, error_ratio, resolve_endpoints
@@ -238,7 +239,8 @@ class ValidScorer:
             "sizes": {"train": len(self.data.X_train), "valid": len(self.data.X_valid),
                       "split_sha256": self.data.split_sha256},
             "pretrained": C.pretrained_entry(est, "gmnet"),  # which encoder (weights' SHA-256, budget)
-            "forest": C.forest_entry(est, self.data, splits=("valid",)),  # its weight, the network alone
+            # its weight, the network alone, and the blend at every weight of the grid (round seventeen)
+            "forest": C.forest_entry(est, self.data, splits=("valid",), weights=BLEND_GRID),
             "hardware": C.hardware_info(getattr(est, "device_", "cpu")), "versions": C.versions(),
             "git": C._GIT_AT_START if C._GIT_AT_START is not None else C.git_info(),
             "command": self.command, "timestamp_utc": C.utc_now(),
@@ -297,7 +299,7 @@ def summary(root=SEARCH_DIR) -> str:
         if rec.get("forest"):
             blends.setdefault(rec["candidate"], {}).setdefault(rec["endpoint"], {})[rec["seed"]] = {
                 "blend": rec["valid_metric"], "network": rec["forest"]["network_valid_metric"],
-                "weight": rec["forest"]["weight"]}
+                "weight": rec["forest"]["weight"], "by_weight": rec["forest"].get("valid_metric_by_weight")}
     endpoints = by_size({e for c in cells.values() for e in c})
     networks = {c: {e: {seed: v["network"] for seed, v in per_seed.items()} for e, per_seed in per_endpoint.items()}
                 for c, per_endpoint in blends.items()}
@@ -341,7 +343,50 @@ def summary(root=SEARCH_DIR) -> str:
                f"{ratio:.3f}x `{b}`'s (mean ratio; below 1: `{a}` is better).")
     base_text = ", ".join(f"{k}={v}" for k, v in BASE.items())
     return (f"Validation only (DeepChem valid split; test never loaded), seed(s) as recorded; base: {base_text}.\n\n"
-            + "\n".join(lines) + h2h + warm_start_table(cells, endpoints, networks) + forest_table(blends, endpoints))
+            + "\n".join(lines) + h2h + warm_start_table(cells, endpoints, networks) + forest_table(blends, endpoints)
+            + blend_weight_table(blends, endpoints))
+
+
+#: Round seventeen (issue 25: BACE-cls is the one peer target not met; each fit picks the forest's
+#: weight on its internal validation split, a tenth of the training molecules, 121 for BACE, where
+#: the weight's choice is noisy): the defaults on seeds 7-9, which no earlier round used, each cell
+#: also scoring the blend at every weight of the grid on the DeepChem valid split. The rule, set
+#: before the cells: the plain average (weight 0.5, `forest.FALLBACK_WEIGHT`) replaces the choice on
+#: the internal split if its mean paired validation error against the chosen blend is below 1 and
+#: lower on at least 4 of 7 endpoints. Only that one weight is on trial: picking the best of the
+#: grid on these cells would be choosing on the split that scores them; the others are shown.
+FIXED_WEIGHT_ON_TRIAL = 0.5
+
+
+def blend_weight_table(blends, endpoints) -> str:
+    """Round seventeen: in the cells that scored the blend at every weight (``forest.valid_metric_by_weight``),
+    each fixed weight's validation error against the same fit's blend at the weight it chose on its
+    internal split (error ratio per endpoint, mean over seeds; below 1: the fixed weight is better)."""
+    per: Dict[str, Dict[str, Dict[int, dict]]] = {
+        c: {e: {s: v for s, v in by_seed.items() if v.get("by_weight")} for e, by_seed in per_endpoint.items()}
+        for c, per_endpoint in blends.items()}
+    per = {c: {e: v for e, v in pe.items() if v} for c, pe in per.items()}
+    per = {c: pe for c, pe in per.items() if pe}
+    if not per:
+        return ""
+    header = ["fixed weight vs the chosen one", *[ENDPOINTS[e].label for e in endpoints], "mean ↓", "endpoints better"]
+    text = ""
+    for c, per_endpoint in per.items():
+        rows = []
+        for w in BLEND_GRID:
+            ratios = {e: float(np.mean([error_ratio(e, v["by_weight"][f"{w:.1f}"], v["blend"])
+                                        for v in per_endpoint[e].values()])) for e in endpoints if e in per_endpoint}
+            label = f"{w:.1f}" + (" (on trial)" if w == FIXED_WEIGHT_ON_TRIAL else "")
+            rows.append([label, *[f"{ratios[e]:.3f}" if e in ratios else "—" for e in endpoints],
+                         f"{np.mean(list(ratios.values())):.3f}", f"{sum(v < 1 for v in ratios.values())} of {len(ratios)}"])
+        seeds = sorted({s for v in per_endpoint.values() for s in v})
+        text += (f"\n\nRound seventeen: `{c}` (seeds {', '.join(map(str, seeds))}), the blend at a fixed forest weight "
+                 "against the same fit's blend at the weight it chose on its internal validation split (below 1: the "
+                 f"fixed weight is better). On trial: {FIXED_WEIGHT_ON_TRIAL} (the rule in recipe_search.py); the "
+                 "other rows are shown, not chosen from.\n\n"
+                 + "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+                             + ["| " + " | ".join(r) + " |" for r in rows]))
+    return text
 
 
 def forest_table(blends, endpoints) -> str:

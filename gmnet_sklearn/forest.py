@@ -121,19 +121,26 @@ class MoleculeForest:
 
 
 @contextlib.contextmanager
-def network_alone(est):
-    """Inside: a fitted ``forest=True`` estimator predicts with its network alone (blend weight 0),
-    e.g. to show what the forest adds; the weight is restored on leaving."""
+def blend_weight(est, weight: float):
+    """Inside: a fitted ``forest=True`` estimator blends at ``weight`` (0: the network alone, 1: the
+    forest alone) instead of its ``forest_weight_``, e.g. to score the blend at other weights; the
+    weight is restored on leaving."""
     had_weight = "forest_weight_" in est.__dict__
-    weight = getattr(est, "forest_weight_", 0.0)
-    est.forest_weight_ = 0.0
+    before = getattr(est, "forest_weight_", 0.0)
+    est.forest_weight_ = float(weight)
     try:
         yield est
     finally:
         if had_weight:
-            est.forest_weight_ = weight
+            est.forest_weight_ = before
         else:  # an unfitted estimator must not look fitted afterwards
             del est.forest_weight_
+
+
+def network_alone(est):
+    """Inside (a ``with`` block): the estimator predicts with its network alone (blend weight 0),
+    e.g. to show what the forest adds."""
+    return blend_weight(est, 0.0)
 
 
 def blend(network: np.ndarray, forest: np.ndarray, weight: float) -> np.ndarray:

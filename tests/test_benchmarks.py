@@ -902,6 +902,58 @@ def test_recipe_search_summary_pairs_an_augmented_warm_start_with_its_named_scra
     assert [c.strip() for c in network.strip("|").split("|")][-2:] == ["1.100", "0 of 1"]
 
 
+def test_forest_entry_scores_the_blend_at_each_weight_given():
+    """The recipe search's cells (round seventeen) score the blend at every weight of the grid: at 0
+    it is the network alone, at the fitted weight the blend itself; the fitted weight stays."""
+    from types import SimpleNamespace
+
+    from benchmarks import _common as C
+    from gmnet_sklearn import GMNetRegressor
+    from gmnet_sklearn.estimators.metrics import masked_rmse
+    from gmnet_sklearn.forest import BLEND_GRID
+
+    from ._smiles import SMILES, regression_target
+
+    X, y = list(SMILES), regression_target(SMILES)
+    est = GMNetRegressor(d_model=16, n_layers=1, n_heads=2, k=3, L=1, batch_size=16, max_epochs=2, random_state=0,
+                         forest=True).fit(X[:40], y[:40])
+    data = SimpleNamespace(endpoint=ENDPOINTS["esol"], X_valid=X[40:], y_valid=y[40:], from_fit=lambda p: p)
+    entry = C.forest_entry(est, data, splits=("valid",), weights=BLEND_GRID)
+    by_weight = entry["valid_metric_by_weight"]
+    assert list(by_weight) == [f"{w:.1f}" for w in BLEND_GRID]
+    assert by_weight["0.0"] == pytest.approx(entry["network_valid_metric"])
+    assert by_weight[f"{est.forest_weight_:.1f}"] == pytest.approx(masked_rmse(y[40:], est.predict(X[40:])))
+    assert entry["weight"] == est.forest_weight_
+    assert "valid_metric_by_weight" not in C.forest_entry(est, data, splits=("valid",))
+
+
+def test_recipe_search_summary_compares_fixed_blend_weights_with_the_chosen_one(tmp_path):
+    """Round seventeen: cells that scored the blend at every weight are compared, paired by fit, with
+    the blend at the weight the fit chose; cells without those scores are left out of the table."""
+    from benchmarks.recipe_search import summary
+    from gmnet_sklearn.forest import BLEND_GRID
+
+    def cell(endpoint, seed, chosen, at_half, by_weight=True):
+        scores = {f"{w:.1f}": chosen for w in BLEND_GRID}
+        scores["0.5"] = at_half
+        forest = {"weight": 0.2, "network_valid_metric": chosen,
+                  **({"valid_metric_by_weight": scores} if by_weight else {})}
+        _search_cell(tmp_path, endpoint, "desc_d256_fp_forest_e20", seed, chosen, forest=forest)
+
+    cell("esol", 3, 1.0, 5.0, by_weight=False)  # an earlier round's cell: not in the comparison
+    assert "Round seventeen" not in summary(tmp_path)
+    cell("esol", 7, 1.0, 0.9)
+    cell("esol", 8, 1.0, 1.1)
+    cell("bbbp", 7, 0.9, 0.92)  # ROC-AUC: the error ratio is (1 - 0.92) / (1 - 0.9)
+    lines = summary(tmp_path).splitlines()
+    assert any(ln.startswith("Round seventeen: `desc_d256_fp_forest_e20` (seeds 7, 8)") for ln in lines)
+    half = next(ln for ln in lines if ln.startswith("| 0.5 (on trial) |"))
+    cells = [c.strip() for c in half.strip("|").split("|")]
+    assert cells[-2:] == [f"{np.mean([1.0, 0.8]):.3f}", "1 of 2"]  # ESOL 1.000 (0.9 and 1.1), BBBP 0.800
+    zero = next(ln for ln in lines if ln.startswith("| 0.0 |"))
+    assert [c.strip() for c in zero.strip("|").split("|")][-2:] == ["1.000", "0 of 2"]
+
+
 def test_recipe_search_summary_pairs_fine_tuning_levers_with_the_plain_warm_start(tmp_path):
     """A warm start with a fine-tuning lever (layer-wise decay) is compared with the plain warm start
     from the same encoder, also when that one spells the lever out at its plain value."""

@@ -187,3 +187,18 @@ def test_network_alone_leaves_an_unfitted_estimator_unfitted():
         pass
     with pytest.raises(NotFittedError):
         check_is_fitted(est)
+
+
+def test_blend_weight_predicts_at_another_weight_and_restores_the_fitted_one():
+    from gmnet_sklearn.forest import blend_weight, network_alone
+
+    est = GMNetRegressor(**TINY, forest=True).fit(X, Y)
+    fitted = est.forest_weight_
+    features = est._molecule_features(X)
+    forest = est.forest_.predict(features)[:, 0] * est.y_scale_[0] + est.y_mean_[0]
+    with network_alone(est):
+        network = est.predict(X)
+    for w in (0.0, 0.3, 1.0):
+        with blend_weight(est, w):
+            np.testing.assert_allclose(est.predict(X), (1 - w) * network + w * forest, rtol=1e-6, atol=1e-6)
+    assert est.forest_weight_ == fitted
