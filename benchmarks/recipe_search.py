@@ -366,11 +366,12 @@ def blend_weight_table(blends, endpoints) -> str:
     """Round seventeen: in the cells that scored the blend at every weight (``forest.valid_metric_by_weight``),
     each fixed weight's validation error against the same fit's blend at the weight it chose on its
     internal split (error ratio per endpoint, mean over seeds; below 1: the fixed weight is better)."""
-    per: Dict[str, Dict[str, Dict[int, dict]]] = {
-        c: {e: {s: v for s, v in by_seed.items() if v.get("by_weight")} for e, by_seed in per_endpoint.items()}
-        for c, per_endpoint in blends.items()}
-    per = {c: {e: v for e, v in pe.items() if v} for c, pe in per.items()}
-    per = {c: pe for c, pe in per.items() if pe}
+    per: Dict[str, Dict[str, Dict[int, dict]]] = {}
+    for c, per_endpoint in blends.items():
+        for e, by_seed in per_endpoint.items():
+            for s, v in by_seed.items():
+                if v.get("by_weight"):
+                    per.setdefault(c, {}).setdefault(e, {})[s] = v
     if not per:
         return ""
     header = ["fixed weight vs the chosen one", *[ENDPOINTS[e].label for e in endpoints], "mean ↓", "endpoints better"]

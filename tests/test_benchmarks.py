@@ -876,7 +876,7 @@ def test_recipe_search_summary_pairs_fine_tuning_levers_with_their_scratch_recip
     assert [c.strip() for c in network.strip("|").split("|")][-2:] == ["0.750", "1 of 1"]
 
 
-def test_recipe_search_summary_pairs_an_augmented_warm_start_with_its_named_scratch_recipe(tmp_path):
+def test_recipe_search_summary_pairs_an_augmented_warm_start_with_its_scratch_recipe_at_the_same_steps(tmp_path):
     """A warm start that also changes the training (SMILES enumeration at half the epochs) has no
     candidate from scratch with its other parameters: it pairs with the recipe at the same number of
     steps without enumeration (and without test-time averaging), derived from CANDIDATES."""
