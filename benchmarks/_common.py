@@ -307,25 +307,24 @@ def pretrained_entry(est, arm: str) -> Optional[Dict[str, object]]:
 def forest_entry(est, data, splits=("valid", "test"), weights: Sequence[float] = ()) -> Optional[Dict[str, object]]:
     """A ``forest=True`` fit's blend (None without a forest): the forest's weight and the metric of
     the network alone on ``splits``, so a record shows what the blend added; with ``weights``, also
-    the blend's metric at each of them (``<split>_metric_by_weight``, keyed "0.0" ... "1.0")."""
-    from gmnet_sklearn.forest import blend_weight, network_alone
+    the blend's metric at each of them (``<split>_metric_by_weight``, keyed "0.0" ... "1.0"). The
+    blend is linear in what is scored (values as trained on, probabilities), so the network and the
+    forest predict once and each weight's blend is made from their predictions."""
+    from gmnet_sklearn.forest import blend, blend_weight
 
     if getattr(est, "forest_", None) is None:
         return None
     entry: Dict[str, object] = {"weight": float(est.forest_weight_)}
-
-    def metric(split: str) -> float:
-        return score(data.endpoint, est, getattr(data, f"X_{split}"), getattr(data, f"y_{split}"), data)[0]
-
-    with network_alone(est):
-        for split in splits:
-            entry[f"network_{split}_metric"] = metric(split)
-    for split in splits if weights else ():
-        by_weight = {}
-        for w in weights:
-            with blend_weight(est, w):
-                by_weight[f"{w:.1f}"] = metric(split)
-        entry[f"{split}_metric_by_weight"] = by_weight
+    for split in splits:
+        X, y = getattr(data, f"X_{split}"), getattr(data, f"y_{split}")
+        with blend_weight(est, 0.0):
+            network = predictions(data.endpoint, est, X, y)
+        entry[f"network_{split}_metric"] = score_predictions(data.endpoint, network, y, data)[0]
+        if weights:
+            with blend_weight(est, 1.0):
+                forest = predictions(data.endpoint, est, X, y)
+            entry[f"{split}_metric_by_weight"] = {
+                f"{w:.1f}": score_predictions(data.endpoint, blend(network, forest, w), y, data)[0] for w in weights}
     return entry
 
 
@@ -365,14 +364,20 @@ def score(endpoint: Endpoint, est, X, y_true, data: EndpointData):
     """(metric value, per-task values or None) of ``est`` on ``X`` against ``y_true`` in
     original units: RMSE (regression; clearance predictions mapped back by expm1) or ROC-AUC
     (mean over tasks, missing labels masked)."""
+    return score_predictions(endpoint, predictions(endpoint, est, X, y_true), y_true, data)
+
+
+def predictions(endpoint: Endpoint, est, X, y_true):
+    """What :func:`score_predictions` scores: ``est``'s regression values as trained on, or its
+    positive-class probabilities (``(n,)`` for a 1-D ``y_true``, else one column per task)."""
     if endpoint.task_type == "regression":
-        return score_predictions(endpoint, est.predict(X), y_true, data)
+        return est.predict(X)
     proba = np.asarray(est.predict_proba(X), dtype=np.float64)
     _check_finite(proba)
     if np.asarray(y_true).ndim == 1:
         positive = list(np.asarray(est.classes_).tolist()).index(1)
-        return score_predictions(endpoint, proba[:, positive], y_true, data)
-    return score_predictions(endpoint, proba, y_true, data)
+        return proba[:, positive]
+    return proba
 
 
 def score_predictions(endpoint: Endpoint, pred, y_true, data: EndpointData):
