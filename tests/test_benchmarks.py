@@ -423,6 +423,21 @@ def test_hardware_labels_follow_the_first_run_in_time(tmp_path):
     assert "| H2 |" in chemberta_row  # listed first in the table, yet the later machine
 
 
+def test_protocol_times_sum_the_runs_and_span_first_start_to_last_end():
+    from benchmarks.report._records import Index
+    from benchmarks.report.hardware import protocol_times
+
+    def rec(endpoint, end, seconds):
+        return {**_record("gmnet", endpoint, 0, 1.0), "timestamp_utc": end, "wall_time_s": {"total": seconds}}
+
+    # two runs side by side: 10 + 20 minutes of wall time, from 00:00 (the second's start) to 00:20
+    text = protocol_times(Index([rec("esol", "2026-01-01T00:15:00Z", 600), rec("bbbp", "2026-01-01T00:20:00Z", 1200)]),
+                          ["chemberta3", "tuned"])
+    row = next(ln for ln in text.splitlines() if ln.startswith("| chemberta3 |"))
+    assert [c.strip() for c in row.strip("|").split("|")] == ["chemberta3", "2", "30.0 min", "20.0 min"]
+    assert "| tuned |" not in text  # no runs: no row
+
+
 def test_hosts_with_one_model_name_and_different_vector_units_are_different_machines():
     # Hosts named alike ("AMD EPYC") can differ in speed; the widest vector extension is one thing
     # that tells them apart (records made before it was recorded keep their label).

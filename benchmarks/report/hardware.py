@@ -73,6 +73,7 @@ def hardware_section(idx: Index, protocols: Sequence[str], out_dir: Path,
     text = md_table(["Protocol", "Arm (Chem-GMNet: k, L, attention path)", "Endpoint", "Runs", "Hardware", "Epochs", "s / epoch (mean)",
                      "per run (mean)", "total", "load at end (5 min, max)"], rows,
                     ["---", "---", "---", "---:", "---", "---:", "---:", "---:", "---:", "---:"])
+    text += "\n\n" + protocol_times(idx, protocols)
     shared = ("; these runs were made side by side by `benchmarks.sweep`, several sharing the GPU (newer records "
               "say how many in `sweep_workers`): their times are each run's share, not a lone run's")
     text += "\n\n" + "\n".join(f"- **{i}**: {label}" + (shared if "(cuda" in label else "") for label, i in labels.items())
@@ -88,6 +89,27 @@ def hardware_section(idx: Index, protocols: Sequence[str], out_dir: Path,
                     + (f", and whole time for the other {whole}" if whole else ""))
                  + "; an epoch a kill cut short is not counted.")
     return text, {"hardware": {i: label for label, i in labels.items()}, "rows": summary}
+
+
+def protocol_times(idx: Index, protocols: Sequence[str]) -> str:
+    """Per protocol: its runs' wall time summed (each run's threads counted once) and the span from
+    the first run's start (``timestamp_utc`` less its wall time) to the last one's end, which is the
+    wall clock of a sweep that made them all at once, and more where they were made over sessions."""
+    from datetime import datetime, timedelta
+
+    rows = []
+    for protocol in protocols:
+        recs = [r for r in idx.records if r["protocol"] == protocol and r.get("timestamp_utc")]
+        if not recs:
+            continue
+        ends = [datetime.strptime(r["timestamp_utc"], "%Y-%m-%dT%H:%M:%SZ") for r in recs]
+        starts = [end - timedelta(seconds=r["wall_time_s"]["total"]) for end, r in zip(ends, recs)]
+        total = sum(r["wall_time_s"]["total"] for r in recs)
+        rows.append([protocol, len(recs), duration(total), duration((max(ends) - min(starts)).total_seconds())])
+    return ("Per protocol, every run: wall time summed, and the span from the first run's start to the last "
+            "one's end (`timestamp_utc` less the run's wall time):\n\n"
+            + md_table(["Protocol", "Runs", "wall time summed", "first start to last end"], rows,
+                       ["---", "---:", "---:", "---:"]))
 
 
 def commands_section(idx: Index) -> Tuple[str, list]:
