@@ -294,6 +294,19 @@ def paired_ratios(cells, endpoints, cand: str, other: str) -> Dict[str, float]:
     return out
 
 
+def load_cells(root=SEARCH_DIR) -> List[dict]:
+    """Every cell written under ``root`` (records of another schema are left out)."""
+    recs = (json.loads(path.read_text()) for path in sorted(Path(root).glob("*/*.json")))
+    return [rec for rec in recs if rec.get("schema") == SCHEMA]
+
+
+def defaults_candidate() -> Optional[str]:
+    """The candidate whose parameters are the estimators' defaults (protocol ``tuned``), if one is:
+    its cells are the defaults fitted as a user would, the valid split untouched by the fit."""
+    defaults = _estimator_defaults(GMNetRegressor, BASE)
+    return next((n for n in CANDIDATES if candidate_params(n) == defaults), None)
+
+
 def summary(root=SEARCH_DIR) -> str:
     """Markdown: validation metric per endpoint and candidate (mean over its seeds), the mean
     relative error against ``base`` and against the best candidate (lower is better), and each
@@ -302,10 +315,7 @@ def summary(root=SEARCH_DIR) -> str:
     cells: Dict[str, Dict[str, Dict[int, float]]] = {}
     seconds: Dict[str, list] = {}
     blends: Dict[str, Dict[str, Dict[int, dict]]] = {}  # forest=True cells: the blend, the network alone, the weight
-    for path in sorted(Path(root).glob("*/*.json")):
-        rec = json.loads(path.read_text())
-        if rec.get("schema") != SCHEMA:
-            continue
+    for rec in load_cells(root):
         cells.setdefault(rec["candidate"], {}).setdefault(rec["endpoint"], {})[rec["seed"]] = rec["valid_metric"]
         seconds.setdefault(rec["candidate"], []).append(rec["fit_seconds"])
         if rec.get("forest"):

@@ -13,7 +13,7 @@ from benchmarks import _common as C
 from benchmarks import peers, run
 from benchmarks.protocols import ENDPOINTS
 
-from .test_benchmarks import REQUIRED, _record, _report_section, _write_records
+from .test_benchmarks import REQUIRED, _record, _report_section, _search_cell, _write_records
 
 LIMIT = 120  # first rows of the data file: a 96/12/12 scaffold split
 
@@ -243,6 +243,39 @@ def test_report_peers_section_from_hand_made_records(tmp_path):
     _write_records(results, [odd])
     text, _ = _report_section(results, tmp_path, "Peers: what a chemist would pick instead")
     assert "**Warning:** the records of ESOL do not all carry the same `split_sha256`" in text
+
+
+def test_report_compares_the_targets_on_the_valid_split(tmp_path):
+    """The peers beside the defaults on the valid split: the recipe search's cells of the defaults
+    (other candidates' cells left out) against RF-ECFP4, `tuned` against Chemprop; a peer not
+    beaten on test is named with whether the valid split shows the gap."""
+    from benchmarks.recipe_search import defaults_candidate
+
+    results = tmp_path / "results"
+    recs = []
+    for s in range(2):
+        rf = _peer_record("rf_ecfp", "bace_classification", s, 0.87)
+        cp = _peer_record("chemprop", "bace_classification", s, 0.70)
+        mine = _record("gmnet", "bace_classification", s, 0.83, protocol="tuned")
+        rf["valid_metric"], cp["valid_metric"], mine["valid_metric"] = 0.72, 0.55, 0.76
+        recs += [rf, cp, mine]
+    _write_records(results, recs)
+    name = defaults_candidate()
+    assert name is not None  # the estimators' defaults are a candidate of the search
+    for s, v in enumerate((0.74, 0.75, 0.76)):
+        _search_cell(results / "recipe_search", "bace_classification", name, s, v)
+    _search_cell(results / "recipe_search", "bace_classification", "base", 0, 0.10)  # not the defaults: left out
+    _, section = _report_section(results, tmp_path, "Peers: what a chemist would pick instead")
+    part = section.split("### The targets on the valid split")[1]
+    row = next(ln for ln in part.splitlines() if ln.startswith("| BACE-cls |"))
+    assert [c.strip() for c in row.split("|")][3:7] == ["0.750 ± 0.008 (n=3)", "0.720 ± 0.000 (n=2)",
+                                                        "0.550 ± 0.000 (n=2)", "0.760 ± 0.000 (n=2)"]
+    assert ("BACE-cls: behind RF-ECFP4 on test (0.830 vs 0.870), ahead of it on the valid split "
+            "(the defaults' search cells 0.750 vs 0.720)") in part
+    assert "behind Chemprop" not in part  # beaten on test: not a gap
+    summary = json.loads((results / "summary.json").read_text())["peers_on_valid"]
+    assert summary["candidate"] == name
+    assert summary["endpoints"]["bace_classification"]["test_gap_on_valid"] == {"rf_ecfp": {"ahead_on_valid": True}}
 
 
 def test_fingerprints_match_the_library_transformer():

@@ -32,6 +32,7 @@ from .hardware import commands_section, hardware_ids, hardware_section
 from .peers import PEERS_INTRO, peers_section
 from .table1 import definition_check, kl_grid, missing_runs, params_grid, protocol_section, table1, wins_text
 from .table2 import TABLE2_INTRO, table2_section
+from .validation import VALIDATION_INTRO, validation_section
 from .throughput import fast_vs_reference_section, op_count_section, readout_tiles_section, throughput_section
 
 
@@ -109,6 +110,10 @@ def render(idx: Index, results_dir: Path, out_path: Path, primary: str) -> Tuple
             peers_text, peers_summary = peers_section(idx, machines[1])
             summary["peers"] = peers_summary
             parts += ["## Peers: what a chemist would pick instead", "", PEERS_INTRO, "", peers_text, ""]
+            valid_text, valid_summary = validation_section(peers_summary, results_dir)
+            if valid_text:
+                summary["peers_on_valid"] = valid_summary
+                parts += ["### The targets on the valid split", "", VALIDATION_INTRO, "", valid_text, ""]
             ft_text, ft_summary = fit_time_section(results_dir, out_dir)
             if ft_text:
                 summary["fit_time"] = ft_summary
