@@ -32,8 +32,8 @@ from .hardware import commands_section, hardware_ids, hardware_section
 from .peers import PEERS_INTRO, peers_section
 from .table1 import definition_check, kl_grid, missing_runs, params_grid, protocol_section, table1, wins_text
 from .table2 import TABLE2_INTRO, table2_section
-from .validation import VALIDATION_INTRO, validation_section
 from .throughput import fast_vs_reference_section, op_count_section, readout_tiles_section, throughput_section
+from .validation import VALIDATION_INTRO, validation_section
 
 
 DEFAULT_OUTPUT = C.REPO / "benchmarks" / "README.md"
