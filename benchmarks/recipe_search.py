@@ -391,35 +391,27 @@ def blend_weight_table(blends, endpoints) -> str:
     each fixed weight's validation error against the same fit's blend at the weight it chose on its
     internal split (error ratio per endpoint, mean over seeds; below 1: the fixed weight is better).
     The defaults' cells only: the rule was about them (later rounds' cells score every weight too)."""
-    per: Dict[str, Dict[str, Dict[int, dict]]] = {}
-    defaults = defaults_candidate()
-    for c, per_endpoint in blends.items():
-        if c != defaults:
-            continue
-        for e, by_seed in per_endpoint.items():
-            for s, v in by_seed.items():
-                if v.get("by_weight"):
-                    per.setdefault(c, {}).setdefault(e, {})[s] = v
-    if not per:
+    c = defaults_candidate()
+    per_endpoint = {e: {s: v for s, v in by_seed.items() if v.get("by_weight")}
+                    for e, by_seed in blends.get(c, {}).items()}
+    per_endpoint = {e: by_seed for e, by_seed in per_endpoint.items() if by_seed}
+    if not per_endpoint:
         return ""
     header = ["fixed weight vs the chosen one", *[ENDPOINTS[e].label for e in endpoints], "mean ↓", "endpoints better"]
-    text = ""
-    for c, per_endpoint in per.items():
-        rows = []
-        for w in BLEND_GRID:
-            ratios = {e: float(np.mean([error_ratio(e, v["by_weight"][f"{w:.1f}"], v["blend"])
-                                        for v in per_endpoint[e].values()])) for e in endpoints if e in per_endpoint}
-            label = f"{w:.1f}" + (" (on trial)" if w == FIXED_WEIGHT_ON_TRIAL else "")
-            rows.append([label, *[f"{ratios[e]:.3f}" if e in ratios else "—" for e in endpoints],
-                         f"{np.mean(list(ratios.values())):.3f}", f"{sum(v < 1 for v in ratios.values())} of {len(ratios)}"])
-        seeds = sorted({s for v in per_endpoint.values() for s in v})
-        text += (f"\n\nRound seventeen: `{c}` (seeds {', '.join(map(str, seeds))}), the blend at a fixed forest weight "
-                 "against the same fit's blend at the weight it chose on its internal validation split (below 1: the "
-                 f"fixed weight is better). On trial: {FIXED_WEIGHT_ON_TRIAL} (the rule in recipe_search.py); the "
-                 "other rows are shown, not chosen from.\n\n"
-                 + "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-                             + ["| " + " | ".join(r) + " |" for r in rows]))
-    return text
+    rows = []
+    for w in BLEND_GRID:
+        ratios = {e: float(np.mean([error_ratio(e, v["by_weight"][f"{w:.1f}"], v["blend"])
+                                    for v in per_endpoint[e].values()])) for e in endpoints if e in per_endpoint}
+        label = f"{w:.1f}" + (" (on trial)" if w == FIXED_WEIGHT_ON_TRIAL else "")
+        rows.append([label, *[f"{ratios[e]:.3f}" if e in ratios else "—" for e in endpoints],
+                     f"{np.mean(list(ratios.values())):.3f}", f"{sum(v < 1 for v in ratios.values())} of {len(ratios)}"])
+    seeds = sorted({s for v in per_endpoint.values() for s in v})
+    return (f"\n\nRound seventeen: `{c}` (seeds {', '.join(map(str, seeds))}), the blend at a fixed forest weight "
+            "against the same fit's blend at the weight it chose on its internal validation split (below 1: the "
+            f"fixed weight is better). On trial: {FIXED_WEIGHT_ON_TRIAL} (the rule in recipe_search.py); the "
+            "other rows are shown, not chosen from.\n\n"
+            + "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+                        + ["| " + " | ".join(r) + " |" for r in rows]))
 
 
 def forest_table(blends, endpoints) -> str:
