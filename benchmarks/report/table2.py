@@ -24,6 +24,7 @@ PRETRAINED_PROTOCOLS: Tuple[Tuple[str, str], ...] = (("tuned_moses", "tuned"), (
                                                     ("tuned_moses_epoch_llrd_aug", "tuned"), ("tuned_moses_mtr", "tuned"),
                                                     ("tuned_seq_moses_mtr", "tuned_seq"),
                                                     ("tuned_seq_moses", "tuned_seq"),
+                                                    ("tuned_seq_moses_ft", "tuned_seq"),
                                                     ("tuned_seq_moses_llrd", "tuned_seq"),
                                                     ("tuned_seq_moses_epoch_llrd", "tuned_seq"),
                                                     ("tuned_seq_moses_epoch_llrd_aug", "tuned_seq"),
@@ -338,7 +339,8 @@ valid splits, benchmarks/RECIPE_SEARCH.md) and with layer-wise learning-rate dec
 the encoders pretrained on the other task of ChemBERTa-2 instead, regressing RDKit's descriptors
 (`pretrained="moses-mtr"`, the same budget). `tuned_seq_moses_mtr` and `tuned_seq_moses` fine-tune
 the network on the SMILES alone (`tuned_seq`: the defaults without descriptors, fingerprint or
-forest, so the head reads only the encoder), beside `tuned_seq` from scratch; `tuned_seq_moses_llrd`
+forest, so the head reads only the encoder), beside `tuned_seq` from scratch; `tuned_seq_moses_ft` is
+`tuned_seq_moses` at the warm-start preset's learning rate (round nineteen); `tuned_seq_moses_llrd`
 is `tuned_seq_moses` with layer-wise learning-rate decay 0.5 (recipe round thirteen), and
 `tuned_seq_moses_epoch_llrd` the same from the encoders pretrained four times as long, one whole
 MOSES epoch for each arm (`pretrained="moses-epoch"`, recipe round fourteen), and
