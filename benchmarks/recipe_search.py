@@ -547,7 +547,8 @@ def warm_start_table(cells, endpoints, networks=None) -> str:
                  "(below 1: the warm start is better).\n\n" + table(rows))
     if lever_rows:
         text += ("\n\nThe fine-tuning levers against the plain warm start from the same encoder, paired by seed "
-                 "(below 1: the levers are better; round thirteen: layer-wise decay on the network alone).\n\n"
+                 "(below 1: the levers are better; round thirteen: layer-wise decay on the network alone; round "
+                 "nineteen: the warm-start preset's learning rate on it).\n\n"
                  + table(lever_rows))
     if encoder_rows:
         text += ("\n\nThe same fine-tuning from one encoder against an earlier candidate's (below 1: the first "
