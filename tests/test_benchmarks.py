@@ -750,6 +750,12 @@ def test_report_table2_overview_names_the_protocol_that_meets_both_targets(tmp_p
                              for r in recs if r["protocol"] == "tuned_moses_ft" and r["arm"] == "gmnet"])
     _, section = _report_section(results, tmp_path, "Table 2: pretrained encoders")
     assert "| lr=0.0002 | 6 of 6 | 6 of 6 |" in section and "Both targets are met under `tuned_moses_ft`." in section
+    # a second Chem-GMNet seed on ESOL that the baseline lacks: the counts stand, on fewer seeds there
+    _write_records(results, [_record("gmnet", "esol", 1, 0.5, protocol="tuned_moses_ft"),
+                             _record("gmnet", "esol", 1, 0.7, protocol="tuned")])
+    _, section = _report_section(results, tmp_path, "Table 2: pretrained encoders")
+    assert ("Both targets are met under `tuned_moses_ft` (provisional: some endpoints compared on fewer "
+            "seeds).") in section
 
 
 def test_report_table1_wins_compare_the_arms_on_the_seeds_both_have(tmp_path):
