@@ -153,3 +153,59 @@ def test_fused_kernel_skips_padding_of_whole_blocks_exactly():
         leaves[2].mul_(mask[:, None, :, None])
         leaves[3].mul_(mask[:, None, :, None])
     compare(leaves, mask, 3, atol=1e-12, rtol=1e-10, gatol=1e-11, grtol=1e-9)
+
+
+# ---- building: a build killed half-way must not hang every later fit ----------------------------
+
+
+def test_build_lock_clears_the_lock_file_a_killed_build_left(tmp_path):
+    pytest.importorskip("fcntl")
+    (tmp_path / "lock").touch()  # torch's "build in progress" mark; its process is gone
+    with cpu_kernels._build_lock(tmp_path):
+        assert not (tmp_path / "lock").exists()
+
+
+def test_build_lock_waits_for_a_build_that_is_still_running(tmp_path):
+    import threading
+
+    fcntl = pytest.importorskip("fcntl")
+    # another process building: it holds the OS lock and torch's lock file
+    holder = open(tmp_path / "gmnet_build.flock", "a")
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    (tmp_path / "lock").touch()
+    entered = threading.Event()
+
+    def load_after_it():
+        with cpu_kernels._build_lock(tmp_path):
+            entered.set()
+
+    waiter = threading.Thread(target=load_after_it)
+    waiter.start()
+    try:
+        assert not entered.wait(0.5) and (tmp_path / "lock").exists()  # neither entered nor cleared
+    finally:
+        (tmp_path / "lock").unlink()
+        fcntl.flock(holder, fcntl.LOCK_UN)
+        holder.close()
+        waiter.join(10)
+    assert entered.is_set()
+
+
+def test_load_extension_builds_under_the_lock_in_torchs_build_folder(tmp_path, monkeypatch):
+    import torch.utils.cpp_extension as cpp_extension
+
+    pytest.importorskip("fcntl")
+    (tmp_path / "lock").touch()
+    calls = []
+
+    def fake_load(**kwargs):  # torch's load would wait on the stale lock file for ever
+        calls.append((kwargs["build_directory"], (tmp_path / "lock").exists()))
+        return "module"
+
+    monkeypatch.setenv("GMNET_CPU_KERNELS", "1")
+    monkeypatch.setattr(cpu_kernels, "_module", None)
+    monkeypatch.setattr(cpu_kernels, "_failed", None)
+    monkeypatch.setattr(cpu_kernels, "_build_directory", lambda name: tmp_path)
+    monkeypatch.setattr(cpp_extension, "load", fake_load)
+    assert cpu_kernels.load_extension() == "module"
+    assert calls == [(str(tmp_path), False)]

@@ -559,3 +559,58 @@ def test_regression_score_leaves_out_tasks_without_labels():
     Y2[:, 1] = np.nan
     assert est.score(X, Y2) == pytest.approx(r2_score(Y, est.predict(X)[:, 0]))
     assert np.isnan(est.score(X, np.full_like(Y2, np.nan)))
+
+
+def test_a_loaded_model_keeps_what_it_was_fitted_with(tmp_path):
+    X, y = list(SMILES[:40]), regression_target(SMILES[:40])
+    light = dict(TINY, descriptors=False, fingerprint=True, forest=False, valid_split=None)
+    vocab = GMNetRegressor(**light).fit(X, y).save(tmp_path / "first") / "vocab.txt"  # a vocabulary file to fit with
+    est = GMNetRegressor(**light, vocab_file=str(vocab), tta=1).fit(X, y)
+    loaded = load_model(est.save(tmp_path / "m"))
+    expected = loaded.predict(X[:6])
+    np.testing.assert_allclose(expected, est.predict(X[:6]), rtol=1e-5)
+    # set_params after loading changes neither the model's inputs nor tta's variants, as after fit
+    loaded.set_params(fingerprint=False, random_state=5)
+    np.testing.assert_array_equal(loaded.predict(X[:6]), expected)
+    loaded.set_params(n_estimators=2)  # save writes the model it has (was: a missing model_1 file)
+    np.testing.assert_array_equal(load_model(loaded.save(tmp_path / "again")).predict(X[:6]), expected)
+    # a clone of the loaded model refits as the saved fit did: the same vocabulary file
+    assert loaded.vocab_file == str(vocab)
+    refit = clone(load_model(tmp_path / "m")).fit(X, y)
+    assert refit.tokenizer_.vocabulary_ == est.tokenizer_.vocabulary_
+    np.testing.assert_array_equal(refit.predict(X[:6]), est.predict(X[:6]))
+
+
+def test_score_leaves_out_rows_of_invalid_smiles_and_names_them(fitted_regressor, fitted_classifier):
+    from sklearn.metrics import accuracy_score
+
+    from gmnet_sklearn.exceptions import InvalidSmilesWarning
+
+    batch = X[:5] + ["C1CC"] + X[5:8]
+    keep = np.r_[0:5, 6:9]
+    reg = clone(fitted_regressor).set_params(on_invalid="nan")
+    reg.__dict__.update({k: v for k, v in fitted_regressor.__dict__.items() if k.endswith("_") or k.startswith("_")})
+    y = np.r_[Y[:5], 0.0, Y[5:8]]
+    with pytest.warns(InvalidSmilesWarning, match=r"left out 1 of 9 rows .*rows 5"):
+        assert reg.score(batch, y) == pytest.approx(r2_score(y[keep], fitted_regressor.predict(X[:8])))
+    labels = np.where(C == 1, "aromatic", "aliphatic")
+    y_cls = np.concatenate([labels[:5], ["aromatic"], labels[5:8]])
+    fitted_classifier.set_params(on_invalid="nan")
+    try:  # single task (was: accuracy_score's "Input y_pred contains NaN")
+        with pytest.warns(InvalidSmilesWarning, match="rows 5"):
+            score = fitted_classifier.score(batch, y_cls)
+    finally:
+        fitted_classifier.set_params(on_invalid="raise")
+    assert score == pytest.approx(accuracy_score(y_cls[keep], fitted_classifier.predict(X[:8])))
+    # multi-label, the labels a pandas frame with missing ones (was: "float() ... not 'NAType'")
+    c = pd.array(np.asarray(C[:40] == C[0], dtype=int), dtype="Int64")
+    frame = pd.DataFrame({"a": c, "b": c[::-1]})
+    frame.iloc[3, 1] = pd.NA
+    clf = GMNetClassifier(**TINY, descriptors=False, fingerprint=False, forest=False, on_invalid="nan").fit(X[:40], frame)
+    pred = clf.predict(X[:40])
+    observed = frame.notna().to_numpy()
+    expected = np.mean([np.mean(pred[observed[:, j], j] == frame.iloc[:, j].to_numpy()[observed[:, j]]) for j in range(2)])
+    assert clf.score(X[:40], frame) == pytest.approx(expected)
+    with_invalid = pd.concat([frame, frame.iloc[:1]], ignore_index=True)
+    with pytest.warns(InvalidSmilesWarning, match="rows 40"):
+        assert clf.score(X[:40] + ["C1CC"], with_invalid) == pytest.approx(expected)

@@ -571,7 +571,7 @@ class SmilesNetBase(BaseEstimator):
         """``_member_outputs``' work on checked SMILES, run under the estimator's ``n_jobs``."""
         views = [X]
         if self.tta:
-            tta_seed = self.__dict__.get("_tta_seed", self.random_state if self.random_state is not None else 0)  # (loaded: an int or None)
+            tta_seed = self._tta_seed
             variants = randomized_smiles(X, self.tta, tta_seed, per_molecule=True)  # a molecule's answer is its own
             variants = self._encodable_variants(X, variants)
             views += [[vs[j] for vs in variants] for j in range(self.tta)]
@@ -645,7 +645,8 @@ class SmilesNetBase(BaseEstimator):
         check_is_fitted(self, "net_")
         params = {k: v for k, v in self.__dict__.get("_params_at_fit", self.get_params(deep=False)).items()
                   if k != "callbacks"}
-        params["vocab_file"] = None  # the vocabulary travels in vocab.txt
+        # vocab_file stays as fitted (a clone of the loaded model refits as this fit did); the
+        # loaded model itself reads its vocabulary from vocab.txt
         params["memory"] = None  # a cache folder of this machine's, not part of the model
         if isinstance(params.get("random_state"), np.random.RandomState):
             params["random_state"] = self._tta_seed  # the seed the fit drew from it: a refit repeats the fit
@@ -699,6 +700,10 @@ class SmilesNetBase(BaseEstimator):
             params["device"] = device
         est = est_cls(**params)
         est.tokenizer_ = SmilesTokenizer(str(path / "vocab.txt")).fit([])
+        # as fit leaves them: a set_params after loading must not change the model's inputs, what
+        # save writes or tta's variants (save wrote random_state as an int or None)
+        est._params_at_fit = est.get_params(deep=False)
+        est._tta_seed = est.random_state if est.random_state is not None else 0
         est._restore_fitted_metadata(config["fitted"])
         est.device_ = resolve_device(est.device)
         if est.descriptors:

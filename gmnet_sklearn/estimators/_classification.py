@@ -11,8 +11,9 @@ from sklearn.base import ClassifierMixin
 from sklearn.exceptions import DataConversionWarning
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
+from ._invalid import warn_unscored_rows
 from ._targets import check_target, missing_labels
 from .losses import CrossEntropyLoss, MaskedBCEWithLogitsLoss
 from .metrics import ValidROCAUC, has_auc, probability_roc_auc, scores_from_raw
@@ -147,7 +148,10 @@ class SmilesClassifierMixin(ClassifierMixin):
     def predict(self, X) -> np.ndarray:
         """Class labels (single task) or 0/1 per task (multi-label). With on_invalid='nan', rows of
         invalid SMILES are NaN (object dtype when the classes are not numbers)."""
-        probs = self.predict_proba(X)
+        return self._labels(self.predict_proba(X))
+
+    def _labels(self, probs: np.ndarray) -> np.ndarray:
+        """``predict``'s answer from ``predict_proba``'s."""
         valid = ~np.isnan(probs).any(1)
         if self.n_tasks_ > 1:
             out = (probs >= 0.5).astype(np.float64 if not valid.all() else np.int64)
@@ -163,13 +167,25 @@ class SmilesClassifierMixin(ClassifierMixin):
 
     def score(self, X, y, sample_weight=None) -> float:
         """Accuracy (single task) or mean per-task accuracy over observed labels (multi-label; a
-        task without any observed label in ``y`` is left out), weighted by ``sample_weight``."""
+        task without any observed label in ``y`` is left out), weighted by ``sample_weight``. Rows
+        of invalid SMILES (NaN predictions with ``on_invalid="nan"``) are left out with an
+        ``InvalidSmilesWarning`` naming them."""
+        from sklearn.metrics import accuracy_score
+
         check_is_fitted(self, "net_")
+        probs = self.predict_proba(X)
+        y = check_target(y)
+        check_consistent_length(probs, y, sample_weight)
+        valid = ~np.isnan(probs).any(1)
+        warn_unscored_rows(~valid)
+        if not valid.any():
+            return float("nan")
+        pred = self._labels(probs[valid])
+        weight = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)[valid]
         if self.n_tasks_ == 1:
-            return super().score(X, y, sample_weight)
-        y = np.asarray(y, dtype=np.float64)
-        pred = self.predict(X)
-        weight = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+            return float(accuracy_score(y[valid], pred, sample_weight=weight))
+        y = np.asarray(y, dtype=np.float64)[valid]
+        weight = np.ones(len(y)) if weight is None else weight
         accuracies = [np.average(pred[seen, j] == y[seen, j], weights=weight[seen])
                       for j in range(y.shape[1]) if (seen := ~np.isnan(y[:, j])).any()]
         return float(np.mean(accuracies)) if accuracies else float("nan")

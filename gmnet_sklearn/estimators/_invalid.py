@@ -18,7 +18,7 @@ from ..exceptions import InvalidSmilesWarning
 from ..tokenizer import SmilesTokenizer
 from ._targets import _caller_stacklevel
 
-__all__ = ["find_invalid_smiles", "skip_invalid_rows"]
+__all__ = ["find_invalid_smiles", "skip_invalid_rows", "warn_unscored_rows"]
 
 _SHOWN_ROWS = 5
 
@@ -50,3 +50,15 @@ def skip_invalid_rows(smiles: list, y: np.ndarray, max_length: int | None = None
     )
     keep = np.setdiff1d(np.arange(len(smiles)), rows)
     return [smiles[i] for i in keep], y[keep], rows
+
+
+def warn_unscored_rows(unscored: np.ndarray) -> None:
+    """``score`` leaves out the rows whose prediction is NaN (invalid SMILES under
+    ``on_invalid="nan"``/``"skip"``), as it leaves out missing labels; one warning names them."""
+    rows = np.flatnonzero(unscored)
+    if rows.size == 0:
+        return
+    shown = ", ".join(str(r) for r in rows[:_SHOWN_ROWS]) + (f", ... ({rows.size - _SHOWN_ROWS} more)"
+                                                           if rows.size > _SHOWN_ROWS else "")
+    warnings.warn(f"score: left out {rows.size} of {len(unscored)} rows of X whose SMILES cannot be used "
+                  f"(NaN predictions): rows {shown}", InvalidSmilesWarning, stacklevel=_caller_stacklevel())

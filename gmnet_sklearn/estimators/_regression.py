@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import RegressorMixin
 
+from ._invalid import warn_unscored_rows
 from ._targets import check_target
 from .losses import MaskedMSELoss
 from .metrics import ValidRMSE, masked_rmse
@@ -72,11 +73,14 @@ class SmilesRegressorMixin(RegressorMixin):
         return (pred, std) if return_std else pred
 
     def score(self, X, y, sample_weight=None) -> float:
-        """R^2 (mean over the tasks with observed labels; NaN if none), missing labels masked."""
+        """R^2 (mean over the tasks with observed labels; NaN if none), missing labels masked;
+        rows of invalid SMILES (NaN predictions with ``on_invalid="nan"``) are left out with an
+        ``InvalidSmilesWarning`` naming them."""
         from sklearn.metrics import r2_score
 
         y = np.asarray(check_target(y), dtype=np.float64).reshape(len(y), -1)
         pred = np.asarray(self.predict(X), dtype=np.float64).reshape(len(y), -1)
+        warn_unscored_rows(np.isnan(pred).all(1))
         scores = []
         for j in range(y.shape[1]):
             obs = ~np.isnan(y[:, j]) & ~np.isnan(pred[:, j])

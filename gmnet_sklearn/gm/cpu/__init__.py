@@ -55,6 +55,46 @@ def kernels_disabled():
         _disabled -= 1
 
 
+def _build_directory(name: str) -> Path | None:
+    """The folder torch builds extension ``name`` in (``TORCH_EXTENSIONS_DIR`` or its user cache,
+    as ``load`` would pick it); None where this torch does not say."""
+    try:
+        from torch.utils.cpp_extension import _get_build_directory  # private, stable since torch 1.x
+    except ImportError:
+        return None
+    return Path(_get_build_directory(name, verbose=False))
+
+
+@contextmanager
+def _build_lock(build_dir: Path | None):
+    """Hold an OS lock on ``build_dir`` while torch loads (and, the first time, builds) the
+    extension, and clear torch's own lock file that a killed build left behind.
+
+    Why: torch marks a build in progress with a ``lock`` file and every later ``load`` waits, with
+    no timeout and no message, until that file is gone; a process killed mid-build (a job's time
+    limit, a killed notebook) leaves it, and every fit after hangs. The OS releases a ``flock``
+    when its process dies, so whoever holds this one knows no other gmnet_sklearn process is in
+    ``load``, and a ``lock`` file it finds is stale."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: torch's lock file alone, as before
+        fcntl = None
+    if fcntl is None or build_dir is None:
+        yield
+        return
+    build_dir.mkdir(parents=True, exist_ok=True)
+    with open(build_dir / "gmnet_build.flock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            stale = build_dir / "lock"
+            if stale.exists():
+                _log.warning("removing %s, left by a build that was killed", stale)
+                stale.unlink(missing_ok=True)
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def load_extension():
     """The compiled extension module (gm/cpu/extension.cpp), built once per machine; None when it
     cannot be built or is disabled (``GMNET_CPU_KERNELS=0``, `kernels_disabled`)."""
@@ -69,15 +109,19 @@ def load_extension():
                 from torch.utils.cpp_extension import load
 
                 _log.info("building the fused CPU kernels (once per machine)")
-                _module = load(
-                    name=f"gmnet_cpu_kernels_{_cpu_tag()}",
-                    sources=[str(_SOURCE)],
-                    # -fopenmp: at::parallel_for is OpenMP in torch's CPU builds; without the flag
-                    # the kernels' parallel loops would silently run on one thread.
-                    extra_cflags=["-O3", "-march=native", "-fopenmp"],
-                    extra_ldflags=["-fopenmp"],
-                    verbose=False,
-                )
+                name = f"gmnet_cpu_kernels_{_cpu_tag()}"
+                build_dir = _build_directory(name)
+                with _build_lock(build_dir):
+                    _module = load(
+                        name=name,
+                        sources=[str(_SOURCE)],
+                        # -fopenmp: at::parallel_for is OpenMP in torch's CPU builds; without the
+                        # flag the kernels' parallel loops would silently run on one thread.
+                        extra_cflags=["-O3", "-march=native", "-fopenmp"],
+                        extra_ldflags=["-fopenmp"],
+                        build_directory=None if build_dir is None else str(build_dir),
+                        verbose=False,
+                    )
             except Exception as exc:  # no compiler, no ninja, read-only cache, ...
                 _failed = f"{type(exc).__name__}: {exc}"
                 _log.warning("fused CPU kernel unavailable, using the eager path (%s)", _failed.splitlines()[0])
