@@ -497,3 +497,21 @@ def test_library_shape_is_the_estimators_default_shape():
             signature = inspect.signature(cls.__init__).parameters
             assert {name: signature[name].default for name in SHAPE_PARAMS[family]} == {
                 name: params[name] for name in SHAPE_PARAMS[family]}, cls.__name__
+
+
+def test_blank_csv_lines_are_no_records(tmp_path):
+    (tmp_path / "a.csv").write_text("id,smiles\n1,CCO\n\n2,c1ccccc1\n , \n3,\n")
+    # blank lines are skipped as in .smi files and pandas; a row without its SMILES is a record
+    assert list(iter_file(tmp_path / "a.csv")) == ["CCO", "c1ccccc1", ""]
+
+
+def test_rng_state_resumes_on_a_host_with_fewer_gpus(monkeypatch):
+    from gmnet_sklearn.pretrain import checkpoint
+
+    restored = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "set_rng_state", lambda state, device: restored.append((int(state[0]), device)))
+    saved = {"torch": torch.get_rng_state(), "cuda": [torch.tensor([7], dtype=torch.uint8), torch.tensor([8], dtype=torch.uint8)]}
+    checkpoint.set_rng_state(saved)  # saved on two GPUs (was: device 1, an invalid ordinal here)
+    assert restored == [(7, 0)]

@@ -166,3 +166,22 @@ def test_cli_objective_and_max_smiles(corpus, tmp_path, capsys):
     config = json.loads((tmp_path / "cli" / "config.json").read_text())
     assert config["objective"] == "mtr" and config["training"]["definition"]["max_smiles"] == 100
     assert EncodedCorpus(tmp_path / "cli" / "cache" / "train").n_smiles == 99  # record 17 is invalid
+
+
+def test_a_corpus_whose_first_shard_has_no_valid_smiles(tmp_path):
+    from .test_pretrain import VALID, write_vocab
+
+    vocab = write_vocab(tmp_path / "vocab.txt")
+    assert scaling(np.zeros((0, 3), np.float32))["kept"] == [False] * 3  # (was: "too many values to unpack")
+    bad = ["C1CC(", "c1cccc1", "C1CC("]
+    (tmp_path / "bad.smi").write_text("\n".join(bad) + "\n")
+    for objective in ("mtr", "mlm"):  # clear either way (mtr was: "too many values to unpack")
+        with pytest.raises(ValueError, match=r"holds no valid SMILES \(3 invalid, e.g. \['C1CC\(', 'c1cccc1'"):
+            run(tmp_path / "bad.smi", tmp_path / f"out_{objective}", vocab, objective=objective, test_corpus=None)
+    # shard 0 (3 records) all invalid, the rest usable: the scaling comes from the first shard with rows
+    (tmp_path / "mixed.smi").write_text("\n".join(bad + VALID[:60]) + "\n")
+    summary = run(tmp_path / "mixed.smi", tmp_path / "mixed", vocab, objective="mtr", test_corpus=None,
+                  shard_size=3, max_steps=2)
+    targets = json.loads((tmp_path / "mixed" / "cache" / "train_targets" / "manifest.json").read_text())
+    assert targets["shards"][0]["n"] == 0 and sum(targets["scaling"]["kept"]) > 0
+    assert summary["steps"] == 2

@@ -29,7 +29,9 @@ def rng_state() -> dict:
 def set_rng_state(state: dict) -> None:
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+        # as many devices as both machines have: a run resumed on a host with fewer GPUs goes on
+        for i, device_state in enumerate(state["cuda"][:torch.cuda.device_count()]):
+            torch.cuda.set_rng_state(device_state, device=i)
 
 
 def save_checkpoint(path, state: dict) -> None:

@@ -90,6 +90,8 @@ def iter_file(path, smiles_column: str | None = None) -> Iterator[str]:
                                  "pass smiles_column=")
             col = names.index(wanted)
             for row in reader:
+                if not any(field.strip() for field in row):  # a blank line, as pandas and .smi skip it
+                    continue
                 yield row[col].strip() if len(row) > col else ""
         else:
             first = True

@@ -52,7 +52,10 @@ def _rows(smiles: list[str], n_jobs: int) -> np.ndarray:
 
 
 def scaling(raw: np.ndarray) -> dict:
-    """Median, scale and the kept descriptors of a sample ``raw`` (n x descriptors)."""
+    """Median, scale and the kept descriptors of a sample ``raw`` (n x descriptors); none kept
+    from an empty sample."""
+    if len(raw) == 0:
+        return {"center": [0.0] * raw.shape[1], "scale": [1.0] * raw.shape[1], "kept": [False] * raw.shape[1]}
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
         q25, median, q75 = np.nanpercentile(raw.astype(np.float64), [25, 50, 75], axis=0)
@@ -113,7 +116,7 @@ def build_targets(corpus, tokenizer, out_dir, n_jobs: int = 1, progress: bool = 
             os.replace(out_dir / (name + ".tmp"), out_dir / name)
             manifest["shards"].append({"file": name, "n": len(smiles), "n_unparsed": int(np.isnan(raw).all(1).sum()),
                                        "seconds": time.perf_counter() - t0, "n_jobs": n_jobs})
-            if i == 0:
+            if "scaling" not in manifest and len(smiles):  # the first shard with rows (a shard may have none)
                 manifest["scaling"] = scaling(raw)
             _write_json(path, manifest)
             if bar is not None:
@@ -121,7 +124,7 @@ def build_targets(corpus, tokenizer, out_dir, n_jobs: int = 1, progress: bool = 
     finally:
         if bar is not None:
             bar.close()
-    if "scaling" not in manifest:  # an empty corpus
+    if "scaling" not in manifest:  # no shard with rows
         manifest["scaling"] = scaling(np.zeros((0, len(identity["names"])), np.float32))
     manifest["complete"] = True
     _write_json(path, manifest)

@@ -84,7 +84,7 @@ def _hardware(device: str) -> dict:
     except OSError:
         pass
     if device.startswith("cuda"):
-        info["gpu"] = torch.cuda.get_device_name(0)
+        info["gpu"] = torch.cuda.get_device_name(torch.device(device))  # "cuda:1": that one
     return info
 
 
@@ -244,6 +244,10 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
     train_manifest = build_cache(files, tokenizer, cache_dir / "train", shard_size, max_length, limit=max_smiles,
                                  progress=progress, label="encoding corpus", n_jobs=n_jobs, smiles_column=smiles_column)
     train = EncodedCorpus(cache_dir / "train")
+    if sum(train.shard_sizes) == 0:
+        examples = [e["smiles"] for e in train_manifest["invalid_examples"][:3]]
+        raise ValueError(f"the encoded corpus holds no valid SMILES "
+                         f"({sum(s['n_invalid'] for s in train_manifest['shards'])} invalid, e.g. {examples})")
     train_targets = test_targets = None
     if objective == "mtr":
         build_targets(train, tokenizer, cache_dir / "train_targets", n_jobs=n_jobs, progress=progress)
