@@ -82,10 +82,8 @@ _UNPARSABLE = object()
 
 @functools.lru_cache(maxsize=1 << 18)
 def _scaffold_of_str(smiles: str, include_chirality: bool):
-    from ..utils.validation import mol_from_smiles
-
-    _, MurckoScaffoldSmiles = _rdkit()
-    mol = mol_from_smiles(smiles)  # None also for a blank SMILES, which RDKit reads as no atoms
+    Chem, MurckoScaffoldSmiles = _rdkit()
+    mol = Chem.MolFromSmiles(smiles)
     if mol is None:
         return _UNPARSABLE
     return MurckoScaffoldSmiles(mol=mol, includeChirality=include_chirality)
