@@ -515,3 +515,9 @@ def test_rng_state_resumes_on_a_host_with_fewer_gpus(monkeypatch):
     saved = {"torch": torch.get_rng_state(), "cuda": [torch.tensor([7], dtype=torch.uint8), torch.tensor([8], dtype=torch.uint8)]}
     checkpoint.set_rng_state(saved)  # saved on two GPUs (was: device 1, an invalid ordinal here)
     assert restored == [(7, 0)]
+    # the estimators' training snapshots restore through the same function
+    import inspect
+
+    from gmnet_sklearn.estimators import snapshot
+
+    assert "set_cuda_rng_states(" in inspect.getsource(snapshot.TrainingSnapshot)

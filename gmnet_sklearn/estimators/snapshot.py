@@ -39,6 +39,8 @@ import numpy as np
 import torch
 from skorch.callbacks import Callback, EarlyStopping
 
+from ..utils.rng import set_cuda_rng_states
+
 SNAPSHOT_FORMAT = "gmnet_sklearn.training_snapshot.v1"
 # What the other callbacks carry from epoch to epoch: scorers' and Checkpoint's best score,
 # EarlyStopping's count of epochs without improvement and its threshold.
@@ -143,8 +145,7 @@ class TrainingSnapshot(Callback):
         if state["best_params"] is not None and self.checkpoint_dir_ is not None:
             _atomic_write(Path(self.checkpoint_dir_) / "best.pt", state["best_params"])
         torch.set_rng_state(state["torch_rng"])
-        if state.get("cuda_rng") is not None and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        set_cuda_rng_states(state.get("cuda_rng"))  # (a host with fewer GPUs too)
         self.loader_.resume_state = state["loader_rng"]
         self.parts_ = list(state["parts"])
         self.elapsed_before_ = float(state["elapsed_s"])

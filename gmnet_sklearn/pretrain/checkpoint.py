@@ -16,6 +16,8 @@ from pathlib import Path
 
 import torch
 
+from ..utils.rng import set_cuda_rng_states
+
 CHECKPOINT_FORMAT = "gmnet_sklearn.pretrain_checkpoint.v1"
 
 
@@ -28,10 +30,7 @@ def rng_state() -> dict:
 
 def set_rng_state(state: dict) -> None:
     torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        # as many devices as both machines have: a run resumed on a host with fewer GPUs goes on
-        for i, device_state in enumerate(state["cuda"][:torch.cuda.device_count()]):
-            torch.cuda.set_rng_state(device_state, device=i)
+    set_cuda_rng_states(state.get("cuda"))
 
 
 def save_checkpoint(path, state: dict) -> None:
