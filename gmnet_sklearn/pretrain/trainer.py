@@ -247,7 +247,7 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
     if sum(train.shard_sizes) == 0:
         examples = [e["smiles"] for e in train_manifest["invalid_examples"][:3]]
         raise ValueError(f"the encoded corpus holds no valid SMILES "
-                         f"({sum(s['n_invalid'] for s in train_manifest['shards'])} invalid, e.g. {examples})")
+                         f"({cache_cost(train_manifest)['n_invalid']} invalid, e.g. {examples})")
     train_targets = test_targets = None
     if objective == "mtr":
         build_targets(train, tokenizer, cache_dir / "train_targets", n_jobs=n_jobs, progress=progress)
