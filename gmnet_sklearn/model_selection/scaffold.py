@@ -135,11 +135,14 @@ def _scaffolds(smiles: np.ndarray, include_chirality: bool = False) -> list:
     """Scaffold per molecule; ``_UNPARSABLE`` where RDKit cannot parse the SMILES."""
     with _QuietRDKit():
         out = []
-        for s in smiles:
+        for i, s in enumerate(smiles):
             if isinstance(s, str):
                 out.append(_scaffold_of_str(s, include_chirality))
             else:
-                sc = murcko_scaffold(s, include_chirality)
+                try:
+                    sc = murcko_scaffold(s, include_chirality)
+                except TypeError as exc:
+                    raise TypeError(f"row {i} ({s!r}): {exc}") from None
                 out.append(_UNPARSABLE if sc is None else sc)
         return out
 
@@ -443,7 +446,15 @@ class ScaffoldSplit(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
             max_smiles_length=self.max_smiles_length,
             drop_invalid=self.drop_invalid,
         )
-        yield train, (test if self.part == "test" else valid)
+        held_out = test if self.part == "test" else valid
+        for part, rows in (("train", train), (self.part, held_out)):
+            if len(rows) == 0:  # scikit-learn's splitters refuse an empty side too
+                raise ValueError(
+                    f"the {part} part of the scaffold split is empty ({len(smiles)} molecules, "
+                    f"frac_train={self.frac_train}, frac_valid={self.frac_valid}): use more "
+                    "molecules or other fractions"
+                )
+        yield train, held_out
 
 
 class ScaffoldKFold(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
@@ -477,13 +488,18 @@ class ScaffoldKFold(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
         self.smiles_column = smiles_column
         self.on_invalid = on_invalid
 
+    def _checked_n_splits(self) -> int:
+        # as KFold: an integer of at least 2 (a float would fold one way and count another)
+        if not isinstance(self.n_splits, numbers.Integral) or isinstance(self.n_splits, bool) \
+                or self.n_splits < 2:
+            raise ValueError(f"n_splits must be an integer >= 2, got {self.n_splits!r}")
+        return int(self.n_splits)
+
     def get_n_splits(self, X=None, y=None, groups=None) -> int:
-        return self.n_splits
+        return self._checked_n_splits()
 
     def split(self, X, y=None, groups=None) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
-        n_splits = int(self.n_splits)
-        if n_splits < 2:
-            raise ValueError(f"n_splits must be >= 2, got {self.n_splits!r}")
+        n_splits = self._checked_n_splits()
         smiles = _smiles_from(X, groups, self.smiles_column)
         scaffolds = _scaffolds(smiles)
         _check_parsable(self, smiles, scaffolds)
