@@ -33,6 +33,8 @@ def randomized_smiles(smiles, n: int, random_state: int = 0, per_molecule: bool 
     """
     from rdkit import Chem, rdBase
 
+    from .utils import mol_from_smiles
+
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
     rng = np.random.RandomState(random_state)
@@ -40,7 +42,7 @@ def randomized_smiles(smiles, n: int, random_state: int = 0, per_molecule: bool 
     # RDKit's C++ log is blocked here and restored as the caller had it afterwards.
     with rdBase.BlockLogs():
         for s in smiles:
-            mol = Chem.MolFromSmiles(s) if isinstance(s, str) else None
+            mol = mol_from_smiles(s)
             if mol is None or n == 0:
                 out.append([s] * n)
                 continue

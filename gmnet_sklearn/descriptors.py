@@ -95,6 +95,8 @@ def compute_descriptors(smiles, on_invalid: str = "raise", n_jobs=None) -> np.nd
     """
     from joblib import Parallel, delayed, effective_n_jobs
 
+    if on_invalid not in ("raise", "nan"):
+        raise ValueError(f"on_invalid must be 'raise' or 'nan', got {on_invalid!r}")
     smiles = list(smiles)
     position: dict[str, int] = {}
     for s in smiles:
@@ -150,13 +152,29 @@ def cached_descriptors(memory, smiles, on_invalid: str = "raise", n_jobs=None) -
     return memory.cache(_descriptors_keyed, ignore=["n_jobs"])(list(smiles), on_invalid, descriptor_set, n_jobs=n_jobs)
 
 
+def _warn_invalid_rows(smiles: list, raw: np.ndarray) -> None:
+    """Names the rows ``on_invalid="nan"`` gave NaN throughout (RDKit rejects the SMILES; a
+    molecule has some descriptor): they come out of the scaling as 0, like any other row."""
+    import warnings
+
+    from .exceptions import InvalidSmilesWarning
+
+    bad = np.flatnonzero(np.isnan(raw).all(axis=1)) if raw.size else np.empty(0, dtype=np.int64)
+    if bad.size:
+        shown = ", ".join(f"{i} ({smiles[i]!r})" for i in bad[:5]) + (f", ... ({bad.size - 5} more)" if bad.size > 5 else "")
+        warnings.warn(f"RDKitDescriptors(on_invalid='nan'): {bad.size} of {len(smiles)} SMILES RDKit cannot parse "
+                      f"get NaN descriptors (0 once scaled): rows {shown}", InvalidSmilesWarning, stacklevel=3)
+
+
 class RDKitDescriptors(TransformerMixin, BaseEstimator):
     """SMILES -> RDKit 2D descriptors, quantile-mapped to N(0, 1) on the training data.
 
     Parameters
     ----------
     n_quantiles : quantiles of the map (capped at the number of training molecules).
-    on_invalid : "raise" (default) or "nan": rows of SMILES RDKit rejects come out 0.
+    on_invalid : "raise" (default) or "nan": rows of SMILES RDKit rejects come out 0 (the training
+        median, as a descriptor RDKit cannot compute for a molecule does), with an
+        :class:`~gmnet_sklearn.exceptions.InvalidSmilesWarning` naming them.
     n_jobs : worker processes for the descriptors (joblib's meaning; None: one) when there are
         many distinct SMILES; the values do not depend on it.
     memory : None (default), a folder or a ``joblib.Memory``: where the raw descriptors of each
@@ -185,7 +203,9 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
         from .estimators._base import check_smiles_input
 
         self._check_params()
-        raw = cached_descriptors(self.memory, check_smiles_input(X), self.on_invalid, n_jobs=self.n_jobs)
+        X = check_smiles_input(X)
+        raw = cached_descriptors(self.memory, X, self.on_invalid, n_jobs=self.n_jobs)
+        _warn_invalid_rows(X, raw)
         return self._fit_raw(raw)
 
     def _fit_raw(self, raw: np.ndarray):
@@ -202,10 +222,20 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
         self.n_features_out_ = int(self.kept_.sum())
         return self
 
-    def _restore(self, kept: np.ndarray, quantiles: np.ndarray, references: np.ndarray):
-        """A fitted transformer from saved arrays (the estimators' pickle-free format)."""
+    def _restore(self, kept: np.ndarray, quantiles: np.ndarray, references: np.ndarray,
+                 names: list | None = None, rdkit_version: str | None = None, source: str = "the saved scaling"):
+        """A fitted transformer from saved arrays (the estimators' pickle-free format). ``names``:
+        the descriptors it was fitted on, which must be this RDKit's (None: not recorded)."""
+        import rdkit
+
+        here = descriptor_names()
+        if names is not None and list(names) != here:
+            differ = next((f"column {i}: {a!r} there, {b!r} here" for i, (a, b) in enumerate(zip(names, here))
+                           if a != b), f"{len(names)} descriptors there, {len(here)} here")
+            raise ValueError(f"{source} was fitted on the descriptors of RDKit {rdkit_version or '(unknown)'}, "
+                             f"which RDKit {rdkit.__version__} lists otherwise ({differ}): load it with that RDKit")
         self.kept_ = np.asarray(kept, dtype=bool)
-        self.names_ = np.asarray(descriptor_names(), dtype=object)
+        self.names_ = np.asarray(here, dtype=object)
         qt = QuantileTransformer(n_quantiles=len(references), output_distribution="normal", subsample=None)
         qt.quantiles_, qt.references_ = np.asarray(quantiles), np.asarray(references)
         qt.n_quantiles_, qt.n_features_in_ = len(references), int(self.kept_.sum())
@@ -217,8 +247,10 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
 
         check_is_fitted(self, "quantiles_")
         self._check_params()
-        return self._transform_raw(cached_descriptors(self.memory, check_smiles_input(X), self.on_invalid,
-                                                      n_jobs=self.n_jobs))
+        X = check_smiles_input(X)
+        raw = cached_descriptors(self.memory, X, self.on_invalid, n_jobs=self.n_jobs)
+        _warn_invalid_rows(X, raw)
+        return self._transform_raw(raw)
 
     def _transform_raw(self, raw: np.ndarray) -> np.ndarray:
         z = self.quantiles_.transform(raw[:, self.kept_])

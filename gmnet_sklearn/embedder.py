@@ -117,6 +117,15 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
         self._check_params()
         if self.prefit:
             check_smiles_input(X)
+            if not _is_fitted(self.estimator):
+                # the usual cause: ColumnTransformer, cross_val_score or GridSearchCV cloned the
+                # embedder, and clone un-fits the estimator it holds
+                raise NotFittedError(
+                    f"GMNetEmbedder(prefit=True) needs a fitted estimator; its {type(self.estimator).__name__} "
+                    "is not fitted. If a scikit-learn tool cloned the embedder (ColumnTransformer, "
+                    "cross_val_score, GridSearchCV), wrap the fitted estimator: "
+                    "GMNetEmbedder(FrozenEstimator(est)), with prefit=False"
+                )
             self.estimator_ = self.estimator
         else:
             estimator = clone(self.estimator)  # a FrozenEstimator clones to itself, fitted

@@ -7,4 +7,6 @@ __all__ = ["InvalidSmilesWarning"]
 
 class InvalidSmilesWarning(UserWarning):
     """Rows whose SMILES cannot be used (RDKit rejects them, or the tokenizer does) were left
-    out on request: ``on_invalid="skip"`` of the estimators and of the scaffold CV splitters."""
+    out, or given placeholder rows, on request: ``on_invalid="skip"`` of the estimators and of the
+    scaffold CV splitters, the rows ``score`` leaves out, ``MorganFingerprint(on_invalid="zeros")``
+    and ``RDKitDescriptors(on_invalid="nan")``."""

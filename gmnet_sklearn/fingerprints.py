@@ -15,7 +15,8 @@ from sklearn.base import BaseEstimator, TransformerMixin
 class MorganFingerprint(TransformerMixin, BaseEstimator):
     """SMILES -> (n, n_bits) uint8 Morgan fingerprint bits (``counts=True``: counts).
 
-    ``on_invalid``: "raise" (default) names the SMILES RDKit rejects; "zeros" gives them all-zero rows.
+    ``on_invalid``: "raise" (default) names the SMILES RDKit rejects; "zeros" gives them all-zero
+    rows, with an :class:`~gmnet_sklearn.exceptions.InvalidSmilesWarning` naming them.
     """
 
     def __init__(self, radius: int = 2, n_bits: int = 2048, counts: bool = False, on_invalid: str = "raise"):
@@ -38,14 +39,31 @@ class MorganFingerprint(TransformerMixin, BaseEstimator):
             raise ValueError(f"on_invalid must be 'raise' or 'zeros', got {self.on_invalid!r}")
 
     def transform(self, X) -> np.ndarray:
-        from rdkit import rdBase
-        from rdkit.Chem import rdFingerprintGenerator
+        import warnings
 
         from .estimators._base import check_smiles_input
-        from .utils import mol_from_smiles
+        from .exceptions import InvalidSmilesWarning
 
         X = check_smiles_input(X)
         self._check_on_invalid()
+        out, bad = self._fingerprints(X)
+        if bad:
+            shown = ", ".join(f"{i} ({X[i]!r})" for i in bad[:5]) + (f", ... ({len(bad) - 5} more)" if len(bad) > 5 else "")
+            if self.on_invalid == "raise":
+                raise ValueError(f"RDKit cannot parse {len(bad)} SMILES, e.g. at rows {shown} "
+                                 "(on_invalid='zeros' gives them all-zero rows)")
+            warnings.warn(f"MorganFingerprint(on_invalid='zeros'): {len(bad)} of {len(X)} SMILES RDKit cannot "
+                          f"parse get all-zero rows: rows {shown}", InvalidSmilesWarning, stacklevel=2)
+        return out
+
+    def _fingerprints(self, X: list) -> tuple[np.ndarray, list]:
+        """``(rows, bad)``: the fingerprints, all-zero where RDKit rejects the SMILES, and those
+        positions. The estimators read this directly: they name such rows themselves."""
+        from rdkit import rdBase
+        from rdkit.Chem import rdFingerprintGenerator
+
+        from .utils import mol_from_smiles
+
         gen = rdFingerprintGenerator.GetMorganGenerator(radius=int(self.radius), fpSize=int(self.n_bits))
         out = np.zeros((len(X), int(self.n_bits)), dtype=np.uint8 if not self.counts else np.uint16)
         bad = []
@@ -57,11 +75,7 @@ class MorganFingerprint(TransformerMixin, BaseEstimator):
                     bad.append(i)
                     continue
                 out[i] = gen.GetCountFingerprintAsNumPy(mol) if self.counts else gen.GetFingerprintAsNumPy(mol)
-        if bad and self.on_invalid == "raise":
-            shown = ", ".join(f"{i} ({X[i]!r})" for i in bad[:5])
-            raise ValueError(f"RDKit cannot parse {len(bad)} SMILES, e.g. at rows {shown} "
-                             "(on_invalid='zeros' gives them all-zero rows)")
-        return out
+        return out, bad
 
     def get_feature_names_out(self, input_features=None):
         return np.asarray([f"morgan{self.radius}_{i}" for i in range(int(self.n_bits))], dtype=object)

@@ -172,7 +172,8 @@ def conjugation_flags(smiles: str, tokens: list[str] | None = None) -> np.ndarra
     1 for an atom token whose RDKit atom is aromatic or has a conjugated bond, 0 otherwise
     (including every non-atom token). ``[CLS]``/``[SEP]`` are not included.
     """
-    smiles = smiles.strip()
+    # RDKit reads "" as a molecule without atoms: blank is an error here, as in the tokenizer
+    smiles = SmilesTokenizer._check_str(smiles).strip()
     if tokens is None:
         tokens = tokenize_smiles(smiles)
     mol = _parse(smiles)

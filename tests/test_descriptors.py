@@ -69,6 +69,18 @@ def test_a_blank_smiles_is_invalid_not_a_molecule_without_atoms():
     assert np.isnan(rows[1]).all() and not np.isnan(rows[0]).all()
 
 
+def test_on_invalid_nan_names_the_rows_and_compute_descriptors_checks_it():
+    from gmnet_sklearn.exceptions import InvalidSmilesWarning
+
+    with pytest.warns(InvalidSmilesWarning, match=r"1 of 5 SMILES .* rows 4 \('C1CC'\)"):
+        fitted = RDKitDescriptors(on_invalid="nan").fit(SMILES[:4] + ["C1CC"])
+    with pytest.warns(InvalidSmilesWarning, match=r"2 of 3 SMILES .* rows 1 \('C1CC'\), 2 \(None\)"):
+        z = fitted.transform(["CCO", "C1CC", None])
+    assert (z[1:] == 0).all() and (z[0] != 0).any()
+    with pytest.raises(ValueError, match="on_invalid must be 'raise' or 'nan', got 'zeros'"):
+        compute_descriptors(["CCO"], on_invalid="zeros")
+
+
 def test_fitting_on_copies_of_one_molecule_says_why_it_cannot_scale():
     for smiles in (["CCO"], ["CCO", "CCO", "CCO"]):
         with pytest.raises(ValueError, match="no RDKit descriptor varies across the .* training SMILES"):

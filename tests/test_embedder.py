@@ -128,7 +128,8 @@ def test_params_clone_tags_and_errors(plain):
     emb = GMNetEmbedder(plain, features="moments", layers=[0], member=0, prefit=True)
     copy = clone(emb)
     assert copy.get_params()["features"] == "moments" and not hasattr(copy, "estimator_")
-    with pytest.raises(NotFittedError):  # clone un-fits the estimator parameter, as with SelectFromModel
+    # clone un-fits the estimator parameter, as with SelectFromModel: the error says what to do
+    with pytest.raises(NotFittedError, match=r"prefit=True\) needs a fitted estimator.*FrozenEstimator\(est\)"):
         copy.fit(SMILES)
     frozen = clone(GMNetEmbedder(FrozenEstimator(plain)))
     np.testing.assert_array_equal(frozen.fit(SMILES).transform(SMILES[:3]),

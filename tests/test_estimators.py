@@ -273,6 +273,23 @@ def test_safe_save_and_load(kind, fitted_regressor, fitted_classifier, tmp_path)
         (GMNetClassifier if kind == "regressor" else GMNetRegressor).load(tmp_path / "m")
 
 
+def test_a_saved_descriptor_scaling_names_its_descriptors_and_another_rdkit_list_is_refused(
+        fitted_regressor, tmp_path, monkeypatch):
+    from safetensors import safe_open
+
+    from gmnet_sklearn import descriptors as D
+
+    fitted_regressor.save(tmp_path / "m")
+    with safe_open(str(tmp_path / "m" / "descriptors.safetensors"), framework="pt") as fh:
+        assert json.loads(fh.metadata()["names"]) == D.descriptor_names()
+    here = D.descriptor_names()
+    # an RDKit that lists one more descriptor first: every column would be read as its neighbour
+    monkeypatch.setattr(D, "descriptor_names", lambda: ["NewDescriptor", *here])
+    with pytest.raises(ValueError, match=r"descriptors.safetensors was fitted on the descriptors of RDKit .* "
+                                         rf"\(column 0: '{here[0]}' there, 'NewDescriptor' here\)"):
+        load_model(tmp_path / "m")
+
+
 def test_deepchem_vocabulary(deepchem_vocab):
     est = GMNetRegressor(**{**TINY, "vocab_file": str(deepchem_vocab)}).fit(X, Y)
     assert est.tokenizer_.vocab_size == 591

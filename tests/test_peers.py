@@ -316,10 +316,31 @@ def test_report_shows_a_forest_blending_arm_beside_its_network_alone(tmp_path):
 
 
 def test_morgan_fingerprint_rejects_blank_smiles_and_checks_on_invalid_without_fit():
+    from gmnet_sklearn.exceptions import InvalidSmilesWarning
     from gmnet_sklearn.fingerprints import MorganFingerprint
 
     with pytest.raises(ValueError, match=r"rows 1 \(''\)"):
         MorganFingerprint().transform(["CCO", ""])
-    assert MorganFingerprint(on_invalid="zeros").transform(["CCO", ""])[1].sum() == 0
+    with pytest.warns(InvalidSmilesWarning, match=r"1 of 2 SMILES .* all-zero rows: rows 1 \(''\)"):
+        assert MorganFingerprint(on_invalid="zeros").transform(["CCO", ""])[1].sum() == 0
     with pytest.raises(ValueError, match="on_invalid must be 'raise' or 'zeros'"):
         MorganFingerprint(on_invalid="bogus").transform(["CCO"])  # transform needs no fit: it checks too
+
+
+def test_whitespace_inside_a_smiles_is_no_molecule_for_the_featurisers():
+    """RDKit's default parser reads what follows a space as the molecule's name (or CXSMILES),
+    so "CC O" would be ethane; here it is invalid, as for the tokenizer."""
+    from gmnet_sklearn.augment import randomized_smiles
+    from gmnet_sklearn.descriptors import compute_descriptors
+    from gmnet_sklearn.fingerprints import MorganFingerprint
+    from gmnet_sklearn.utils import mol_from_smiles
+
+    for s in ("CC O", "CCO\tN", "c1ccccc1 |$;;;;;;$|"):
+        assert mol_from_smiles(s) is None
+    for s in (" CCO", "CCO ", "CCO\n"):  # around it: stripped, as the tokenizer does
+        assert mol_from_smiles(s) is not None
+    with pytest.raises(ValueError, match=r"rows 1 \('CC O'\)"):
+        MorganFingerprint().transform(["CC", "CC O"])
+    with pytest.raises(ValueError, match=r"rows 1 \('CC O'\)"):
+        compute_descriptors(["CC", "CC O"])
+    assert randomized_smiles(["CC O"], 2, random_state=0) == [["CC O", "CC O"]]  # passed through, as invalid

@@ -250,6 +250,15 @@ def test_flags_given_tokens_and_errors() -> None:
         conjugation_flags("CCO", ["C", "C"])
 
 
+def test_conjugation_flags_of_blank_or_non_string_input_are_errors() -> None:
+    # RDKit reads "" as a molecule without atoms: the tokenizer's errors, not empty flags
+    for blank in ("", "   "):
+        with pytest.raises(ValueError, match="empty SMILES string"):
+            conjugation_flags(blank)
+    with pytest.raises(TypeError, match="SMILES must be a str, got NoneType"):
+        conjugation_flags(None)
+
+
 def test_flags_match_rdkit_on_real_smiles(valid_real_smiles: list[str]) -> None:
     params = Chem.SmilesParserParams()
     params.removeHs = False

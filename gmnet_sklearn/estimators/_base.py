@@ -368,7 +368,7 @@ class SmilesNetBase(BaseEstimator):
                 self.descriptor_scaler_ = RDKitDescriptors()._fit_raw(raw)
             parts.append(self.descriptor_scaler_._transform_raw(raw))
         if self._as_fitted("fingerprint"):
-            counts = MorganFingerprint(**FUSED_FINGERPRINT, counts=True, on_invalid="zeros").transform(smiles)
+            counts = MorganFingerprint(**FUSED_FINGERPRINT, counts=True)._fingerprints(smiles)[0]
             parts.append(np.log1p(counts, dtype=np.float32))
         return np.concatenate(parts, axis=1) if parts else None
 
@@ -540,7 +540,7 @@ class SmilesNetBase(BaseEstimator):
         fingerprint fused) the same Morgan count fingerprint, log(1 + count)."""
         if head_features is not None:
             return head_features
-        counts = MorganFingerprint(**FUSED_FINGERPRINT, counts=True, on_invalid="zeros").transform(smiles)
+        counts = MorganFingerprint(**FUSED_FINGERPRINT, counts=True)._fingerprints(smiles)[0]
         return np.log1p(counts, dtype=np.float32)
 
     def _selection_callbacks(self, valid_set):
@@ -669,8 +669,12 @@ class SmilesNetBase(BaseEstimator):
             scaler = self.descriptor_scaler_
             arrays = {"kept": scaler.kept_, "quantiles": scaler.quantiles_.quantiles_,
                       "references": scaler.quantiles_.references_}
+            import rdkit
+
+            # which descriptors the columns are: another RDKit may list others (checked on load)
             save_file({k: torch.as_tensor(np.ascontiguousarray(v)) for k, v in arrays.items()},
-                      str(path / "descriptors.safetensors"))
+                      str(path / "descriptors.safetensors"),
+                      metadata={"names": json.dumps(scaler.names_.tolist()), "rdkit_version": rdkit.__version__})
         if getattr(self, "forest_", None) is not None:
             self.forest_.save(path / "forest.skops")
         else:  # a folder saved into before must not lend this model another model's forest
@@ -707,9 +711,16 @@ class SmilesNetBase(BaseEstimator):
         est._restore_fitted_metadata(config["fitted"])
         est.device_ = resolve_device(est.device)
         if est.descriptors:
-            arrays = load_file(str(path / "descriptors.safetensors"))
+            from safetensors import safe_open
+
+            file = path / "descriptors.safetensors"
+            arrays = load_file(str(file))
+            with safe_open(str(file), framework="pt") as fh:
+                meta = fh.metadata() or {}  # none in folders saved before names were recorded
             est.descriptor_scaler_ = RDKitDescriptors()._restore(
-                arrays["kept"].numpy(), arrays["quantiles"].numpy(), arrays["references"].numpy())
+                arrays["kept"].numpy(), arrays["quantiles"].numpy(), arrays["references"].numpy(),
+                names=json.loads(meta["names"]) if "names" in meta else None,
+                rdkit_version=meta.get("rdkit_version"), source=str(file))
         est.nets_ = []
         for i in range(est.n_estimators):
             module = est._make_module()

@@ -57,12 +57,22 @@ def check_smiles_input(X, name: str = "X", *, smiles_column: str = "smiles", ens
     return X
 
 
+_SMILES_PARAMS = None  # built on first use, so importing this module does not import RDKit
+
+
 def mol_from_smiles(smiles):
     """RDKit's molecule for ``smiles``, or None where there is none: not a string, blank (RDKit
     reads "" as a molecule without atoms, which would pass as a valid row of zeros), or rejected
-    by RDKit. Callers block RDKit's log and report the None rows."""
+    by RDKit. Whitespace inside it is rejected too: RDKit's default reads what follows as the
+    molecule's name or CXSMILES extensions, so ``"CC O"`` would be ethane (the tokenizer rejects
+    it as well). Callers block RDKit's log and report the None rows."""
+    global _SMILES_PARAMS
     from rdkit import Chem
 
     if not isinstance(smiles, str) or not smiles.strip():
         return None
-    return Chem.MolFromSmiles(smiles)
+    if _SMILES_PARAMS is None:
+        params = Chem.SmilesParserParams()
+        params.parseName, params.allowCXSMILES = False, False
+        _SMILES_PARAMS = params
+    return Chem.MolFromSmiles(smiles.strip(), _SMILES_PARAMS)
