@@ -318,3 +318,18 @@ def test_benchmark_protocols_pin_their_recipes():
         pre = get_protocol("chemberta3_moses")
         assert pre.estimator_params(arm) == {**ref.estimator_params(arm), "pretrained": "moses-paper"}
         assert pre.endpoint_overrides == ref.endpoint_overrides
+
+
+def test_a_diverged_classifier_keeps_its_best_finite_epoch_as_the_regressor_does():
+    from gmnet_sklearn import GMNetClassifier
+    from gmnet_sklearn.estimators.metrics import mean_roc_auc
+
+    # a non-finite score is an epoch that cannot be the best, not scikit-learn's "Input contains NaN"
+    assert np.isnan(mean_roc_auc([0, 1, 1], [0.2, np.nan, 0.7]))
+    assert np.isnan(mean_roc_auc([0, 1, 1], [0.2, np.inf, 0.7]))
+    assert mean_roc_auc([[0, np.nan], [1, 1]], [[0.1, np.nan], [0.9, 0.5]]) == 1.0  # NaN only where unlabelled
+    y = class_target(SMILES)
+    est = GMNetClassifier(**{**TINY, "lr": 1e3}, lr_schedule="constant", warmup=0.0).fit(X, y)
+    aucs = [row["valid_roc_auc"] for row in est.history_]
+    assert any(np.isnan(aucs))  # it diverged, and the fit went on
+    assert np.isfinite(est.predict_proba(X)).all()

@@ -211,3 +211,53 @@ def test_earlier_fit_wall_seconds_counts_each_earlier_call_once():
              part(100.0, 190.0), part(300.0, 310.0), part(500.0, None)]  # member 1
     assert earlier_fit_wall_seconds(parts, 500.0) == pytest.approx(90.0 + 30.0)
     assert earlier_fit_wall_seconds([{"from_epoch": 0, "meta": None}, part(500.0, None)], 500.0) is None
+
+
+def test_a_vocab_file_rewritten_in_place_is_not_resumed_from(tmp_path):
+    from gmnet_sklearn.tokenizer import SmilesTokenizer
+
+    vocab = tmp_path / "vocab.txt"
+    tokens = list(SmilesTokenizer().fit(X).vocabulary_)
+    vocab.write_text("\n".join(tokens) + "\n")
+    params = {**TINY, "vocab_file": str(vocab)}
+    with pytest.raises(Killed):
+        GMNetRegressor(**params, callbacks=[TrainingSnapshot(tmp_path / "s"), KillAtEpoch(3)]).fit(X, Y)
+    vocab.write_text("\n".join(tokens[:5] + tokens[5:][::-1]) + "\n")  # the same tokens, other ids
+    fresh = GMNetRegressor(**params).fit(X, Y)
+    with pytest.warns(UserWarning, match="its vocabulary changed since"):
+        again = GMNetRegressor(**params, callbacks=[TrainingSnapshot(tmp_path / "s")]).fit(X, Y)
+    assert again.resume_info_["resumed_from_epoch"] is None
+    _assert_same_fit(again, fresh, X)
+
+
+def test_early_stopping_on_the_last_epoch_is_snapshotted(tmp_path):
+    """EarlyStopping ends the fit inside the last epoch's end, before the snapshot's turn: that
+    epoch is written all the same, so a refit trains nothing."""
+    from skorch.callbacks import EarlyStopping
+
+    class StopAtLast(EarlyStopping):  # full patience exactly at the last epoch
+        def on_epoch_end(self, net, **kwargs):
+            if len(net.history) == TINY["max_epochs"]:
+                self.misses_ = self.patience
+                raise KeyboardInterrupt
+            self.misses_ = 0
+
+    est = GMNetRegressor(**TINY, callbacks=[StopAtLast(patience=1), TrainingSnapshot(tmp_path)]).fit(X, Y)
+    (info,) = read_snapshot_infos(tmp_path)
+    assert info["epochs_done"] == TINY["max_epochs"] and info["stopped_early"]
+    again = GMNetRegressor(**TINY, callbacks=[StopAtLast(patience=1), TrainingSnapshot(tmp_path)]).fit(X, Y)
+    assert again.resume_info_["resumed_from_epoch"] == TINY["max_epochs"]
+    _assert_same_fit(again, est, X)
+
+
+def test_snapshot_infos_come_oldest_first(tmp_path):
+    import os
+
+    for seed in (0, 1, 2):
+        GMNetRegressor(**{**TINY, "max_epochs": 1, "random_state": seed}, callbacks=[TrainingSnapshot(tmp_path)]).fit(X, Y)
+    # written in the reverse order of their file names (hashes, which say nothing of when)
+    files = sorted(tmp_path.glob("*.json"), reverse=True)
+    for when, p in enumerate(files):
+        os.utime(p, (1_000_000 + when, 1_000_000 + when))
+    expected = [json.loads(p.read_text())["fit"]["seed"] for p in files]
+    assert [info["fit"]["seed"] for info in read_snapshot_infos(tmp_path)] == expected

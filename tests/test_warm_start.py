@@ -229,6 +229,13 @@ def test_chemberta_from_hugging_face_roberta_for_masked_lm(tmp_path):
         if "token_type" in key:  # one row in the checkpoint, two in the model: row 0 is the one used
             value = value[:1]
         assert torch.equal(value, expected), key
+    # with vocab.txt in the folder, a vocab_file naming another vocabulary is an error, as for our folders
+    (tmp_path / "hf" / "vocab.txt").write_text(vocab.read_text())
+    tokens = vocab.read_text().split()
+    (tmp_path / "other.txt").write_text("\n".join(tokens[:5] + tokens[5:][::-1]) + "\n")  # same size, ids moved
+    with pytest.raises(ValueError, match="brings its own vocabulary and vocab_file=.*other.txt"):
+        ChemBERTaRegressor.from_pretrained(tmp_path / "hf", vocab_file=str(tmp_path / "other.txt"), **FIT).fit(X, y)
+    ChemBERTaRegressor.from_pretrained(tmp_path / "hf", vocab_file=str(vocab), **FIT).fit(X, y)  # the same one: fine
 
 
 def _smoke_corpus(folder):
@@ -415,3 +422,31 @@ def test_layer_lr_decay_fit_resumes_from_a_snapshot_exactly(pretrained, tmp_path
     assert [g["lr_scale"] for g in resumed.net_.optimizer_.param_groups] == [
         g["lr_scale"] for g in full.net_.optimizer_.param_groups]
     _assert_same_fit(resumed, full, SMILES[:40])
+
+
+def test_a_snapshot_is_not_resumed_once_the_pretrained_folder_was_rewritten(pretrained, tmp_path):
+    import shutil
+
+    from gmnet_sklearn.estimators import TrainingSnapshot
+
+    from .test_training_snapshot import KillAtEpoch, Killed, _assert_same_fit
+
+    folder = tmp_path / "ckpt"
+    shutil.copytree(pretrained["gmnet"], folder)
+    params = dict(pretrained=str(folder), **TINY["gmnet"], max_epochs=3, batch_size=16, random_state=0, lr=1e-3)
+    y = regression_target(SMILES)
+    with pytest.raises(Killed):
+        GMNetRegressor(**params, callbacks=[TrainingSnapshot(tmp_path / "snaps"), KillAtEpoch(2)]).fit(SMILES, y)
+    # pretraining run again into the same folder: the same path, other weights
+    from safetensors.torch import save_file
+
+    state = load_file(str(folder / "model.safetensors"))
+    save_file({k: v + 0.01 if v.is_floating_point() else v for k, v in state.items()}, str(folder / "model.safetensors"))
+    fresh = GMNetRegressor(**params).fit(SMILES, y)
+    with pytest.warns(UserWarning, match="its pretrained changed since .* it is not resumed"):
+        again = GMNetRegressor(**params, callbacks=[TrainingSnapshot(tmp_path / "snaps")]).fit(SMILES, y)
+    assert again.resume_info_["resumed_from_epoch"] is None
+    _assert_same_fit(again, fresh, SMILES[:40])
+    # and the rewritten folder's own snapshot resumes as usual
+    resumed = GMNetRegressor(**params, callbacks=[TrainingSnapshot(tmp_path / "snaps")]).fit(SMILES, y)
+    assert resumed.resume_info_["resumed_from_epoch"] == 3

@@ -9,6 +9,7 @@ restore the best epoch, ``ProgressBar`` shows progress when ``verbose``.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import numbers
 import os
@@ -354,6 +355,18 @@ class SmilesNetBase(BaseEstimator):
             return X, y, np.empty(0, dtype=np.int64)
         return skip_invalid_rows(X, y, self.max_length_, name)
 
+    def _snapshot_inputs(self) -> dict[str, str]:
+        """Digests of what a fit reads from files named by its parameters (the parameters hold
+        only their paths): the vocabulary and the pretrained checkpoint. A snapshot whose files
+        changed since is not resumed."""
+        vocab = sorted(self.tokenizer_.vocabulary_.items(), key=lambda kv: kv[1])
+        inputs = {"vocabulary": hashlib.sha256("\n".join(tok for tok, _ in vocab).encode()).hexdigest()}
+        if getattr(self, "pretrained_", None) is not None:
+            from . import warm_start
+
+            inputs["pretrained"] = warm_start.source_digest(self.pretrained_)
+        return inputs
+
     def _molecule_features(self, smiles, fit: bool = False) -> np.ndarray | None:
         """Molecule-level features fused into the head, one row per SMILES (None without any):
         the scaled RDKit descriptors (their scaling fitted here when ``fit``), then the Morgan
@@ -488,7 +501,7 @@ class SmilesNetBase(BaseEstimator):
                                    "n_train": int(train_set.n_molecules),
                                    **{k: v for k, v in params.items() if isinstance(v, (int, float, str, bool))}},
                           max_epochs=self.max_epochs, loader=loader, checkpoint_dir=self._checkpoint_dir,
-                          fit_started=getattr(self, "_fit_started", None))
+                          fit_started=getattr(self, "_fit_started", None), inputs=self._snapshot_inputs())
             callbacks.append(snapshot)
         net = self._build_net(self._initialize_module(seed), callbacks, valid_set, loader)
         try:

@@ -25,12 +25,16 @@ def masked_rmse(y_true, y_pred) -> float:
 
 
 def mean_roc_auc(y_true, y_score) -> float:
-    """ROC-AUC per task over observed labels, averaged over tasks that have both classes."""
+    """ROC-AUC per task over observed labels, averaged over tasks that have both classes; NaN
+    when a score is not finite (a diverged fit: an epoch that is never the best, as masked_rmse
+    makes it for regression, instead of scikit-learn's error ending the fit)."""
     y_true, y_score = _as_2d(y_true), _as_2d(y_score)
     scores = []
     for j in range(y_true.shape[1]):
         obs = ~np.isnan(y_true[:, j])
         labels = y_true[obs, j]
+        if not np.isfinite(y_score[obs, j]).all():
+            return float("nan")
         if len(np.unique(labels)) == 2:
             scores.append(roc_auc_score(labels, y_score[obs, j]))
     return float(np.mean(scores)) if scores else float("nan")

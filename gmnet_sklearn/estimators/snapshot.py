@@ -17,7 +17,11 @@ state. On CPU with the same thread count the resumed fit is bit-identical to the
 
 Each fit has its own file, named by a fingerprint of what defines it (estimator parameters, the
 seed, the training and validation data), so one folder serves a whole ``GridSearchCV`` and a
-snapshot is never applied to a different fit. ``<fingerprint>.pt`` is written atomically;
+snapshot is never applied to a different fit. The files a parameter names (``vocab_file``, the
+``pretrained`` folder) are compared by content when resuming: one rewritten in place since makes
+the fit start afresh, with a warning. Other callbacks are not part of the fingerprint (a kill
+switch or a logger must not change it): keep one that changes training, such as gradient
+clipping, the same across the parts of a fit, or give the fit another folder. ``<fingerprint>.pt`` is written atomically;
 ``<fingerprint>.json`` beside it says, without loading torch, which fit it is and how far it got.
 The files stay after the fit (like skorch's ``Checkpoint``); refitting the same estimator on the
 same data then returns the same model without training. Delete them (:meth:`discard`) when the
@@ -32,6 +36,7 @@ import io
 import json
 import os
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Optional
 
@@ -88,10 +93,12 @@ class TrainingSnapshot(Callback):
 
     # ---- set by the estimator's fit ---------------------------------------------------------
     def bind(self, *, fingerprint: str, summary: dict, max_epochs: int, loader, checkpoint_dir: Optional[str],
-             fit_started: Optional[float] = None):
-        """Called by ``fit`` before training: which fit this is, where its moving parts live and
-        when (``time.time()``) the ``fit`` call began."""
+             fit_started: Optional[float] = None, inputs: Optional[dict] = None):
+        """Called by ``fit`` before training: which fit this is, where its moving parts live,
+        when (``time.time()``) the ``fit`` call began, and ``inputs``: digests of the files the fit
+        reads (vocabulary, pretrained checkpoint), which a snapshot must share to be resumed."""
         self.fingerprint_ = fingerprint
+        self.inputs_ = dict(inputs or {})
         self.fit_started_ = fit_started
         self.summary_ = summary
         self.max_epochs_ = int(max_epochs)
@@ -122,6 +129,14 @@ class TrainingSnapshot(Callback):
         restored when training begins (``on_train_begin``). Returns the epochs it has done;
         ``finished_`` says whether the fit ended there (early stopping) with epochs to spare."""
         self.pending_ = self.load()
+        # (snapshots written before the inputs were recorded are taken as they are)
+        saved = None if self.pending_ is None else self.pending_.get("inputs")
+        if saved is not None and saved != self.inputs_:
+            changed = sorted(k for k in set(saved) | set(self.inputs_) if saved.get(k) != self.inputs_.get(k))
+            warnings.warn(f"{self.path_} is a snapshot of this fit's parameters and data, but its {' and '.join(changed)} "
+                          "changed since (the same path, other contents): it is not resumed; the fit starts afresh "
+                          "and replaces it", UserWarning, stacklevel=2)
+            self.pending_ = None
         self.finished_ = self.pending_ is not None and bool(self.pending_.get("stopped_early"))
         return 0 if self.pending_ is None else int(self.pending_["epochs_done"])
 
@@ -169,7 +184,7 @@ class TrainingSnapshot(Callback):
         # training this way on Ctrl-C; then no early-stopping count is full and a refit resumes.)
         stopped = any(isinstance(cb, EarlyStopping) and cb.misses_ >= cb.patience
                       for _, cb in net.callbacks_ if hasattr(cb, "misses_"))
-        if stopped and len(net.history) < self.max_epochs_:
+        if stopped:  # on the last epoch too: that epoch was not written either
             self._write(net, stopped_early=True)
 
     def _write(self, net, stopped_early: bool = False):
@@ -181,6 +196,7 @@ class TrainingSnapshot(Callback):
         state: dict[str, Any] = {
             "format": SNAPSHOT_FORMAT,
             "fingerprint": self.fingerprint_,
+            "inputs": self.inputs_,
             "epochs_done": len(net.history),
             "module": net.module_.state_dict(),
             "optimizer": net.optimizer_.state_dict(),
@@ -239,13 +255,14 @@ def remove_snapshot(path) -> None:
 
 
 def read_snapshot_infos(dirname) -> list:
-    """The ``<fingerprint>.json`` descriptions in ``dirname`` (no torch needed), oldest first."""
+    """The ``<fingerprint>.json`` descriptions in ``dirname`` (no torch needed), oldest first
+    (by when each was last written)."""
     out = []
-    for p in sorted(Path(dirname).glob("*.json")) if Path(dirname).is_dir() else []:
+    for p in Path(dirname).glob("*.json") if Path(dirname).is_dir() else []:
         try:
-            info = json.loads(p.read_text())
+            info, written = json.loads(p.read_text()), p.stat().st_mtime
         except (OSError, ValueError):
             continue
         if info.get("format") == SNAPSHOT_FORMAT and (p.with_suffix(".pt")).exists():
-            out.append(info)
-    return out
+            out.append((written, p.name, info))
+    return [info for _, _, info in sorted(out, key=lambda t: t[:2])]

@@ -20,6 +20,7 @@ Hugging Face ``pytorch_model.bin``, read with ``torch.load(weights_only=True)``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -97,6 +98,18 @@ def read_source(pretrained, family: str) -> dict:
                      "Hugging Face RoBERTa config")
 
 
+def source_digest(source: dict) -> str:
+    """sha256 over the checkpoint folder's files (names and contents): what a training snapshot
+    compares, so a folder rewritten in place (pretraining run again) is not taken for the old one."""
+    h = hashlib.sha256()
+    for file in sorted(p for p in Path(source["path"]).iterdir() if p.is_file()):
+        h.update(file.name.encode() + b"\0")
+        with open(file, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
 def _comparable(value):
     """Names (activations) are resolved case-insensitively by the models, so compared so."""
     return value.lower() if isinstance(value, str) else value
@@ -124,8 +137,7 @@ def tokenizer_for(est, source: dict):
     from ..tokenizer import SmilesTokenizer
 
     vocab = source["vocab_file"]
-    if source["kind"] == "gmnet_sklearn" and est.vocab_file is not None and (
-            _tokens(est.vocab_file) != _tokens(source["vocab_file"])):
+    if vocab is not None and est.vocab_file is not None and _tokens(est.vocab_file) != _tokens(vocab):
         raise ValueError(f"pretrained={str(est.pretrained)!r} brings its own vocabulary and vocab_file="
                          f"{str(est.vocab_file)!r} is another one; leave vocab_file=None")
     if vocab is None:
