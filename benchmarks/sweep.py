@@ -85,8 +85,15 @@ class Job:
     # filled in while running
     proc: Optional[subprocess.Popen] = field(default=None, repr=False)
     started: Optional[float] = None
+    started_unix: Optional[float] = None  # time.time() at the start: is its result file this run's?
     ended: Optional[float] = None
     status: str = "planned"  # planned | running | done | failed | stopped | not started
+
+    def wrote_result(self) -> bool:
+        """Whether this run has written its result file (a run stopped at the deadline may have,
+        while its interpreter was still shutting down)."""
+        return (self.path is not None and self.started_unix is not None and self.path.exists()
+                and self.path.stat().st_mtime >= self.started_unix)
 
     def label(self) -> str:
         kl = f" k={self.k} L={self.L}" if self.arm == "gmnet" else ""
@@ -281,9 +288,11 @@ def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device
                                 argv = py + ["benchmarks.run", "--arm", "gmnet", "--endpoints", ep, "--seeds", str(seed),
                                              *common]
                             else:
-                                # (ablation has no --cuda-graphs: the estimators' default on CUDA is graphs anyway)
+                                # (ablation has no --cuda-graphs, the estimators' default on CUDA anyway, and
+                                # no --descriptor-cache, which only saves time)
                                 argv = py + ["benchmarks.ablation", "--endpoints", ep, "--k", str(k), "--L", str(L),
-                                             "--seeds", str(seed), *(a for a in common if a != "--cuda-graphs")]
+                                             "--seeds", str(seed), *_without(common, {"--cuda-graphs": 0,
+                                                                                      "--descriptor-cache": 1})]
                             add(group, "gmnet", ep, seed, k, L, argv)
         else:
             raise ValueError(f"unknown group {group!r}; choose from {GROUPS}")
@@ -293,6 +302,19 @@ def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device
     sign = -1.0 if order == "longest" else 1.0
     jobs.sort(key=lambda j: (rank[j.group], sign * j.estimate_s))
     return jobs
+
+
+def _without(argv: Sequence[str], options: dict) -> List[str]:
+    """``argv`` less the given options, each with its number of values."""
+    out, skip = [], 0
+    for a in argv:
+        if skip:
+            skip -= 1
+        elif a in options:
+            skip = options[a]
+        else:
+            out.append(a)
+    return out
 
 
 def write_archive(archive: Path, results_dir: Path, jobs: Sequence[Job], log_dir: Path) -> None:
@@ -359,8 +381,9 @@ def _schedule(pending, running, jobs, *, workers, deadline, safety, log_dir, res
         if elapsed() >= deadline:
             for job in running:
                 _stop(job)
-                job.status, job.ended = "stopped", elapsed()
-                print(f"[{job.ended:7.1f} s] stopped {job.label()} at the deadline", flush=True)
+                # a run that wrote its result before the stop is done (and goes into the archive)
+                job.status, job.ended = ("done" if job.wrote_result() else "stopped"), elapsed()
+                print(f"[{job.ended:7.1f} s] {job.status} {job.label()} at the deadline", flush=True)
             for job in running:
                 try:
                     job.proc.wait(timeout=10)
@@ -374,7 +397,7 @@ def _schedule(pending, running, jobs, *, workers, deadline, safety, log_dir, res
                 break
             job = fits[0]
             pending.remove(job)
-            job.started, job.status = elapsed(), "running"
+            job.started, job.started_unix, job.status = elapsed(), time.time(), "running"
             log = open(log_dir / f"{job.name}.log", "w")
             job.proc = subprocess.Popen(job.argv, stdout=log, stderr=subprocess.STDOUT, env=env,
                                         start_new_session=True, cwd=C.REPO)

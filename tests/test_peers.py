@@ -315,6 +315,45 @@ def test_report_shows_a_forest_blending_arm_beside_its_network_alone(tmp_path):
     assert [c.strip() for c in row.split("|")][5:8] == ["0.920 ± 0.000 (n=2)", "—", "1.000 ± 0.000 (n=2)"]
 
 
+def test_report_never_averages_gpu_and_cpu_times_and_ranks_on_shared_seeds(tmp_path):
+    results = tmp_path / "results"
+    gpu = {"cpu_model": "Test CPU", "cpu_count": 16, "torch_threads": 1, "device": "cuda", "gpu_name": "Test GPU"}
+    recs = [_peer_record("rf_ecfp", "esol", s, v) for s, v in enumerate((1.0, 0.6, 0.6))]
+    recs += [_record("gmnet", "esol", 0, 0.8, protocol="tuned")]
+    # ChemBERTa chemberta3: two seeds on the CPU, one on a GPU
+    cb = [_record("chemberta", "esol", s, 1.0) for s in range(3)]
+    for r, total, epoch in zip(cb, (600.0, 620.0, 30.0), (6.0, 6.2, 0.3)):
+        r["wall_time_s"] = {"total": total, "fit": total - 1, "per_epoch_mean": epoch}
+    cb[2]["hardware"] = gpu
+    # Chem-GMNet chemberta3 BBBP: seed 0 on the CPU, seed 1 on the GPU, seed 2 missing
+    gm = [_record("gmnet", "bbbp", s, 0.7) for s in (0, 1)]
+    gm[0]["wall_time_s"], gm[1]["wall_time_s"] = {"total": 1200.0, "per_epoch_mean": 12.0}, {"total": 60.0, "per_epoch_mean": 0.6}
+    gm[1]["hardware"] = {**gpu, "gmnet_path": "triton fused kernel"}
+    _write_records(results, recs + cb + gm)
+    text, section = _report_section(results, tmp_path, "Peers: what a chemist would pick instead")
+    # ranked on seed 0, the only one all columns have: Chem-GMNet `tuned` 0.8 beats RF's 1.0 there,
+    # though RF's mean over its three seeds (0.733) is lower
+    esol = next(ln for ln in section.splitlines() if ln.startswith("| ESOL | RMSE"))
+    assert [c.strip() for c in esol.split("|")[3:6]] == ["0.733 ± 0.189 (n=3)", "—", "**0.800** (n=1)"]
+    summary = json.loads((results / "summary.json").read_text())
+    assert summary["peers"]["endpoints"]["esol"]["best"] == ["gmnet@tuned"]
+    # fit times: one mean per device
+    times = next(ln for ln in section.splitlines() if ln.startswith("| ESOL |") and "RMSE" not in ln)
+    cb_time = [c.strip() for c in times.split("|")][-2]
+    assert cb_time.startswith("10.2 min (H") and "; 29.0 s (H" in cb_time and cb_time.endswith(", GPU)")
+    column = summary["peers"]["endpoints"]["esol"]["columns"]["chemberta@chemberta3"]
+    assert column["mean_fit_s"] == pytest.approx(609.0) and column["fit_s_by_device"]["cuda"]["mean_fit_s"] == 29.0
+    # hardware: the GPU run has its own row
+    hw = text.split("## Hardware and wall time")[1]
+    assert "| chemberta3 | ChemBERTa | esol | 2 |" in hw and "| chemberta3 | ChemBERTa (GPU) | esol | 1 |" in hw
+    row = next(ln for ln in hw.splitlines() if ln.startswith("| chemberta3 | ChemBERTa | esol |"))
+    assert "| 6.10 |" in row  # the CPU runs' seconds an epoch alone
+    # the missing seed's measured runs: one figure per device
+    missing = next(ln for ln in text.splitlines() if "Chem-GMNet k=8 L=3 bbbp: seed 2" in ln)
+    assert "the run made took 20.0 min, on H" in missing and "; the run made took 60.0 s, on H" in missing
+    assert missing.endswith(", GPU)")
+
+
 def test_morgan_fingerprint_rejects_blank_smiles_and_checks_on_invalid_without_fit():
     from gmnet_sklearn.exceptions import InvalidSmilesWarning
     from gmnet_sklearn.fingerprints import MorganFingerprint

@@ -81,6 +81,40 @@ def test_run_jobs_deadline_failures_and_archive(tmp_path):
     assert "quick.json" in names and "slow.json" not in names and "logs/broken.log" in names
 
 
+def test_a_run_that_wrote_its_result_before_the_deadline_stop_is_done(tmp_path):
+    # it writes its result, then its interpreter takes a while to end: the deadline falls between
+    (tmp_path / "results").mkdir()
+    path = tmp_path / "results" / "late.json"
+    code = f"import time, pathlib; pathlib.Path({str(path)!r}).write_text('{{}}'); time.sleep(60)"
+    late = sweep.Job("table1", "gmnet", "esol", 0, 8, 3, path, [sys.executable, "-c", code], 1.0, name="late")
+    # a result file left by an earlier run is not this run's
+    stale_path = tmp_path / "results" / "stale.json"
+    stale_path.write_text("{}")
+    import os
+
+    os.utime(stale_path, (1_000_000, 1_000_000))
+    stale = sweep.Job("table1", "gmnet", "bbbp", 0, 8, 3, stale_path, [sys.executable, "-c", "import time; time.sleep(60)"],
+                      1.0, name="stale")
+    archive = tmp_path / "out" / "results.tar.gz"
+    sweep.run_jobs([late, stale], workers=2, deadline=3.0, safety=1.0, log_dir=tmp_path / "logs",
+                   results_dir=tmp_path / "results", archive=archive, poll=0.1)
+    assert (late.status, stale.status) == ("done", "stopped")
+    with tarfile.open(archive) as tar:
+        names = set(tar.getnames())
+    assert "late.json" in names and "stale.json" not in names
+
+
+def test_ablation_cells_get_no_options_that_ablation_lacks(tmp_path):
+    from benchmarks import ablation
+
+    jobs = plan(tmp_path, groups=["ablation"], extra_args=["--descriptor-cache", str(tmp_path / "dc"), "--cuda-graphs"])
+    cell = next(j for j in jobs if j.argv[2] == "benchmarks.ablation")
+    assert "--descriptor-cache" not in cell.argv and str(tmp_path / "dc") not in cell.argv
+    ablation.build_parser().parse_args(cell.argv[3:])  # exits on an option it does not know
+    run = next(j for j in jobs if j.argv[2] == "benchmarks.run")  # the default cell keeps both
+    assert "--descriptor-cache" in run.argv and "--cuda-graphs" in run.argv
+
+
 def test_step_seconds_option():
     assert sweep.parse_step_seconds(["gmnet=0.5"], "cpu") == {"gmnet": 0.5, "chemberta": sweep.DEFAULT_STEP_SECONDS["cpu"]["chemberta"]}
     with pytest.raises(ValueError, match="ARM=SECONDS"):

@@ -85,6 +85,32 @@ def summarise_runs(runs: Dict[int, dict]) -> Optional[dict]:
     return s
 
 
+def run_machines(rec: dict) -> List[dict]:
+    """The hardware records of a run: one per part for a run resumed from a training snapshot."""
+    parts = (rec.get("resumed") or {}).get("parts") or []
+    found = [((p.get("meta") or {}).get("hardware")) for p in parts]
+    return [h for h in found if h] or [rec.get("hardware", {})]
+
+
+def run_device(rec: dict) -> str:
+    """"cpu", "cuda", or "cpu+cuda" for a run resumed across both: timings of different devices
+    are never averaged together (a GPU run's seconds beside CPU runs' would be meaningless)."""
+    return "+".join(sorted({(h.get("device") or "cpu") for h in run_machines(rec)}))
+
+
+def by_device(recs: Iterable[dict]) -> Dict[str, List[dict]]:
+    """The runs grouped by :func:`run_device`, the CPU's first."""
+    groups: Dict[str, List[dict]] = defaultdict(list)
+    for r in recs:
+        groups[run_device(r)].append(r)
+    return dict(sorted(groups.items(), key=lambda kv: (kv[0] != "cpu", kv[0])))
+
+
+def device_note(device: str) -> str:
+    """How a device shows beside a time: nothing for the CPU (most runs), else its name."""
+    return "" if device == "cpu" else {"cuda": "GPU", "cpu+cuda": "CPU and GPU parts"}.get(device, device)
+
+
 def paired(a: Optional[dict], b: Optional[dict]) -> Optional[Tuple[float, float, List[int]]]:
     """Two columns (``summarise_runs`` summaries) compared fairly: their means over the seeds both
     have, and those seeds; None when they share none. A mean over seeds 0-2 against one over
@@ -95,6 +121,10 @@ def paired(a: Optional[dict], b: Optional[dict]) -> Optional[Tuple[float, float,
     if not common:
         return None
     va, vb = dict(zip(a["seeds"], a["values"])), dict(zip(b["seeds"], b["values"]))
+    # a seed whose metric is undefined (NaN, null in the JSON) on either side is not shared
+    common = [s for s in common if all(v is not None and math.isfinite(v) for v in (va[s], vb[s]))]
+    if not common:
+        return None
     return float(np.mean([va[s] for s in common])), float(np.mean([vb[s] for s in common])), common
 
 

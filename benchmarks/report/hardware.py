@@ -11,14 +11,7 @@ import numpy as np
 from .. import _common as C
 from ..protocols import ENDPOINTS
 from ._format import DASH, duration, md_table
-from ._records import ALL_ARM_LABELS, Index
-
-
-def run_machines(rec: dict) -> List[dict]:
-    """The hardware records of a run: one per part for a run resumed from a training snapshot."""
-    parts = (rec.get("resumed") or {}).get("parts") or []
-    found = [((p.get("meta") or {}).get("hardware")) for p in parts]
-    return [h for h in found if h] or [rec.get("hardware", {})]
+from ._records import ALL_ARM_LABELS, Index, device_note, run_device, run_machines
 
 
 def hardware_ids(idx: Index, protocols: Sequence[str]) -> Tuple[Dict[str, str], Dict[int, List[str]]]:
@@ -51,6 +44,8 @@ def hardware_section(idx: Index, protocols: Sequence[str], out_dir: Path,
                 kl = f"k{r['k']} L{r['L']}" if r["arm"] == "gmnet" else ""
                 if r["arm"] == "gmnet":  # runs before the fused kernels did not record a path: eager
                     kl += ", " + (r.get("hardware") or {}).get("gmnet_path", "eager zonal forms")
+                note = device_note(run_device(r))  # a GPU's times are never averaged with a CPU's
+                kl = f"{kl}, {note}" if kl and note else (kl or note)
                 groups[(r["arm"], r["endpoint"], kl)].append(r)
         order = list(ENDPOINTS)
         for (arm, endpoint, kl), recs in sorted(groups.items(), key=lambda kv: (kv[0][0], order.index(kv[0][1]) if kv[0][1] in order else 99, kv[0][2])):

@@ -11,7 +11,7 @@ import numpy as np
 from ..peers import PEER_ARM_LABELS, PEER_ARMS, PEER_PROTOCOL
 from ..protocols import ARM_LABELS, ARMS, ENDPOINTS, EXTRA_ENDPOINTS, PROTOCOLS, TABLE1_ENDPOINTS
 from ._format import DASH, duration, fmt, md_table
-from ._records import Index, summarise_runs
+from ._records import Index, by_device, device_note, summarise_runs
 
 
 #: Our protocols shown beside the peers: the library's tuned recipe (when its records exist) and
@@ -61,7 +61,7 @@ def peers_section(idx: Index, machine_ids: Dict[int, List[str]]) -> Tuple[str, d
     for name in endpoints:
         ep = ENDPOINTS[name]
         stats_ = {key: summarise_runs(runs[key, name]) for key, *_ in columns}
-        present = {k: v["mean"] for k, v in stats_.items() if v and k != NETWORK_ALONE_KEY}
+        present = common_seed_means({k: v for k, v in stats_.items() if v and k != NETWORK_ALONE_KEY})
         best = set()
         if present:
             target = (max if ep.higher_is_better else min)(present.values())
@@ -75,13 +75,23 @@ def peers_section(idx: Index, machine_ids: Dict[int, List[str]]) -> Tuple[str, d
             st = stats_[key]
             row.append(fmt(st["mean"], st["sd"], ep.decimals, st["n"], bold=key in best) if st else DASH)
             recs = list(runs[key, name].values())
-            fits = [(r.get("wall_time_s") or {}).get("fit", (r.get("wall_time_s") or {}).get("total")) for r in recs]
-            fits = [f for f in fits if f is not None]
             hw = sorted({i for r in recs for i in machine_ids.get(id(r), [])})
-            trow.append(f"{duration(float(np.mean(fits)))} ({', '.join(hw)})" if fits and hw
-                        else (duration(float(np.mean(fits))) if fits else DASH))
+            times, by_dev = [], {}
+            for device, group in by_device(recs).items():  # one mean per device, never across them
+                fits = [(r.get("wall_time_s") or {}).get("fit", (r.get("wall_time_s") or {}).get("total")) for r in group]
+                fits = [f for f in fits if f is not None]
+                if not fits:
+                    continue
+                ids = sorted({i for r in group for i in machine_ids.get(id(r), [])})
+                where = ", ".join(ids + ([device_note(device)] if device_note(device) else []))
+                times.append(f"{duration(float(np.mean(fits)))}" + (f" ({where})" if where else ""))
+                by_dev[device] = {"mean_fit_s": float(np.mean(fits)), "n": len(fits), "hardware": ids}
+            trow.append("; ".join(times) or DASH)
+            # mean_fit_s: the CPU's (this project's machines), else the one device's
+            main = by_dev.get("cpu") or (next(iter(by_dev.values())) if len(by_dev) == 1 else None)
             esum["columns"][key] = {"protocol": protocol, "arm": arm, "test": st,
-                                    "mean_fit_s": float(np.mean(fits)) if fits else None, "hardware": hw}
+                                    "mean_fit_s": main["mean_fit_s"] if main else None, "hardware": hw,
+                                    "fit_s_by_device": by_dev}
         shas = {r["sizes"].get("split_sha256") for key, *_ in columns for r in runs[key, name].values()
                 if (r.get("sizes") or {}).get("split_sha256")}
         if len(shas) > 1:
@@ -96,7 +106,8 @@ def peers_section(idx: Index, machine_ids: Dict[int, List[str]]) -> Tuple[str, d
     n_rows = sum(1 for name in endpoints if summary[name]["best"])
     if n_rows:
         text += "\n\n" + "Best of the row: " + ", ".join(
-            f"{label} {best_count[key]}" for key, label, _, _ in columns if best_count[key]) + f" (of {n_rows} rows)."
+            f"{label} {best_count[key]}" for key, label, _, _ in columns if best_count[key]) + (
+            f" (of {n_rows} rows; ranked on the seeds the row's columns share).")
     text += ("\n\nMean fit time per seed (the machines are those of the hardware section below; a "
              "transformer arm's fit is its whole training, Chemprop's the whole `chemprop train` process, RF's the "
              "forests' fit):\n\n"
@@ -110,6 +121,22 @@ def peers_section(idx: Index, machine_ids: Dict[int, List[str]]) -> Tuple[str, d
                  "per endpoint: the arms trained and were scored on the same rows.")
     return text, {"columns": {key: {"label": label, "protocol": p, "arm": arm} for key, label, p, arm in columns},
                   "endpoints": summary, "best_count": dict(best_count), "split_mismatch": split_issues}
+
+
+def common_seed_means(columns: Dict[str, dict]) -> Dict[str, float]:
+    """Each column's mean over the seeds every column has (``_records.paired`` for many columns):
+    a mean over seeds 0-2 is never ranked against one over seed 0 alone. Empty when they share no
+    seed; a column without a value on one of those seeds (a NaN metric) is left out."""
+    if not columns:
+        return {}
+    common = sorted(set.intersection(*(set(c["seeds"]) for c in columns.values())))
+    out = {}
+    for key, c in columns.items():
+        values = dict(zip(c["seeds"], c["values"]))
+        picked = [values[s] for s in common]
+        if picked and all(v is not None and np.isfinite(v) for v in picked):
+            out[key] = float(np.mean(picked))
+    return out
 
 
 #: The defaults issue's targets: Chem-GMNet under `tuned` beats the best peer on these endpoints.

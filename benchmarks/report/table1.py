@@ -21,7 +21,7 @@ from ..protocols import (
     TABLE1_ENDPOINTS,
 )
 from ._format import DASH, better, duration, fmt, md_table
-from ._records import Index, paired, summarise_runs
+from ._records import Index, by_device, device_note, paired, summarise_runs
 
 
 def table1(idx: Index, protocol: str, endpoints: Sequence[str]) -> Tuple[str, dict]:
@@ -150,13 +150,14 @@ def params_grid(idx: Index, protocol: str) -> Optional[str]:
     return md_table(header, rows, ["---"] + ["---:"] * (2 * len(Ls)))
 
 
-def _measured(runs: Dict[int, dict], machine_ids: Dict[int, List[str]]) -> Optional[dict]:
-    """Wall time of the present runs of a cell: what its missing seeds are likely to cost."""
+def _measured(runs: Dict[int, dict], machine_ids: Dict[int, List[str]]) -> Optional[List[dict]]:
+    """Wall time of the present runs of a cell, one entry per device (a GPU's and a CPU's are never
+    averaged): what its missing seeds are likely to cost."""
     if not runs:
         return None
-    recs = list(runs.values())
-    return {"n_runs": len(recs), "mean_run_s": float(np.mean([r["wall_time_s"]["total"] for r in recs])),
-            "hardware": sorted({i for r in recs for i in machine_ids.get(id(r), [])})}
+    return [{"device": device, "n_runs": len(recs), "mean_run_s": float(np.mean([r["wall_time_s"]["total"] for r in recs])),
+             "hardware": sorted({i for r in recs for i in machine_ids.get(id(r), [])})}
+            for device, recs in by_device(runs.values()).items()]
 
 
 def missing_runs(idx: Index, protocol: str, machine_ids: Optional[Dict[int, List[str]]] = None) -> Tuple[str, list]:
@@ -198,12 +199,13 @@ def missing_runs(idx: Index, protocol: str, machine_ids: Optional[Dict[int, List
         for m in items:
             kl = f" k={m['k']} L={m['L']}" if m["arm"] == "gmnet" else ""
             word = "seed" if len(m["seeds"]) == 1 else "seeds"
-            took = ""
-            if m["measured"]:
-                n, where = m["measured"]["n_runs"], ", ".join(m["measured"]["hardware"])
-                took = ((f" (the {n} runs made took {duration(m['measured']['mean_run_s'])} on average"
-                         if n > 1 else f" (the run made took {duration(m['measured']['mean_run_s'])}")
-                        + (f", on {where}" if where else "") + ")")
+            took = []
+            for g in m["measured"] or []:
+                n, where = g["n_runs"], ", ".join(g["hardware"] + ([device_note(g["device"])] if device_note(g["device"]) else []))
+                took.append((f"the {n} runs made took {duration(g['mean_run_s'])} on average"
+                             if n > 1 else f"the run made took {duration(g['mean_run_s'])}")
+                            + (f", on {where}" if where else ""))
+            took = f" ({'; '.join(took)})" if took else ""
             lines.append(f"- {ARM_LABELS[m['arm']]}{kl} {m['endpoint']}: {word} {', '.join(map(str, m['seeds']))}{took}")
         lines.append("")
     return "\n".join(lines).rstrip(), missing

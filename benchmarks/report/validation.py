@@ -16,7 +16,7 @@ from ..peers import PEER_ARM_LABELS
 from ..protocols import ENDPOINTS
 from ..recipe_search import defaults_candidate, load_cells
 from ._format import DASH, better, fmt, md_table
-from ._records import stats
+from ._records import paired, stats
 from .peers import PEER_TARGET_ENDPOINTS
 
 #: Which of our figures on the valid split each peer's is compared with: fitted the same way on it.
@@ -42,14 +42,16 @@ def validation_section(peers_summary: dict, results_dir: Path) -> Tuple[str, dic
         valid = {"defaults": stats(values.get(ep_name, [])), "rf_ecfp": _valid(cols, "rf_ecfp"),
                  "chemprop": _valid(cols, "chemprop"), "gmnet@tuned": _valid(cols, "gmnet@tuned")}
         tests = {k: ((cols.get(k) or {}).get("test") or {}).get("mean") for k in ("gmnet@tuned", *COMPARABLE)}
+        test_stats = {k: (cols.get(k) or {}).get("test") for k in ("gmnet@tuned", *COMPARABLE)}
         summary[ep_name] = {"valid": valid, "test": tests}
         rows.append([ep.label, ep.metric_label, *[fmt(v["mean"], v["sd"], ep.decimals, v["n"]) if v else DASH
                                                   for v in valid.values()]])
         # Each peer our `tuned` runs do not beat on test: are we behind it on the valid split too?
         for peer, ours in COMPARABLE.items():
-            mine_test, peer_test = tests["gmnet@tuned"], tests[peer]
-            if mine_test is None or peer_test is None or better(mine_test, peer_test, ep.higher_is_better):
+            pair = paired(test_stats["gmnet@tuned"], test_stats[peer])  # on the seeds both have
+            if pair is None or better(pair[0], pair[1], ep.higher_is_better):
                 continue
+            mine_test, peer_test = pair[0], pair[1]
             if valid[ours] is None or valid[peer] is None:
                 continue
             ahead = better(valid[ours]["mean"], valid[peer]["mean"], ep.higher_is_better)
