@@ -208,3 +208,21 @@ def test_dual_ska_fast_path_shares_zonal_terms(monkeypatch):
     layer(torch.randn(2, 5, 24, dtype=torch.float64), torch.zeros(2, 5, dtype=torch.long), torch.ones(2, 5, dtype=torch.bool),
           impl="parallel")
     assert len(calls) == 1
+
+
+def test_sfa_parallel_reads_nothing_on_the_host_while_a_cuda_graph_is_captured(monkeypatch):
+    # the span check reads a value on the host, which capture forbids: captured, the direct form
+    # runs without it (the capture itself needs a GPU: tests/test_cuda_graphs.py)
+    import gmnet_sklearn.gm.ops.dual_ska.zonal as zonal
+
+    q, k, p, lg, _ = branch_inputs(T=7, k=5, L=3)
+    q, k = F.normalise(q), F.normalise(k)
+    direct = []
+    monkeypatch.setattr(zonal, "decay_weights", lambda *a: direct.append(1) or decay_weights(*a))
+    expected = sfa_parallel(q, k, p, lg, 3, causal=False)
+    assert not direct  # a short, mild sequence: the factorised form
+    monkeypatch.setattr(zonal, "_capturing", lambda x: True)
+    monkeypatch.setattr(torch.Tensor, "__float__", lambda self: pytest.fail("a host read while capturing"))
+    got = sfa_parallel(q, k, p, lg, 3, causal=False)
+    assert direct
+    torch.testing.assert_close(got, expected, atol=1e-12, rtol=0)

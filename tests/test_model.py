@@ -76,6 +76,25 @@ def test_forward_shape_and_impls_agree():
     torch.testing.assert_close(m(ids, conj), out)
 
 
+def test_cpu_autocast_bf16_forward_runs_and_is_close():
+    # CPU autocast hands the C++ kernels bf16 projections (they take float32/float64) and the read-outs
+    # bf16 inputs beside float32 weights (the eager form's in-place matmuls need one dtype): "auto"
+    # runs the eager attention and the reference read-out there
+    m = tiny().eval()
+    ids, conj, mask = batch()
+    with torch.no_grad():
+        full = m(ids, conj, mask)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            half = m(ids, conj, mask)
+    assert torch.isfinite(half).all()
+    torch.testing.assert_close(half.float(), full, atol=0.1, rtol=0.1)
+    # and a model cast to bf16 whole: the C++ kernels take float32/float64 only, the eager forms run
+    with torch.no_grad():
+        cast = copy.deepcopy(m).to(torch.bfloat16)(ids, conj, mask)
+    assert cast.dtype == torch.bfloat16
+    torch.testing.assert_close(cast.float(), full, atol=0.1, rtol=0.1)
+
+
 def test_embedding_and_ffn_fast_equal_reference():
     m = tiny().double()
     ids, _, _ = batch()

@@ -114,6 +114,7 @@ def test_sphere_readout_dispatch_takes_its_former_names():
     assert readout_op.select("reference", w[..., :1], [torch.zeros(1, 8, 3)], 0) == "parallel"  # L = 0: nothing to gather
     assert readout_op.select("auto", w, z, 3) == ("cpu" if cpu_kernels_available() else "parallel")
     assert readout_op.select("auto", w.half(), [z[0].half()], 3) == "parallel"  # the kernel takes float32/64 only
+    assert readout_op.select("auto", w, [z[0].bfloat16()], 3) == "reference"  # mixed (CPU autocast): one dtype needed
     if triton_available():  # CUDA, or the interpreter (tests/test_triton.py sets it for the session)
         assert readout_op.select("triton", w, z, 3) == "triton"
     else:

@@ -158,7 +158,7 @@ class SphereAttention(nn.Module):
         readout_impl = impl_for(impl, "sphere_readout")
         mask = mask.bool()
         form = attention_op.select(impl_for(impl, "dual_ska"), x.device, mask.shape[1], self.k, self.L,
-                                   fused=self.has_fused_kernels)
+                                   fused=self.has_fused_kernels, dtype=x.dtype)
         if form == "cpu":
             return self.fused_cpu_forward(x, conj, mask, packing, readout_impl)
         q, k, p = self.project(x, mask, packing)

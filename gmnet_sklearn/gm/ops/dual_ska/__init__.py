@@ -27,17 +27,27 @@ __all__ = ["PARALLEL_MAX_LEN", "select", "dual_ska", "gated_sfa", "ska", "sfa_sc
 PARALLEL_MAX_LEN = 1024
 
 
-def select(impl: str, device: torch.device, T: int, k: int, L: int, fused: bool = True) -> str:
+def _cpu_autocast() -> bool:
+    try:
+        return torch.is_autocast_enabled("cpu")
+    except TypeError:  # torch < 2.4 takes no device type
+        return torch.is_autocast_cpu_enabled()
+
+
+def select(impl: str, device: torch.device, T: int, k: int, L: int, fused: bool = True,
+           dtype: torch.dtype | None = None) -> str:
     """The form that runs: "cpu", "triton", "parallel", "reference" or "recurrent".
 
     "auto" picks, where ``fused`` (DualSKA; the single-branch variants have no fused kernels):
-    the C++ kernel on CPU when it builds and takes (k, L); Triton on CUDA when it is installed;
-    else the eager zonal forms, and above `PARALLEL_MAX_LEN` tokens "recurrent" (the Gated-SFA
-    scan, zonal SKA). Without fused kernels "cpu" and "triton" run the eager zonal forms.
+    the C++ kernel on CPU when it builds and takes (k, L) and the inputs (float32 or float64
+    ``dtype``, no CPU autocast, which would hand it bf16 projections); Triton on CUDA when it is
+    installed; else the eager zonal forms, and above `PARALLEL_MAX_LEN` tokens "recurrent" (the
+    Gated-SFA scan, zonal SKA). Without fused kernels "cpu" and "triton" run the eager zonal forms.
     """
     impl = resolve_auto("dual_ska", check_impl(impl))
     if impl == "auto":
         if fused and device.type == "cpu" and T <= PARALLEL_MAX_LEN and dual_ska_supported(k, L) \
+                and dtype in (None, torch.float32, torch.float64) and not _cpu_autocast() \
                 and cpu_extension.cpu_kernels_available():
             return "cpu"
         if fused and device.type == "cuda" and triton_available():

@@ -73,7 +73,9 @@ def sfa_parallel(q, k, p, log_gamma, L: int, causal: bool, terms: list | None = 
         terms = zonal_terms(q @ k.transpose(-1, -2), q.shape[-1], L)
     T = q.shape[2]
     C = log_gamma.cumsum(2)  # (B, H, T, L+1)
-    if T == 0 or float(-C[:, :, -1].detach().min()) > _FACTOR_MAX_SPAN:
+    # The span is read on the host, which a CUDA graph's capture forbids: captured, the direct
+    # form (safe at any span) runs without reading it.
+    if T == 0 or _capturing(q) or float(-C[:, :, -1].detach().min()) > _FACTOR_MAX_SPAN:
         W = sum(K * G for K, G in zip(_expand(terms, q), decay_weights(log_gamma, causal).unbind(2)))
         return W @ p
     R = C[:, :, T // 2 : T // 2 + 1]
@@ -93,6 +95,11 @@ def sfa_parallel(q, k, p, log_gamma, L: int, causal: bool, terms: list | None = 
             bwd = K * ub.flip(2).cumsum(2).flip(2) if isinstance(K, float) else torch.where(lower.T, K, zero) @ ub
             y = y + torch.exp(xb) * bwd  # sum_{s>=t} K_ts exp(D_s - D_t) p_s
     return y if causal else 0.5 * y
+
+
+def _capturing(x: torch.Tensor) -> bool:
+    """Whether a CUDA graph is being captured on ``x``'s stream (no host reads allowed then)."""
+    return x.is_cuda and torch.cuda.is_current_stream_capturing()
 
 
 def _expand(terms: list, q: torch.Tensor) -> list:

@@ -34,7 +34,7 @@ def select(impl: str, weight: torch.Tensor, zs, L: int) -> str:
     """The form that runs: "reference", "parallel", "cpu" or "triton".
 
     "auto": on CUDA `cuda_auto_form`; on CPU float tensors the C++ kernel when it builds, else
-    the eager form. "triton" needs Triton and CUDA tensors (or the interpreter), and at most two
+    the eager form (the reference for mixed dtypes, as under CPU autocast). "triton" needs Triton and CUDA tensors (or the interpreter), and at most two
     branches.
     """
     impl = resolve_auto("sphere_readout", check_impl(FORMER_NAMES.get(impl, impl)))
@@ -46,6 +46,8 @@ def select(impl: str, weight: torch.Tensor, zs, L: int) -> str:
             impl = "reference"  # (the eager form below)
         elif weight.is_cuda:
             impl = cuda_auto_form({weight.dtype, *(z.dtype for z in zs)}, len(zs), triton_available())
+        elif len({weight.dtype, *(z.dtype for z in zs)}) > 1:
+            impl = "reference"  # mixed dtypes (CPU autocast: bf16 inputs, float32 weight): the eager form's in-place matmuls need one
         else:
             impl = "cpu" if extension_for(weight, *zs) is not None else "parallel"
     if impl == "reference" and L == 0:
