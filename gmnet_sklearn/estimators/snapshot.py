@@ -22,8 +22,8 @@ snapshot is never applied to a different fit. The files a parameter names (``voc
 the fit start afresh, with a warning. Other callbacks are not part of the fingerprint (a kill
 switch or a logger must not change it): keep one that changes training, such as gradient
 clipping, the same across the parts of a fit, or give the fit another folder.
-``<fingerprint>.pt`` is written atomically; ``<fingerprint>.json`` beside it says, without loading torch, which fit it is and how far it got.
-The files stay after the fit (like skorch's ``Checkpoint``); refitting the same estimator on the
+``<fingerprint>.pt`` is written atomically; ``<fingerprint>.json`` beside it says, without
+loading torch, which fit it is and how far it got. The files stay after the fit (like skorch's ``Checkpoint``); refitting the same estimator on the
 same data then returns the same model without training. Delete them (:meth:`discard`) when the
 fitted model has been stored. A snapshot is a torch pickle (it holds the history and random
 states): resume only from folders you wrote yourself.

@@ -34,8 +34,8 @@ def select(impl: str, weight: torch.Tensor, zs, L: int) -> str:
     """The form that runs: "reference", "parallel", "cpu" or "triton".
 
     "auto": on CUDA `cuda_auto_form`; on CPU float tensors the C++ kernel when it builds, else
-    the eager form (the reference for mixed dtypes, as under CPU autocast). "triton" needs Triton and CUDA tensors (or the interpreter), and at most two
-    branches.
+    the eager form (the reference for mixed dtypes, as under CPU autocast). "triton" needs Triton
+    and CUDA tensors (or the interpreter), and at most two branches.
     """
     impl = resolve_auto("sphere_readout", check_impl(FORMER_NAMES.get(impl, impl)))
     if impl == "triton" and not (triton_available() and len(zs) <= 2):
@@ -47,7 +47,9 @@ def select(impl: str, weight: torch.Tensor, zs, L: int) -> str:
         elif weight.is_cuda:
             impl = cuda_auto_form({weight.dtype, *(z.dtype for z in zs)}, len(zs), triton_available())
         elif len({weight.dtype, *(z.dtype for z in zs)}) > 1:
-            impl = "reference"  # mixed dtypes (CPU autocast: bf16 inputs, float32 weight): the eager form's in-place matmuls need one
+            # mixed dtypes (CPU autocast: bf16 inputs, a float32 weight): the eager form's in-place
+            # matmuls need one
+            impl = "reference"
         else:
             impl = "cpu" if extension_for(weight, *zs) is not None else "parallel"
     if impl == "reference" and L == 0:
