@@ -127,7 +127,13 @@ def test_classifier_string_labels(fitted_classifier):
 def test_multiclass_and_multilabel():
     y3 = np.array([i % 3 for i in range(len(X))])
     est = GMNetClassifier(**TINY).fit(X, y3)
-    assert est.predict_proba(X).shape == (len(X), 3)
+    proba = est.predict_proba(X)
+    assert proba.shape == (len(X), 3)
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=0, atol=1e-6)  # a softmax, not three sigmoids
+    np.testing.assert_array_equal(est.predict(X), est.classes_[proba.argmax(1)])
+    scores = est.decision_function(X)
+    assert scores.shape == (len(X), 3)
+    np.testing.assert_array_equal(scores.argmax(1), proba.argmax(1))
     Ym = np.stack([C, 1 - C, C], 1).astype(float)
     Ym[::4, 0] = np.nan
     est = GMNetClassifier(**TINY).fit(X, Ym)

@@ -406,7 +406,13 @@ def test_grid_search_with_scaffold_split_on_dataframe():
                       scoring="neg_mean_squared_error")
     gs.fit(df, y)
     assert gs.n_splits_ == 1
-    assert gs.best_params_["ridge__alpha"] in (0.1, 1.0, 10.0)
+    # each cell's score is the Ridge fitted on the scaffold train part and scored on its valid part
+    train, valid, _ = scaffold_split(s)
+    Xall = featurize(df)
+    for alpha, score in zip(gs.cv_results_["param_ridge__alpha"], gs.cv_results_["mean_test_score"]):
+        ridge = Ridge(alpha=alpha).fit(Xall[train], y[train])
+        assert score == pytest.approx(-mean_squared_error(y[valid], ridge.predict(Xall[valid])), rel=1e-12)
+    assert gs.best_params_["ridge__alpha"] == gs.cv_results_["param_ridge__alpha"][gs.cv_results_["mean_test_score"].argmax()]
     # featurized X + SMILES as groups
     Xf = featurize(df)
     scores = cross_val_score(Ridge(), Xf, y, groups=s, cv=ScaffoldSplit(on_invalid="skip"))

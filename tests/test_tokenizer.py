@@ -97,6 +97,17 @@ def test_regex_is_deepchems() -> None:
     assert SMILES_REGEX == (
         r"(\[[^\]]+]|Br?|Cl?|N|O|S|P|F|I|b|c|n|o|s|p|\(|\)|\.|=|#|-|\+|\\|\/|:|~|@|\?|>>?|\*|\$|\%[0-9]{2}|[0-9])"
     )
+    # and DeepChem's own constant, read from its source (importing DeepChem takes ~10 s)
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec("deepchem")
+    if spec is None:
+        pytest.skip("DeepChem not installed: checked against the copied pattern only")
+    source = Path(spec.origin).parent / "feat" / "smiles_tokenizer.py"
+    found = [ast.literal_eval(node.value) for node in ast.walk(ast.parse(source.read_text()))
+             if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "SMI_REGEX_PATTERN" for t in node.targets)]
+    assert found == [SMILES_REGEX]
 
 
 @pytest.mark.parametrize(
