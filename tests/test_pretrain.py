@@ -515,9 +515,26 @@ def test_rng_state_resumes_on_a_host_with_fewer_gpus(monkeypatch):
     saved = {"torch": torch.get_rng_state(), "cuda": [torch.tensor([7], dtype=torch.uint8), torch.tensor([8], dtype=torch.uint8)]}
     checkpoint.set_rng_state(saved)  # saved on two GPUs (was: device 1, an invalid ordinal here)
     assert restored == [(7, 0)]
-    # the estimators' training snapshots restore through the same function
-    import inspect
 
-    from gmnet_sklearn.estimators import snapshot
 
-    assert "set_cuda_rng_states(" in inspect.getsource(snapshot.TrainingSnapshot)
+
+def test_training_snapshots_restore_cuda_rng_through_the_same_function(monkeypatch, tmp_path):
+    # the estimators' training snapshots restore what they saved through the function tested above
+    from gmnet_sklearn import GMNetRegressor
+    from gmnet_sklearn.estimators import TrainingSnapshot, snapshot
+
+    from ._smiles import regression_target
+    from .test_training_snapshot import TINY, KillAtEpoch, Killed
+
+    X = list(SMILES)
+    y = regression_target(X)
+    with pytest.raises(Killed):
+        GMNetRegressor(**TINY, device="cpu", callbacks=[TrainingSnapshot(tmp_path), KillAtEpoch(2)]).fit(X, y)
+    (path,) = tmp_path.glob("*.pt")
+    state = torch.load(path, weights_only=False)
+    state["cuda_rng"] = [torch.tensor([7], dtype=torch.uint8), torch.tensor([8], dtype=torch.uint8)]  # two GPUs'
+    torch.save(state, path)
+    calls = []
+    monkeypatch.setattr(snapshot, "set_cuda_rng_states", lambda states: calls.append([int(s[0]) for s in states]))
+    est = GMNetRegressor(**TINY, device="cpu", callbacks=[TrainingSnapshot(tmp_path)]).fit(X, y)
+    assert est.resume_info_["resumed_from_epoch"] == 1 and calls == [[7, 8]]
