@@ -32,7 +32,11 @@ def chemberta(**kw):
                                dropout=0.0, attention_dropout=0.0), **kw})
 
 
-MODELS = {"gmnet": gmnet, "chemberta": chemberta}
+# The single-branch variants run the eager Gated-SFA form on CUDA (no fused kernel): captured, it
+# must not read the decay's span on the host (gm/ops/dual_ska/zonal.py).
+MODELS = {"gmnet": gmnet, "chemberta": chemberta,
+          "gmnet_gated_sfa": lambda **kw: gmnet(attention="gated_sfa", **kw),
+          "gmnet_bidir_sfa": lambda **kw: gmnet(attention="bidir_sfa", **kw)}
 
 
 def batch(B, T, seed, device="cpu", chemberta_model=False):
