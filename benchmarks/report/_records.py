@@ -111,6 +111,12 @@ def device_note(device: str) -> str:
     return "" if device == "cpu" else {"cuda": "GPU", "cpu+cuda": "CPU and GPU parts"}.get(device, device)
 
 
+def machines_text(ids: List[str], device: str) -> str:
+    """Where a time was measured: the machine ids, then the device where it is not the CPU."""
+    note = device_note(device)
+    return ", ".join(ids + ([note] if note else []))
+
+
 def paired(a: Optional[dict], b: Optional[dict]) -> Optional[Tuple[float, float, List[int]]]:
     """Two columns (``summarise_runs`` summaries) compared fairly: their means over the seeds both
     have, and those seeds; None when they share none. A mean over seeds 0-2 against one over

@@ -11,7 +11,7 @@ import numpy as np
 from ..peers import PEER_ARM_LABELS, PEER_ARMS, PEER_PROTOCOL
 from ..protocols import ARM_LABELS, ARMS, ENDPOINTS, EXTRA_ENDPOINTS, PROTOCOLS, TABLE1_ENDPOINTS
 from ._format import DASH, duration, fmt, md_table
-from ._records import Index, by_device, device_note, summarise_runs
+from ._records import Index, by_device, machines_text, summarise_runs
 
 
 #: Our protocols shown beside the peers: the library's tuned recipe (when its records exist) and
@@ -83,7 +83,7 @@ def peers_section(idx: Index, machine_ids: Dict[int, List[str]]) -> Tuple[str, d
                 if not fits:
                     continue
                 ids = sorted({i for r in group for i in machine_ids.get(id(r), [])})
-                where = ", ".join(ids + ([device_note(device)] if device_note(device) else []))
+                where = machines_text(ids, device)
                 times.append(f"{duration(float(np.mean(fits)))}" + (f" ({where})" if where else ""))
                 by_dev[device] = {"mean_fit_s": float(np.mean(fits)), "n": len(fits), "hardware": ids}
             trow.append("; ".join(times) or DASH)

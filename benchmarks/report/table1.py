@@ -21,7 +21,7 @@ from ..protocols import (
     TABLE1_ENDPOINTS,
 )
 from ._format import DASH, better, duration, fmt, md_table
-from ._records import Index, by_device, device_note, paired, summarise_runs
+from ._records import Index, by_device, machines_text, paired, summarise_runs
 
 
 def table1(idx: Index, protocol: str, endpoints: Sequence[str]) -> Tuple[str, dict]:
@@ -201,7 +201,7 @@ def missing_runs(idx: Index, protocol: str, machine_ids: Optional[Dict[int, List
             word = "seed" if len(m["seeds"]) == 1 else "seeds"
             took = []
             for g in m["measured"] or []:
-                n, where = g["n_runs"], ", ".join(g["hardware"] + ([device_note(g["device"])] if device_note(g["device"]) else []))
+                n, where = g["n_runs"], machines_text(g["hardware"], g["device"])
                 took.append((f"the {n} runs made took {duration(g['mean_run_s'])} on average"
                              if n > 1 else f"the run made took {duration(g['mean_run_s'])}")
                             + (f", on {where}" if where else ""))
