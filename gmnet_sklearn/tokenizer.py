@@ -17,6 +17,7 @@ Nothing here imports torch or DeepChem.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -354,6 +355,13 @@ class SmilesTokenizer:
             from sklearn.exceptions import NotFittedError
 
             raise NotFittedError("SmilesTokenizer has no vocabulary: pass vocab_file or call fit(smiles_list) first")
+
+    def vocabulary_digest(self) -> str:
+        """SHA-256 (hex) of the tokens in id order: what identifies the vocabulary in caches and
+        training snapshots, which store a path only and must notice the file rewritten."""
+        self._check_fitted()
+        items = sorted(self.vocabulary_.items(), key=lambda kv: kv[1])
+        return hashlib.sha256("\n".join(tok for tok, _ in items).encode()).hexdigest()
 
     @property
     def vocab_size(self) -> int:

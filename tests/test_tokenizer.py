@@ -206,6 +206,21 @@ def test_fit_with_file_is_idempotent(vocab_file: Path) -> None:
     assert t.fit(["[Xe]"]) is t and t.fit(["CCO"]).vocabulary_ == before
 
 
+def test_vocabulary_digest_identifies_the_vocabulary(vocab_file: Path, tmp_path: Path) -> None:
+    from gmnet_sklearn.pretrain.cache import vocab_digest
+
+    t = SmilesTokenizer(vocab_file)
+    # The value caches, training snapshots and the shipped encoders' configs already hold: a
+    # change of formula would make every one of them unusable.
+    assert t.vocabulary_digest() == "717741d490ecdab63a0bd06ea51458ef0db5c4ae0a37d4abc4fc6437d0945d74"
+    assert vocab_digest(t) == t.vocabulary_digest()[:16]
+    lines = vocab_file.read_text(encoding="utf-8").splitlines()
+    swapped = tmp_path / "vocab.txt"  # the same tokens, two ids exchanged
+    swapped.write_text("\n".join(lines[:5] + [lines[6], lines[5]] + lines[7:]) + "\n", encoding="utf-8")
+    assert SmilesTokenizer(swapped).vocabulary_digest() != t.vocabulary_digest()
+    assert SmilesTokenizer().fit(["CCO"]).vocabulary_digest() == SmilesTokenizer().fit(["OCC"]).vocabulary_digest()
+
+
 def test_fit_reports_bad_items() -> None:
     with pytest.raises(TypeError, match=r"\[1\] 3"):
         SmilesTokenizer().fit(["CCO", 3])

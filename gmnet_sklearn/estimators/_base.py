@@ -9,7 +9,6 @@ restore the best epoch, ``ProgressBar`` shows progress when ``verbose``.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import numbers
 import os
@@ -359,8 +358,7 @@ class SmilesNetBase(BaseEstimator):
         """Digests of what a fit reads from files named by its parameters (the parameters hold
         only their paths): the vocabulary and the pretrained checkpoint. A snapshot whose files
         changed since is not resumed."""
-        vocab = sorted(self.tokenizer_.vocabulary_.items(), key=lambda kv: kv[1])
-        inputs = {"vocabulary": hashlib.sha256("\n".join(tok for tok, _ in vocab).encode()).hexdigest()}
+        inputs = {"vocabulary": self.tokenizer_.vocabulary_digest()}
         if getattr(self, "pretrained_", None) is not None:
             from . import warm_start
 
