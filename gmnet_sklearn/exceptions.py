@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["InvalidSmilesWarning"]
+__all__ = ["InvalidSmilesWarning", "MissingTargetWarning"]
 
 
 class InvalidSmilesWarning(UserWarning):
@@ -10,3 +10,7 @@ class InvalidSmilesWarning(UserWarning):
     out, or given placeholder rows, on request: ``on_invalid="skip"`` of the estimators and of the
     scaffold CV splitters, the rows ``score`` leaves out, ``MorganFingerprint(on_invalid="zeros")``
     and ``RDKitDescriptors(on_invalid="nan")``."""
+
+
+class MissingTargetWarning(UserWarning):
+    """A single-task ``y`` has missing values (NaN); those rows are masked in training."""

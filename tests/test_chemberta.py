@@ -137,7 +137,18 @@ def test_load_masked_lm_state_dict():
     missing, unexpected = net.load_hf_state_dict(mlm.state_dict(), strict=False)
     assert sorted(missing) == ["head.dense.bias", "head.dense.weight",
                                "head.out_proj.bias", "head.out_proj.weight"]
-    assert all(k.startswith("lm_head.") for k in unexpected)
+    assert sorted(unexpected) == sorted(k for k in mlm.state_dict() if k.startswith("lm_head."))
+    # a deeper encoder's extra layers are an error under strict, not dropped
+    deeper = ChemBERTa(V, 0, n_layers=2)
+    with pytest.raises(KeyError, match=r"2-layer ChemBERTa has no place for: \['roberta\.encoder\.layer\.2\."):
+        deeper.load_hf_state_dict(mlm.state_dict())
+    _, unexpected = deeper.load_hf_state_dict(mlm.state_dict(), strict=False)
+    assert sorted(k for k in unexpected if not k.startswith("lm_head.")) == \
+        sorted(k for k in mlm.state_dict() if ".layer.2." in k)
+    # the encoder alone (no head) takes an MLM checkpoint strictly; a head's absence is named
+    ChemBERTa(V, 0).load_hf_state_dict(mlm.state_dict())
+    with pytest.raises(KeyError, match="pass n_outputs=0"):
+        ChemBERTa(V, 3).load_hf_state_dict(mlm.state_dict())
     assert torch.equal(net.head.out_proj.weight, head_before)
     torch.testing.assert_close(net.layers[2].output.weight,
                                mlm.roberta.encoder.layer[2].output.dense.weight)
@@ -253,6 +264,10 @@ def test_estimator_length_limit_follows_the_vocabularys_pad_id(tmp_path, deepche
     assert est.tokenizer_.pad_id == 3 and est.max_length_ == 515 - 3 - 1
     pred = est.predict(["C" * 509, "C" * 510])  # 511 and 512 tokens with [CLS] and [SEP]
     assert np.isfinite(pred[0]) and np.isnan(pred[1])
+    # a max_length the user set past that limit is an error naming both, not silently cut to 511
+    with pytest.raises(ValueError, match=r"max_length=514 .*\(511"):
+        est.set_params(max_length=514).fit(X, np.arange(16.0))
+    assert est.set_params(max_length=511).fit(X, np.arange(16.0)).max_length_ == 511
 
 
 def test_skip_leaves_out_rows_past_the_vocabularys_length_limit(tmp_path, deepchem_vocab):

@@ -88,6 +88,17 @@ def test_reader_errors_name_the_file(tmp_path):
         corpus_files(tmp_path / "x.parquet")
     with pytest.raises(FileNotFoundError, match="does not exist"):
         corpus_files(tmp_path / "nothing")
+    # a file that is not gzip, or a truncated one, is named with how far it was read
+    (tmp_path / "plain.smi.gz").write_text("CCO\nCCN\n")
+    with pytest.raises(ValueError, match=r"plain\.smi\.gz: unreadable after 0 records \(BadGzipFile"):
+        list(iter_file(tmp_path / "plain.smi.gz"))
+    blob = gzip.compress("".join(f"{'C' * (1 + i % 7)}O\n" for i in range(20_000)).encode())
+    (tmp_path / "cut.csv.gz").write_bytes(gzip.compress(b"smiles\n") + blob[: len(blob) // 2])
+    read = []
+    with pytest.raises(ValueError, match=r"cut\.csv\.gz: unreadable after \d+ records \(EOFError"):
+        for smi in iter_file(tmp_path / "cut.csv.gz"):
+            read.append(smi)
+    assert 0 < len(read) < 20_000
 
 
 def test_reader_takes_a_byte_order_mark_and_a_folder_given_as_the_test_set_whole(tmp_path):
@@ -154,8 +165,8 @@ def test_cache_counts_invalid_and_resumes(corpus, tmp_path):
             np.testing.assert_array_equal(a, b)
     with pytest.raises(ValueError, match="cache of other data \\(max_length differ"):
         build_cache(files, tok, tmp_path / "c1", shard_size=128, max_length=40)
-    with pytest.raises(ValueError, match="limit differ; limit is the held-out set's eval_size"):
-        build_cache(files, tok, tmp_path / "c1", shard_size=128, max_length=30, limit=5)
+    with pytest.raises(ValueError, match="limit differ; limit is max_smiles"):
+        build_cache(files, tok, tmp_path / "c1", shard_size=128, max_length=30, limit=5, limit_name="max_smiles")
 
 
 def test_a_cache_of_another_csv_column_is_not_taken_for_the_default_one(tmp_path):
@@ -183,6 +194,42 @@ def test_cache_built_by_several_processes_is_the_same(corpus, tmp_path):
             np.testing.assert_array_equal(a, b)
     with pytest.raises(ValueError, match="n_jobs must be a positive integer or -1, got 0"):
         build_cache(files, tok, tmp_path / "bad", n_jobs=0)
+
+
+def test_an_unreadable_checkpoint_is_named(tmp_path):
+    from gmnet_sklearn.pretrain.checkpoint import load_checkpoint
+
+    (tmp_path / "checkpoint.pt").write_bytes(b"\x80\x02 not a checkpoint")
+    with pytest.raises(ValueError, match=r"checkpoint\.pt: not a readable pretraining checkpoint"):
+        load_checkpoint(tmp_path / "checkpoint.pt")
+    torch.save([1, 2], tmp_path / "list.pt")
+    with pytest.raises(ValueError, match=r"list\.pt is not a gmnet_sklearn pretraining checkpoint"):
+        load_checkpoint(tmp_path / "list.pt")
+
+
+def test_runs_sharing_a_cache_take_turns_building_it(corpus, tmp_path):
+    """A build waits for another process's (here: another open of the lock file) instead of
+    writing the same shard files beside it, then finds the cache complete."""
+    import threading
+
+    from gmnet_sklearn.pretrain.cache import build_lock
+
+    pytest.importorskip("fcntl")
+    folder, vocab = corpus
+    tok = SmilesTokenizer(vocab).fit([])
+    files = corpus_files(folder)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    done = []
+    with build_lock(shared):
+        t = threading.Thread(target=lambda: done.append(build_cache(files, tok, shared, shard_size=128, max_length=30)))
+        t.start()
+        t.join(timeout=1.0)
+        assert t.is_alive() and not done and not (shared / "manifest.json").exists()  # waiting for the lock
+    t.join(timeout=60)
+    assert done and done[0]["complete"]
+    again = build_cache(files, tok, shared, shard_size=128, max_length=30)
+    assert again == done[0]
 
 
 def test_batch_plan_visits_every_row_once_per_epoch():
@@ -233,7 +280,7 @@ def test_masking_statistics(tmp_path):
     assert abs(changed.sum().item() / n_sel - 0.1) < 0.012
     assert abs(kept.sum().item() / n_sel - 0.1) < 0.012
     assert not (inputs[~selected] != ids[~selected]).any()  # nothing else changes
-    assert not torch.isin(inputs[changed], special).any() and not (inputs[changed] == tok.mask_id).any()
+    assert not masker.special[inputs[changed]].any()  # random replacements are chemistry tokens
     # flags are cleared where the token was replaced, kept where it was not selected
     assert not new_flags[to_mask | changed].any() and new_flags[~selected].all()
     # the same seed gives the same masks; another step others
@@ -253,6 +300,27 @@ def run(folder, out, vocab, model="gmnet", **kwargs):
 
 class Killed(Exception):
     pass
+
+
+def test_masking_never_selects_or_draws_a_special_token(deepchem_vocab):
+    """DeepChem's vocabulary has [UNK] and [unused1..10] besides [PAD]/[CLS]/[SEP]/[MASK]: none is
+    ever selected, kept as a label or drawn as a random replacement."""
+    import re
+
+    tok = SmilesTokenizer(deepchem_vocab).fit([])
+    masker = Masker(tok)
+    expected = {i for t, i in tok.vocabulary_.items() if t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+                or re.fullmatch(r"\[unused\d+\]", t)}
+    assert len(expected) == 15 and set(np.flatnonzero(masker.special.numpy())) == expected
+    special_ids = torch.as_tensor(sorted(expected))
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, tok.vocab_size, (256, 120), generator=g)  # every id, specials included
+    ids[:, ::7] = special_ids[torch.randint(0, len(special_ids), (256, len(range(0, 120, 7))), generator=g)]
+    inputs, labels, _ = masker(ids, step_generator(0, 0))
+    is_special = masker.special[ids]
+    assert (labels[is_special] == -100).all() and torch.equal(inputs[is_special], ids[is_special])
+    replaced = (labels != -100) & (inputs != ids) & (inputs != tok.mask_id)
+    assert replaced.sum() > 100 and not masker.special[inputs[replaced]].any()
 
 
 def kill_at(step, check=None):
@@ -355,6 +423,7 @@ def test_bad_arguments(corpus, tmp_path):
     for kwargs, error, match in [({"mask_prob": 1.5}, ValueError, "mask_prob must be in"),
                                  ({"test_corpus": tmp_path / "missing.smi"}, FileNotFoundError, "missing.smi does not exist"),
                                  ({"device": "cdua"}, ValueError, "device='cdua' is not a torch device"),
+                                 ({"seed": -1}, ValueError, "seed must be a non-negative integer"),
                                  ({"d_model": 15, "n_heads": 2}, ValueError, "d_model=15 is not divisible")]:
         with pytest.raises(error, match=match):
             pretrain(folder, tmp_path / "early", "gmnet", vocab_file=vocab, progress=False, **kwargs)

@@ -25,6 +25,9 @@ def test_one_warning_with_count_and_rows():
     assert n == 3 and len(record) == 1
     w = record[0]
     assert issubclass(w.category, MissingTargetWarning) and issubclass(w.category, UserWarning)
+    from gmnet_sklearn.exceptions import MissingTargetWarning as public  # the documented import
+
+    assert public is MissingTargetWarning
     msg = str(w.message)
     assert "y has missing values (NaN) in 3 of 40 rows (rows 3, 17, 21)" in msg
     assert "masked" in msg and "2-D" in msg and "..." not in msg

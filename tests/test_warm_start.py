@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 
 import joblib
@@ -205,8 +206,19 @@ def test_chemberta_from_hugging_face_roberta_for_masked_lm(tmp_path):
     assert ours.load_hf_state_dict(hf.state_dict()) == []
     untied = dict(hf.state_dict())
     untied["lm_head.decoder.weight"] = untied["lm_head.decoder.weight"] + 1.0  # as trained with tie_word_embeddings=False
+    fresh = ChemBERTaForMaskedLM(n_vocab, 16, 2, 2, 32, 60, type_vocab_size=1)
+    before = {k: v.clone() for k, v in fresh.state_dict().items()}
     with pytest.raises(ValueError, match="differs from the word embeddings"):
-        ChemBERTaForMaskedLM(n_vocab, 16, 2, 2, 32, 60, type_vocab_size=1).load_hf_state_dict(untied)
+        fresh.load_hf_state_dict(untied)
+    headless = {k: v for k, v in hf.state_dict().items() if k != "lm_head.dense.bias"}
+    with pytest.raises(KeyError, match=r"lm_head\.dense\.bias"):
+        fresh.load_hf_state_dict(headless)
+    deeper = dict(hf.state_dict(), **{k.replace("layer.1.", "layer.2."): v for k, v in hf.state_dict().items()
+                                      if ".layer.1." in k})  # a third layer this two-layer model cannot hold
+    with pytest.raises(KeyError, match=r"encoder\.layer\.2\."):
+        fresh.load_hf_state_dict(deeper)
+    for key, value in fresh.state_dict().items():  # a failed load leaves every tensor as it was
+        assert torch.equal(value, before[key]), key
     ids = torch.tensor([[2, 7, 8, 9, 3], [2, 10, 3, 0, 0]])
     with torch.no_grad():
         ref = hf(input_ids=ids, attention_mask=(ids != 0).long()).logits
@@ -236,6 +248,14 @@ def test_chemberta_from_hugging_face_roberta_for_masked_lm(tmp_path):
     with pytest.raises(ValueError, match="brings its own vocabulary and vocab_file=.*other.txt"):
         ChemBERTaRegressor.from_pretrained(tmp_path / "hf", vocab_file=str(tmp_path / "other.txt"), **FIT).fit(X, y)
     ChemBERTaRegressor.from_pretrained(tmp_path / "hf", vocab_file=str(vocab), **FIT).fit(X, y)  # the same one: fine
+    # a Hugging Face config without a shape key is named with its file, not a bare KeyError
+    from gmnet_sklearn.estimators.warm_start import read_source
+
+    config = json.loads((tmp_path / "hf" / "config.json").read_text())
+    del config["hidden_size"]
+    (tmp_path / "hf" / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"config\.json lacks \['hidden_size'\]"):
+        read_source(tmp_path / "hf", "chemberta")
 
 
 def _smoke_corpus(folder):

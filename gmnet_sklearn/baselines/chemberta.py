@@ -259,6 +259,8 @@ class ChemBERTa(nn.Module):
 
     def readout(self, z: torch.Tensor) -> torch.Tensor:
         """The head on pooled states (batch, d_model)."""
+        if self.head is None:
+            raise RuntimeError("this ChemBERTa has no head (n_outputs=0)")
         return self.head(z[:, None, :])
 
     # ------------------------------------------------------- Hugging Face I/O
@@ -266,16 +268,18 @@ class ChemBERTa(nn.Module):
         """Load a Hugging Face RoBERTa state dict (``RobertaForSequenceClassification``,
         ``RobertaModel`` or ``RobertaForMaskedLM``).
 
-        Keys that have no counterpart here (``lm_head.*``, ``pooler.*``, position/token-type
-        buffers) are skipped.  With ``strict=True`` every parameter of this module must be
-        provided; with ``strict=False`` missing ones (e.g. the classification head when loading a
-        masked-LM checkpoint) keep their current values.  Returns ``(missing, unexpected)`` key lists
-        (names here / names in ``state_dict``).
+        Keys that have no counterpart here by design (``lm_head.*``, ``pooler.*``, position and
+        token-type id buffers, ``classifier.*`` when this module has no head) are skipped.  With
+        ``strict=True`` every parameter of this module must be provided and every other key of
+        ``state_dict`` must be one of those (a deeper encoder's extra layers are an error, not
+        dropped); with ``strict=False`` missing ones (e.g. the classification head when loading a
+        masked-LM checkpoint) keep their current values.  Nothing is copied unless every check
+        passes.  Returns ``(missing, unexpected)`` key lists (names here / names in ``state_dict``).
         """
         own = self.state_dict()
         mapped, unexpected = {}, []
         for key, value in state_dict.items():
-            new = hf_to_chemberta_key(key, self.n_layers)
+            new = hf_to_chemberta_key(key)
             if new is None or new not in own:
                 unexpected.append(key)
                 continue
@@ -285,13 +289,25 @@ class ChemBERTa(nn.Module):
             mapped[new] = value
         missing = [k for k in own if k not in mapped]
         if strict and missing:
-            raise KeyError(f"Hugging Face state dict lacks {missing}")
+            hint = ("; pass n_outputs=0 for the encoder alone, or strict=False to keep a fresh head"
+                    if all(k.startswith("head.") for k in missing) else "")
+            raise KeyError(f"Hugging Face state dict lacks {missing}{hint}")
+        unusable = [k for k in unexpected if not self._skipped_hf_key(k)]
+        if strict and unusable:
+            raise KeyError(f"Hugging Face state dict has {len(unusable)} weight(s) this {self.n_layers}-layer "
+                           f"ChemBERTa has no place for: {unusable[:8]}{' ...' if len(unusable) > 8 else ''}")
         with torch.no_grad():
             params = dict(self.named_parameters())
             params.update(dict(self.named_buffers()))
             for k, v in mapped.items():
                 params[k].copy_(v.to(dtype=params[k].dtype, device=params[k].device))
         return missing, unexpected
+
+    def _skipped_hf_key(self, key: str) -> bool:
+        """A Hugging Face RoBERTa key with no counterpart here by design (see load_hf_state_dict)."""
+        key = key[len("roberta."):] if key.startswith("roberta.") else key
+        return (key.startswith(("lm_head.", "pooler.")) or key in ("embeddings.position_ids", "embeddings.token_type_ids")
+                or (self.head is None and key.startswith("classifier.")))
 
     @classmethod
     def from_hf(cls, model, n_outputs: int | None = None, strict: bool = True, **overrides) -> "ChemBERTa":
@@ -301,6 +317,8 @@ class ChemBERTa(nn.Module):
         ``config.num_labels``.  ``overrides`` replace constructor arguments (e.g. ``dropout``).
         """
         cfg = model.config
+        if cfg.pad_token_id is None:  # positions are counted from it (RoBERTa's create_position_ids)
+            raise ValueError("the Hugging Face config has pad_token_id=None; RoBERTa's positions need a padding id")
         hidden_dropout = cfg.hidden_dropout_prob
         kwargs = dict(
             vocab_size=cfg.vocab_size,
@@ -382,34 +400,32 @@ class ChemBERTaForMaskedLM(nn.Module):
 
     def load_hf_state_dict(self, state_dict: Mapping[str, torch.Tensor]):
         """Load a Hugging Face ``RobertaForMaskedLM`` state dict (encoder and LM head); every
-        parameter here must be provided. Returns the keys of ``state_dict`` not used."""
-        _, unexpected = self.encoder.load_hf_state_dict(state_dict, strict=True)
+        parameter here must be provided, and nothing is copied unless all of them fit. Returns the
+        keys of ``state_dict`` not used."""
         head = {f"lm_head.{name}": name for name in ("dense.weight", "dense.bias", "layer_norm.weight", "layer_norm.bias")}
         head.update({"lm_head.bias": "decoder.bias", "lm_head.decoder.bias": "decoder.bias"})
         own = dict(self.lm_head.named_parameters())
-        found = set()
-        with torch.no_grad():
-            for key in list(unexpected):
-                if key in head:
-                    target = own[head[key]]
-                    if tuple(state_dict[key].shape) != tuple(target.shape):
-                        raise ValueError(f"shape mismatch for {key}: {tuple(state_dict[key].shape)} vs {tuple(target.shape)}")
-                    target.copy_(state_dict[key].to(target.dtype))
-                    found.add(head[key])
-                    unexpected.remove(key)
-                elif key == "lm_head.decoder.weight":
-                    # tied to the word embeddings here (Hugging Face's default), so loaded with them;
-                    # a checkpoint trained untied (tie_word_embeddings=False) has a head this cannot hold
-                    embedding = next((v for k, v in state_dict.items() if k.endswith("embeddings.word_embeddings.weight")), None)
-                    if embedding is not None and not torch.equal(state_dict[key], embedding):
-                        raise ValueError("lm_head.decoder.weight differs from the word embeddings (a checkpoint made "
-                                         "with tie_word_embeddings=False): this masked-LM ties them, as "
-                                         "RobertaForMaskedLM does by default, and cannot load an untied decoder")
-                    unexpected.remove(key)
-        missing = set(own) - found - {"decoder.weight"}
+        # the head is checked first and copied last: the encoder's load copies only once its own
+        # checks pass, so a failure anywhere leaves this module as it was
+        for key in [k for k in state_dict if k in head]:
+            if tuple(state_dict[key].shape) != tuple(own[head[key]].shape):
+                raise ValueError(f"shape mismatch for {key}: {tuple(state_dict[key].shape)} vs {tuple(own[head[key]].shape)}")
+        if "lm_head.decoder.weight" in state_dict:
+            # tied to the word embeddings here (Hugging Face's default), so loaded with them; a
+            # checkpoint trained untied (tie_word_embeddings=False) has a head this cannot hold
+            embedding = next((v for k, v in state_dict.items() if k.endswith("embeddings.word_embeddings.weight")), None)
+            if embedding is not None and not torch.equal(state_dict["lm_head.decoder.weight"], embedding):
+                raise ValueError("lm_head.decoder.weight differs from the word embeddings (a checkpoint made "
+                                 "with tie_word_embeddings=False): this masked-LM ties them, as "
+                                 "RobertaForMaskedLM does by default, and cannot load an untied decoder")
+        missing = sorted(set(own) - {head[k] for k in state_dict if k in head} - {"decoder.weight"})
         if missing:
-            raise KeyError(f"Hugging Face state dict lacks lm_head.{sorted(missing)}")
-        return unexpected
+            raise KeyError(f"Hugging Face state dict lacks {[f'lm_head.{name}' for name in missing]}")
+        _, unexpected = self.encoder.load_hf_state_dict(state_dict, strict=True)
+        with torch.no_grad():
+            for key in [k for k in state_dict if k in head]:
+                own[head[key]].copy_(state_dict[key].to(own[head[key]].dtype))
+        return [k for k in unexpected if k not in head and k != "lm_head.decoder.weight"]
 
 
 _LAYER_MAP = {

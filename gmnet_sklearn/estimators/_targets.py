@@ -14,14 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..exceptions import MissingTargetWarning
+
 __all__ = ["MissingTargetWarning", "check_target", "missing_labels", "warn_missing_targets"]
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[1])  # .../gmnet_sklearn
 _SHOWN_ROWS = 5
-
-
-class MissingTargetWarning(UserWarning):
-    """A single-task ``y`` has missing values (NaN); those rows are masked in training."""
 
 
 def _caller_stacklevel() -> int:

@@ -100,6 +100,10 @@ class _ChemBERTaParams(SmilesNetBase):
     def _vocabulary_max_length(self, max_length):
         # a vocabulary whose [PAD] is not id 0 leaves fewer positions (the model's own limit)
         limit = self.max_position_embeddings - self.tokenizer_.pad_id - 1
+        if self.max_length is not None and self.max_length > limit:  # the user's own value: never cut silently
+            raise ValueError(f"max_length={self.max_length} exceeds what the ChemBERTa model can take with this "
+                             f"vocabulary ({limit}: max_position_embeddings={self.max_position_embeddings} less "
+                             f"[PAD]'s id {self.tokenizer_.pad_id} and 1)")
         return limit if max_length is None else min(max_length, limit)
 
     def _build_module(self, vocab_size, n_outputs, pad_id):

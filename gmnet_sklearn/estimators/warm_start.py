@@ -91,6 +91,9 @@ def read_source(pretrained, family: str) -> dict:
         if float(config.get("layer_norm_eps", 1e-12)) != 1e-12:
             raise ValueError(f"pretrained={str(pretrained)!r}: layer_norm_eps={config['layer_norm_eps']}, the "
                              "ChemBERTa estimators use RoBERTa's 1e-12")
+        absent = [hf for hf in (*_HF_PARAMS, "vocab_size") if hf not in config]
+        if absent:
+            raise ValueError(f"pretrained={str(pretrained)!r}: {config_file} lacks {absent}")
         return {"path": str(path), "kind": "huggingface", "params": {ours: config[hf] for hf, ours in _HF_PARAMS.items()},
                 "vocab_file": str(vocab) if vocab.is_file() else None, "vocab_size": config["vocab_size"],
                 "pad_id": config.get("pad_token_id", 1)}

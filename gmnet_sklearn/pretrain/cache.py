@@ -23,6 +23,7 @@ one cache (the baseline ignores the flags but sees the same molecules).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import numbers
@@ -40,6 +41,25 @@ _N_EXAMPLES = 20  # invalid SMILES kept in the manifest, with their reason
 
 def vocab_digest(tokenizer) -> str:
     return tokenizer.vocabulary_digest()[:16]  # 16 hex digits: the caches' and checkpoints' identity
+
+
+@contextlib.contextmanager
+def build_lock(folder: Path):
+    """Held while one process builds ``folder`` (a cache, descriptor targets): runs sharing a
+    cache (``--cache-dir``, one per arm) take turns, the later one finding it complete, instead of
+    writing the same shard and manifest files at once. Without ``fcntl`` (Windows) there is no
+    lock: build a shared cache once first (``prepare_only``)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(folder / ".lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _write_json(path: Path, obj) -> None:
@@ -82,11 +102,12 @@ def _encode_in_pieces(pool, n_jobs: int, tokenizer, smiles: list[str], max_lengt
 
 def build_cache(files, tokenizer, cache_dir, shard_size: int = 100_000, max_length: int | None = None,
                 limit: int | None = None, progress: bool = False, label: str = "encoding corpus",
-                n_jobs: int = 1, smiles_column: str | None = None) -> dict:
+                n_jobs: int = 1, smiles_column: str | None = None, limit_name: str = "limit") -> dict:
     """Encode the SMILES of ``files`` (the first ``limit`` records, or all; a CSV's
     ``smiles_column``, default "smiles") into ``cache_dir``, resuming a partial build, with
     ``n_jobs`` processes (-1: one per core); returns the manifest. A cache built from other files,
-    vocabulary, ``max_length``, ``shard_size``, ``limit`` or column raises ``ValueError``."""
+    vocabulary, ``max_length``, ``shard_size``, ``limit`` or column raises ``ValueError`` (naming
+    ``limit`` as the caller's ``limit_name``)."""
     n_jobs = (os.cpu_count() or 1) if n_jobs == -1 else n_jobs
     if not (isinstance(n_jobs, numbers.Integral) and n_jobs >= 1):
         raise ValueError(f"n_jobs must be a positive integer or -1, got {n_jobs!r}")
@@ -94,6 +115,13 @@ def build_cache(files, tokenizer, cache_dir, shard_size: int = 100_000, max_leng
         raise ValueError(f"vocabulary of {tokenizer.vocab_size} tokens does not fit the cache's int16 ids")
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
+    with build_lock(cache_dir):
+        return _build_cache(files, tokenizer, cache_dir, shard_size, max_length, limit, progress, label, n_jobs,
+                            smiles_column, limit_name)
+
+
+def _build_cache(files, tokenizer, cache_dir: Path, shard_size, max_length, limit, progress, label, n_jobs,
+                 smiles_column, limit_name) -> dict:
     identity = {"format": CACHE_FORMAT, "files": describe(files), "vocab": vocab_digest(tokenizer),
                 "max_length": max_length, "shard_size": int(shard_size), "limit": None if limit is None else int(limit)}
     if smiles_column is not None:  # only then: caches built before the option keep their identity
@@ -107,7 +135,7 @@ def build_cache(files, tokenizer, cache_dir, shard_size: int = 100_000, max_leng
                   if old.get(k) != identity.get(k)]
         if differ:
             raise ValueError(f"{cache_dir} holds a cache of other data ({', '.join(differ)} differ"
-                             + ("; limit is the held-out set's eval_size" if "limit" in differ else "")
+                             + (f"; limit is {limit_name}" if "limit" in differ and limit_name != "limit" else "")
                              + "); use another cache_dir or delete it")
         manifest = old
         if manifest["complete"]:

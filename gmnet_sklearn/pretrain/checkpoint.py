@@ -46,8 +46,12 @@ def load_checkpoint(path) -> dict | None:
     path = Path(path)
     if not path.exists():
         return None
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    if state.get("format") != CHECKPOINT_FORMAT:
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch's own errors do not name the file
+        raise ValueError(f"{path}: not a readable pretraining checkpoint ({type(exc).__name__}: {exc}); "
+                         "delete it to start the run again") from exc
+    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"{path} is not a gmnet_sklearn pretraining checkpoint")
     return state
 

@@ -72,39 +72,52 @@ def _open_text(path: Path):
 
 
 def iter_file(path, smiles_column: str | None = None) -> Iterator[str]:
-    """The SMILES of one corpus file, one at a time (see the module docstring for the formats)."""
+    """The SMILES of one corpus file, one at a time (see the module docstring for the formats).
+    A file that cannot be read to its end (not gzip, a truncated gzip, a broken CSV) is a
+    ``ValueError`` naming it and how far it was read."""
     path = Path(path)
     kind = _kind(path)
     if kind is None:
         raise ValueError(f"{path}: not a SMILES corpus file (expected {', '.join(SUFFIXES)}, optionally .gz)")
-    with _open_text(path) as fh:
-        if kind == "csv":
-            reader = csv.reader(fh)
-            header = next(reader, None)
-            if header is None:
-                return
-            wanted = (smiles_column or "smiles").lower()
-            names = [h.strip().lower() for h in header]
-            if wanted not in names:
-                raise ValueError(f"{path}: no {smiles_column or 'SMILES'!r} column in its header {header}; "
-                                 "pass smiles_column=")
-            col = names.index(wanted)
-            for row in reader:
-                if not any(field.strip() for field in row):  # a blank line, as pandas and .smi skip it
-                    continue
-                yield row[col].strip() if len(row) > col else ""
-        else:
-            first = True
-            for line in fh:
-                line = line.strip()
-                if not line or line.startswith("#"):
-                    continue
-                field = line.split()[0]
-                if first and field.lower() == "smiles":
-                    first = False
-                    continue
-                first = False
-                yield field
+    n = 0
+    try:
+        with _open_text(path) as fh:
+            for smi in (_csv_records(fh, path, smiles_column) if kind == "csv" else _line_records(fh)):
+                yield smi
+                n += 1
+    except (OSError, EOFError, csv.Error) as exc:  # gzip.BadGzipFile is an OSError
+        raise ValueError(f"{path}: unreadable after {n} records ({type(exc).__name__}: {exc})") from exc
+
+
+def _csv_records(fh, path: Path, smiles_column: str | None) -> Iterator[str]:
+    reader = csv.reader(fh)
+    header = next(reader, None)
+    if header is None:
+        return
+    wanted = (smiles_column or "smiles").lower()
+    names = [h.strip().lower() for h in header]
+    if wanted not in names:
+        raise ValueError(f"{path}: no {smiles_column or 'SMILES'!r} column in its header {header}; "
+                         "pass smiles_column=")
+    col = names.index(wanted)
+    for row in reader:
+        if not any(field.strip() for field in row):  # a blank line, as pandas and .smi skip it
+            continue
+        yield row[col].strip() if len(row) > col else ""
+
+
+def _line_records(fh) -> Iterator[str]:
+    first = True
+    for line in fh:
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        field = line.split()[0]
+        if first and field.lower() == "smiles":
+            first = False
+            continue
+        first = False
+        yield field
 
 
 def iter_smiles(corpus, smiles_column: str | None = None, skip: int = 0) -> Iterator[str]:

@@ -31,14 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .cache import _write_json, build_lock
+
 TARGETS_FORMAT = "gmnet_sklearn.descriptor_targets.v1"
 CLIP = 6.0
-
-
-def _write_json(path: Path, obj) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1))
-    os.replace(tmp, path)
 
 
 def _rows(smiles: list[str], n_jobs: int) -> np.ndarray:
@@ -76,13 +72,18 @@ def build_targets(corpus, tokenizer, out_dir, n_jobs: int = 1, progress: bool = 
                   label: str = "descriptor targets") -> dict:
     """Compute the descriptor targets of every shard of the encoded ``corpus`` (an
     ``EncodedCorpus``) into ``out_dir``, resuming a partial build; returns the manifest."""
+    n_jobs = (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with build_lock(out_dir):
+        return _build_targets(corpus, tokenizer, out_dir, n_jobs, progress, label)
+
+
+def _build_targets(corpus, tokenizer, out_dir: Path, n_jobs: int, progress: bool, label: str) -> dict:
     import rdkit
 
     from ..descriptors import descriptor_names
 
-    n_jobs = (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     source = [{"file": s["file"], "n_valid": s["n_valid"], "n_tokens": s["n_tokens"]} for s in corpus.manifest["shards"]]
     identity = {"format": TARGETS_FORMAT, "corpus": hashlib.sha256(json.dumps(source).encode()).hexdigest()[:20],
                 "rdkit": rdkit.__version__, "names": descriptor_names()}

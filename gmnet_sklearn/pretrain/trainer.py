@@ -210,6 +210,10 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
     max_steps = _check_positive_int("max_steps", max_steps, allow_none=True)
     eval_size = _check_positive_int("eval_size", eval_size, allow_none=True)
     max_smiles = _check_positive_int("max_smiles", max_smiles, allow_none=True)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        # numpy's generators (masks, batch order) take only non-negative seeds: fail before encoding
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    seed = int(seed)
     if lr_schedule not in SCHEDULES:
         raise ValueError(f"lr_schedule must be one of {SCHEDULES}, got {lr_schedule!r}")
     if not 0 <= warmup < 1:
@@ -242,7 +246,8 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
     cache_dir = Path(cache_dir) if cache_dir is not None else output_dir / "cache"
 
     train_manifest = build_cache(files, tokenizer, cache_dir / "train", shard_size, max_length, limit=max_smiles,
-                                 progress=progress, label="encoding corpus", n_jobs=n_jobs, smiles_column=smiles_column)
+                                 progress=progress, label="encoding corpus", n_jobs=n_jobs, smiles_column=smiles_column,
+                                 limit_name="max_smiles")
     train = EncodedCorpus(cache_dir / "train")
     if sum(train.shard_sizes) == 0:
         examples = [e["smiles"] for e in train_manifest["invalid_examples"][:3]]
@@ -255,7 +260,8 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
     evaluator = None
     if test_files:
         build_cache(test_files, tokenizer, cache_dir / "test", shard_size, max_length, limit=eval_size,
-                    progress=progress, label="encoding test set", n_jobs=n_jobs, smiles_column=smiles_column)
+                    progress=progress, label="encoding test set", n_jobs=n_jobs, smiles_column=smiles_column,
+                    limit_name="eval_size")
         held_out = EncodedCorpus(cache_dir / "test")
         if sum(held_out.shard_sizes) == 0:
             warnings.warn(f"the held-out set {test_path} has no SMILES the tokenizer takes"
