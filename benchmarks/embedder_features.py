@@ -205,6 +205,27 @@ def load_records(results_dir) -> List[dict]:
     return out
 
 
+#: Parameters that say where a run ran, not what it computed (a path differs between machines).
+_PLACE_PARAMS = ("vocab_file", "device", "n_jobs", "memory", "verbose")
+
+
+def stale_record(path: Path, est, features: Sequence[str]) -> Optional[str]:
+    """Why the record at ``path`` is not this run's (other estimator parameters, e.g. the library
+    defaults "tuned" follows changed since, or other features), or None: what ``--resume`` may
+    keep. The run id in the path holds only the protocol's name, epochs and row limit."""
+    rec = json.loads(path.read_text())
+    expected = json.loads(json.dumps(C.jsonable(C.estimator_params_record(est))))
+    recorded = rec.get("hyperparameters", {})
+    differ = sorted(k for k in set(expected) | set(recorded)
+                    if k not in _PLACE_PARAMS and expected.get(k) != recorded.get(k))
+    if differ:
+        return "other estimator parameters: " + ", ".join(f"{k}={recorded.get(k)!r} (now {expected.get(k)!r})"
+                                                          for k in differ[:5])
+    if rec.get("embedder", {}).get("features") != list(features):
+        return f"other features {rec.get('embedder', {}).get('features')} (now {list(features)})"
+    return None
+
+
 # ------------------------------------------------------------------------------------------
 # Command line
 # ------------------------------------------------------------------------------------------
@@ -245,8 +266,13 @@ def _main(argv: List[str]) -> int:
         for seed in args.seeds:
             path = result_path(args.results_dir, run, name, seed)
             if args.resume and path.is_file():
-                C.eprint(f"skip {path} (exists)")
-                continue
+                stale = stale_record(path, C.make_estimator(get_protocol(args.protocol), "gmnet", ENDPOINTS[name], seed,
+                                                            vocab_file=vocab_file, device=args.device,
+                                                            max_epochs=args.max_epochs), args.features)
+                if stale is None:
+                    C.eprint(f"skip {path} (exists)")
+                    continue
+                C.eprint(f"redo {path}: {stale}")
             try:
                 if data is None:
                     data = C.load_endpoint(ENDPOINTS[name], data_home=data_home, limit=args.limit)

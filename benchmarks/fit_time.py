@@ -17,12 +17,13 @@ these are the figures the defaults' time targets (``TARGET_SECONDS``) are checke
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
 import time
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import List, Optional, Sequence
 
 from . import _common as C
 from .protocols import ENDPOINTS, get_protocol, resolve_endpoints
@@ -53,6 +54,20 @@ def record_path(arm: str, endpoint: str, seed: int, root=FIT_TIME_DIR, variant: 
     if host_label:
         suffix += "_" + host_label
     return Path(root) / arm / endpoint / f"seed{seed}{suffix}.json"
+
+
+HOST_KEYS = ("cpu_model", "cpu_isa", "platform")  # the platform string names the machine's kernel build
+
+
+def other_hosts_records(paths: Sequence[Path], hardware: dict) -> List[Path]:
+    """Those of ``paths`` that hold a record timed on another host than ``hardware``'s."""
+    out = []
+    for path in paths:
+        if path.is_file():
+            old = json.loads(path.read_text()).get("hardware", {})
+            if any(old.get(k) != hardware.get(k) for k in HOST_KEYS):
+                out.append(path)
+    return out
 
 
 def warm_up(arm: str, vocab_file: str) -> None:
@@ -118,6 +133,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     vocab_file = C.resolve_vocab_file(args.vocab_file)
     data_home = C.resolve_data_home(args.data_home)
     command = C.command_line("benchmarks.fit_time", list(sys.argv[1:] if argv is None else argv))
+    others = other_hosts_records([record_path(arm, endpoint, seed, args.results_dir, variant, args.host_label)
+                                  for arm in args.arm for endpoint in resolve_endpoints(args.endpoints)
+                                  for seed in args.seeds], C.hardware_info("cpu"))
+    if others:  # a record is one host's timing: another host's is kept, not replaced
+        p.error(f"{len(others)} record(s) were timed on another host ({', '.join(map(str, others[:3]))}"
+                f"{', ...' if len(others) > 3 else ''}): pass --host-label to keep them beside this host's")
     with C.git_at_start():
         for arm in args.arm:
             warm_up(arm, vocab_file)

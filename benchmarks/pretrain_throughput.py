@@ -20,7 +20,8 @@ extrapolated to the 1.58M training SMILES.
     python -m benchmarks.pretrain_throughput [--corpus DIR] [--n-smiles 3000] [--batch-size 256]
                                              [--steps 4] [--threads 1] [--note TEXT]
 
-Writes benchmarks/results/pretrain_throughput_<device>.json.
+Writes benchmarks/results/pretrain_throughput_<device>[_library_shape]_<threads>threads.json; a
+variant (another read-out, bf16, TF32, slice or batch size) needs ``--output``.
 """
 
 from __future__ import annotations
@@ -108,6 +109,13 @@ def main(argv=None) -> int:
     p.add_argument("--note", default="", help="recorded as is, e.g. what else ran on the machine")
     p.add_argument("--output", default=None)
     args = p.parse_args(argv)
+    variant = [flag for flag, on in (("--gmnet-readout", args.gmnet_readout), ("--readout-backward", args.readout_backward),
+                                     ("--readout-form", args.readout_form), ("--bf16", args.bf16),
+                                     ("--matmul-precision", args.matmul_precision != "highest"),
+                                     ("--n-smiles", args.n_smiles != 3000), ("--batch-size", args.batch_size != 256))
+               if on]
+    if variant and args.output is None:  # the default file is the baseline's record, not a variant's
+        p.error(f"{', '.join(variant)} make a variant of the measurement: name its file with --output")
     torch.set_num_threads(args.threads)
     precision = {}
     apply_matmul_precision(args, precision)  # before any model is built; recorded below

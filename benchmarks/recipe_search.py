@@ -7,12 +7,14 @@ For each endpoint, ``GridSearchCV(GMNet*, candidates, cv=PredefinedSplit(...), r
 runs over the concatenation train + valid of the DeepChem scaffold split, with ``test_fold`` -1
 on the train rows and 0 on the valid rows: each candidate is fitted on the training split exactly
 as a user's ``est.fit(X, y)`` (its own internal scaffold split picks the best epoch) and scored
-once on the DeepChem valid split. The test split is never loaded into the search.
+once on the DeepChem valid split. The test split is dropped as soon as the endpoint is read (the
+scaffold split needs every row), before any fit or score.
 
 A candidate is a named set of estimator parameters on top of ``BASE``; each (endpoint,
 candidate, seed) cell is written as soon as it is scored to
 ``benchmarks/results/recipe_search/<endpoint>/<candidate>_seed<s>.json`` (so an interrupted
-search resumes with ``--resume``). ``--summary`` ranks candidates by the mean over endpoints of
+search resumes with ``--resume``, which redoes a cell whose recorded parameters are no longer its
+candidate's; a fit that fails is reported and makes the command exit 1). ``--summary`` ranks candidates by the mean over endpoints of
 their validation error relative to ``base`` (RMSE ratio; (1 - ROC-AUC) ratio), lower is better,
 and prints each lever's effect as a Markdown table (benchmarks/README.md quotes it).
 """
@@ -251,6 +253,7 @@ class ValidScorer:
     def __init__(self, data, names, seed, root, command, t_fit):
         self.data, self.names, self.seed, self.root, self.command = data, names, seed, root, command
         self.t_fit = t_fit
+        self.next_index = 0  # GridSearchCV fits the candidates in the grid's order (names')
 
     def __call__(self, est, X, y) -> float:
         if len(X) != len(self.data.X_valid) or list(X) != list(self.data.X_valid):
@@ -258,11 +261,16 @@ class ValidScorer:
         value, per_task = C.score(self.data.endpoint, est, self.data.X_valid, self.data.y_valid, self.data)
         name = candidate_of(est, self.names)
         params = est.get_params(deep=False)
+        # a candidate skipped in the order failed (GridSearchCV's error_score): its time ran into this one's
+        after_failure = self.names.index(name) != self.next_index
+        self.next_index = self.names.index(name) + 1
         record = {
             "schema": SCHEMA, "endpoint": self.data.endpoint.name, "candidate": name, "seed": self.seed,
-            "params": {k: params[k] for k in BASE}, "metric": self.data.endpoint.metric,
+            # every parameter (BASE's alone were kept before 2026-11-29): what --resume compares
+            "params": {k: v for k, v in params.items() if k != "callbacks"}, "metric": self.data.endpoint.metric,
             "valid_metric": value, "valid_per_task": per_task, "best_epoch": int(est.best_epoch_),
-            "n_epochs": len(est.history_), "fit_seconds": time.perf_counter() - self.t_fit[0],
+            "n_epochs": len(est.history_),
+            "fit_seconds": None if after_failure else time.perf_counter() - self.t_fit[0],
             "sizes": {"train": len(self.data.X_train), "valid": len(self.data.X_valid),
                       "split_sha256": self.data.split_sha256},
             "pretrained": C.pretrained_entry(est, "gmnet"),  # which encoder (weights' SHA-256, budget)
@@ -273,8 +281,9 @@ class ValidScorer:
             "command": self.command, "timestamp_utc": C.utc_now(),
         }
         C.write_json_atomic(cell_path(self.data.endpoint.name, name, self.seed, self.root), record)
+        seconds = "time not measured: a failed fit ran before" if after_failure else f"{record['fit_seconds']:.0f} s"
         print(f"{self.data.endpoint.name} {name} seed{self.seed}: valid {C.fmt_metric(value, record['metric'])} "
-              f"({record['fit_seconds']:.0f} s, best epoch {record['best_epoch']}/{record['n_epochs']})", flush=True)
+              f"({seconds}, best epoch {record['best_epoch']}/{record['n_epochs']})", flush=True)
         self.t_fit[0] = time.perf_counter()
         return value if self.data.endpoint.higher_is_better else -value
 
@@ -288,14 +297,36 @@ def search_endpoint(data, names: Sequence[str], seed: int, vocab_file: str, root
     y = np.concatenate([data.to_fit(data.y_train), data.to_fit(data.y_valid)])
     test_fold = np.r_[np.full(len(data.X_train), -1), np.zeros(len(data.X_valid), dtype=int)]
     # memory: every candidate and seed fits the same training part, so its descriptors are computed once
-    base = C.estimator_class("gmnet", endpoint)(random_state=seed, vocab_file=vocab_file, device=device,
-                                                memory=descriptor_cache)
+    base = base_estimator(endpoint, seed, vocab_file, device, descriptor_cache)
     grid = [{k: [v] for k, v in candidate_params(n).items()} for n in names]
     t_fit = [time.perf_counter()]
+    # a failed fit is a NaN score and a FitFailedWarning (the other candidates go on); main counts them
     search = GridSearchCV(base, grid, scoring=ValidScorer(data, names, seed, root, command, t_fit),
                           cv=PredefinedSplit(test_fold), refit=False, n_jobs=1, error_score=np.nan)
     search.fit(X, y)
     return search
+
+
+def base_estimator(endpoint, seed: int, vocab_file: Optional[str], device: str = "cpu",
+                   descriptor_cache: Optional[str] = None):
+    """The estimator every candidate of an (endpoint, seed) search sets its parameters on."""
+    return C.estimator_class("gmnet", endpoint)(random_state=seed, vocab_file=vocab_file, device=device,
+                                                memory=descriptor_cache)
+
+
+#: Parameters that say where a cell ran, not what it computed (a path differs between machines).
+_PLACE_PARAMS = ("vocab_file", "device", "n_jobs", "memory", "verbose")
+
+
+def stale_cell(path: Path, expected: Dict[str, object]) -> Optional[str]:
+    """Why the cell at ``path`` is not what its candidate fits now (its definition or a library
+    default it leaves alone changed since), or None: what ``--resume`` may keep. Cells made
+    before every parameter was recorded are compared on those they hold."""
+    recorded = json.loads(path.read_text()).get("params", {})
+    expected = json.loads(json.dumps(C.jsonable(expected)))
+    differ = sorted(k for k in recorded if k in expected and k not in _PLACE_PARAMS and recorded[k] != expected[k])
+    return (None if not differ else
+            "other parameters: " + ", ".join(f"{k}={recorded[k]!r} (now {expected[k]!r})" for k in differ[:5]))
 
 
 def paired_ratios(cells, endpoints, cand: str, other: str) -> Dict[str, float]:
@@ -329,10 +360,15 @@ def summary(root=SEARCH_DIR) -> str:
     taken per (endpoint, seed) both candidates have, averaged over seeds, then over endpoints."""
     cells: Dict[str, Dict[str, Dict[int, float]]] = {}
     seconds: Dict[str, list] = {}
+    timed: Dict[str, Dict[Tuple[str, int], tuple]] = {}  # (endpoint, seed) -> (fit seconds, host)
     blends: Dict[str, Dict[str, Dict[int, dict]]] = {}  # forest=True cells: the blend, the network alone, the weight
     for rec in load_cells(root):
         cells.setdefault(rec["candidate"], {}).setdefault(rec["endpoint"], {})[rec["seed"]] = rec["valid_metric"]
-        seconds.setdefault(rec["candidate"], []).append(rec["fit_seconds"])
+        if rec["fit_seconds"] is not None:  # None: a failed fit ran before it (ValidScorer)
+            seconds.setdefault(rec["candidate"], []).append(rec["fit_seconds"])
+            hw = rec.get("hardware", {})
+            timed.setdefault(rec["candidate"], {})[(rec["endpoint"], rec["seed"])] = (
+                rec["fit_seconds"], tuple(hw.get(k) for k in ("cpu_model", "cpu_isa", "platform")))
         if rec.get("forest"):
             blends.setdefault(rec["candidate"], {}).setdefault(rec["endpoint"], {})[rec["seed"]] = {
                 "blend": rec["valid_metric"], "network": rec["forest"]["network_valid_metric"],
@@ -355,12 +391,21 @@ def summary(root=SEARCH_DIR) -> str:
         ratio, shared = paired(cand, other)
         return None if ratio is None else f"{ratio:.3f} ({len(shared)})"
 
+    def time_versus(cand: str, other: str) -> str:
+        """Mean ratio of cand's fit time to other's over the (endpoint, seed) cells both have from
+        one host (the mean fit column mixes hosts and cells)."""
+        a, b = timed.get(cand, {}), timed.get(other, {})
+        ratios = [a[key][0] / b[key][0] for key in set(a) & set(b) if a[key][1] == b[key][1] and b[key][0] > 0]
+        return f"{np.mean(ratios):.2f} ({len(ratios)})" if ratios else "—"
+
     def mean_cell(c: str, e: str) -> str:
         return f"{np.mean(list(cells[c][e].values())):.3f}" if e in cells[c] else "—"
 
     header = ["candidate", "levers (on top of base)"] + [f"{ENDPOINTS[e].label} ({'AUC' if ENDPOINTS[e].higher_is_better else 'RMSE'})"
                                                           for e in endpoints] + ["seeds", "rel. error vs base ↓ (endpoints)",
-                                                                                 f"error vs `{order[0]}` ↓ (endpoints)", "mean fit s"]
+                                                                                 f"error vs `{order[0]}` ↓ (endpoints)",
+                                                                                 f"fit time vs `{order[0]}` (cells, same host)",
+                                                                                 "mean fit s (any host)"]
     rows = []
     for c in order:
         r = rel(c)
@@ -368,7 +413,8 @@ def summary(root=SEARCH_DIR) -> str:
         rows.append([f"`{c}`", ", ".join(f"{k}={v}" for k, v in CANDIDATES.get(c, {}).items()) or "—"]
                     + [mean_cell(c, e) for e in endpoints]
                     + [", ".join(map(str, seeds)), "—" if r is None else f"{r:.3f} ({len(paired(c, 'base')[1])})",
-                       versus(c, order[0]) or "—", f"{np.mean(seconds[c]):.0f}"])
+                       versus(c, order[0]) or "—", time_versus(c, order[0]),
+                       f"{np.mean(seconds[c]):.0f}" if seconds.get(c) else "—"])
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(row) + " |" for row in rows]
     # The two best by that measure, head to head on every (endpoint, seed) both have (ties on the
     # shared-with-base measure are decided here).
@@ -588,16 +634,30 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     vocab_file = C.resolve_vocab_file(args.vocab_file)
     data_home = C.resolve_data_home(args.data_home)
     command = C.command_line("benchmarks.recipe_search", list(sys.argv[1:] if argv is None else argv))
+    failed: List[str] = []
     with C.git_at_start():
         for ep in resolve_endpoints(args.endpoints):
             data = C.load_endpoint(ENDPOINTS[ep], data_home=data_home)
             data.X_test = data.y_test = None  # choose on validation data only: the test split is not used here
             for seed in args.seeds:
-                names = [n for n in args.candidates
-                         if not (args.resume and cell_path(ep, n, seed, args.results_dir).exists())]
+                names = []
+                for n in args.candidates:
+                    path = cell_path(ep, n, seed, args.results_dir)
+                    if args.resume and path.exists():
+                        base = base_estimator(ENDPOINTS[ep], seed, vocab_file, args.device, args.descriptor_cache)
+                        stale = stale_cell(path, {**base.get_params(deep=False), **candidate_params(n)})
+                        if stale is None:
+                            continue
+                        C.eprint(f"redo {path}: {stale}")
+                    names.append(n)
                 if names:
-                    search_endpoint(data, names, seed, vocab_file, args.results_dir, command, args.device,
-                                    args.descriptor_cache)
+                    search = search_endpoint(data, names, seed, vocab_file, args.results_dir, command, args.device,
+                                             args.descriptor_cache)
+                    scores = search.cv_results_["mean_test_score"]
+                    failed += [f"{ep} {n} seed{seed}" for n, score in zip(names, scores) if not np.isfinite(score)]
+    if failed:  # GridSearchCV warned and went on; the command says so too
+        C.eprint(f"FAILED ({len(failed)} cell(s), no record written): " + "; ".join(failed))
+        return 1
     return 0
 
 

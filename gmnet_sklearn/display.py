@@ -108,8 +108,12 @@ class TrainingCurveDisplay:
         )
         return display.plot(ax=ax)
 
-    def plot(self, ax=None, *, name=None, loss_kwargs=None, metric_kwargs=None):
-        """Draw on ``ax`` (a new figure if None); returns the display with its artists set."""
+    def plot(self, ax=None, *, name=None, loss_kwargs=None, valid_loss_kwargs=None, metric_kwargs=None):
+        """Draw on ``ax`` (a new figure if None); returns the display with its artists set.
+
+        ``loss_kwargs`` style both loss lines, except its ``label`` and ``color``, which are the
+        training line's only (the two lines must stay apart); ``valid_loss_kwargs`` style the
+        validation line on top of that; ``metric_kwargs`` the metric's line."""
         plt = _require_matplotlib(f"{type(self).__name__}.plot")
         from matplotlib.ticker import MaxNLocator
         if ax is None:
@@ -119,8 +123,9 @@ class TrainingCurveDisplay:
         self.lines_ = {}
         (self.lines_["train_loss"],) = ax.plot(epochs, self.train_loss, **{"label": "train loss", "color": "C0", **loss_kwargs})
         if self.valid_loss is not None:
-            (self.lines_["valid_loss"],) = ax.plot(epochs, self.valid_loss,
-                                                   **{"label": "validation loss", "color": "C1", **loss_kwargs})
+            shared = {k: v for k, v in loss_kwargs.items() if k not in ("label", "color", "c")}
+            (self.lines_["valid_loss"],) = ax.plot(epochs, self.valid_loss, **{
+                "label": "validation loss", "color": "C1", **shared, **(valid_loss_kwargs or {})})
         ax.set_xlabel("epoch")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel("loss")

@@ -20,6 +20,7 @@ needs only its own ``EncoderSource``.
 
 from __future__ import annotations
 
+import copy
 import numbers
 from dataclasses import dataclass
 from typing import Callable
@@ -30,7 +31,7 @@ from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from .estimators._base import check_smiles_input
+from .estimators._base import check_smiles_input, torch_threads
 from .estimators.data import EncodedSmilesDataset, sequential_loader
 from .gm import functional as F
 
@@ -126,7 +127,9 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
                     "cross_val_score, GridSearchCV), wrap the fitted estimator: "
                     "GMNetEmbedder(FrozenEstimator(est)), with prefit=False"
                 )
-            self.estimator_ = self.estimator
+            # a copy, as SelectFromModel(prefit=True) takes: a later refit of the user's estimator
+            # must not change (or break) the features this embedder was fitted to give
+            self.estimator_ = copy.deepcopy(self.estimator)
         else:
             estimator = clone(self.estimator)  # a FrozenEstimator clones to itself, fitted
             if y is None and not _is_fitted(estimator):
@@ -174,6 +177,10 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
         """(n, n_features_out_) float32 features; an invalid SMILES raises, naming its row."""
         check_is_fitted(self, "estimator_")
         X = check_smiles_input(X)
+        with torch_threads(getattr(self.estimator_, "n_jobs", None)):  # as the estimator's own predict
+            return self._transform(X)
+
+    def _transform(self, X) -> np.ndarray:
         source = encoder_source(self.estimator_)
         encoded = source.encode(X)  # raises, naming every invalid row
         order = np.argsort(encoded.lengths, kind="stable")  # batches of similar length: less padding

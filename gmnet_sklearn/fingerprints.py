@@ -8,6 +8,8 @@ Radius 2 with 2048 bits is ECFP4 as chemists use it; bits come from RDKit's
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
@@ -37,6 +39,12 @@ class MorganFingerprint(TransformerMixin, BaseEstimator):
         # here and in transform: with no state to fit, transform may run without fit
         if self.on_invalid not in ("raise", "zeros"):
             raise ValueError(f"on_invalid must be 'raise' or 'zeros', got {self.on_invalid!r}")
+        for name, low in (("radius", 0), ("n_bits", 1)):  # RDKit would truncate a float or overflow
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        if not isinstance(self.counts, (bool, np.bool_)):
+            raise ValueError(f"counts must be True or False, got {self.counts!r}")
 
     def transform(self, X) -> np.ndarray:
         import warnings

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import subprocess
 import re
 from pathlib import Path
 
@@ -879,6 +880,65 @@ def test_recipe_search_summary_pairs_candidates_by_seed(tmp_path):
                    for ln in text.splitlines())
 
 
+def test_recipe_search_times_are_paired_on_one_host_and_stale_cells_are_named(tmp_path):
+    """The fit-time ratio takes only (endpoint, seed) cells both candidates have from one host; the
+    mean fit column says it mixes hosts. A cell whose parameters are not its candidate's now is
+    what --resume redoes."""
+    from benchmarks.recipe_search import candidate_params, stale_cell, summary
+
+    here = {"cpu_model": "AMD EPYC", "cpu_isa": "AVX2", "platform": "host-a"}
+    cell = functools.partial(_search_cell, tmp_path)
+    for seed, (t_ref, t_cand) in enumerate([(100.0, 50.0), (200.0, 150.0)]):
+        cell("esol", "base", seed, 2.0, hardware=here, fit_seconds=10.0)
+        cell("esol", "desc_d256_fp_forest_e20", seed, 0.9, hardware=here, fit_seconds=t_ref)  # the best: the reference
+        cell("esol", "desc_d128_fp_forest_e20", seed, 1.0, hardware=here, fit_seconds=t_cand)
+    cell("esol", "desc_d256_fp_forest_e20", 2, 0.9, hardware=here, fit_seconds=1000.0)
+    cell("esol", "desc_d128_fp_forest_e20", 2, 1.0, hardware={**here, "platform": "host-b"}, fit_seconds=1.0)
+    cell("esol", "desc_d192_fp_forest_e20", 3, 1.0, hardware=here, fit_seconds=None)  # after a failed fit
+    text = summary(tmp_path)
+    header = next(ln for ln in text.splitlines() if ln.startswith("| candidate"))
+    names = [c.strip() for c in header.strip("|").split("|")]
+    rows = {ln.split("|")[1].strip(): dict(zip(names, (c.strip() for c in ln.strip("|").split("|"))))
+            for ln in text.splitlines() if ln.startswith("| `")}
+    key = "fit time vs `desc_d256_fp_forest_e20` (cells, same host)"
+    assert rows["`desc_d128_fp_forest_e20`"][key] == "0.62 (2)"  # (0.5 + 0.75) / 2; seed 2 on another host
+    assert rows["`desc_d256_fp_forest_e20`"][key] == "1.00 (3)"
+    assert rows["`desc_d128_fp_forest_e20`"]["mean fit s (any host)"] == "67"
+    assert rows["`desc_d192_fp_forest_e20`"]["mean fit s (any host)"] == "—"
+
+    path = tmp_path / "cell.json"
+    params = candidate_params("desc_d256_fp_forest_e20")
+    path.write_text(json.dumps({"params": {**params, "vocab_file": "/elsewhere/vocab.txt"}}))
+    assert stale_cell(path, {**params, "vocab_file": "here.txt", "layer_lr_decay": 1.0}) is None
+    assert stale_cell(path, {**params, "max_epochs": 30}) == "other parameters: max_epochs=20 (now 30)"
+
+
+def test_recipe_search_scorer_does_not_time_a_cell_after_a_failed_fit(tmp_path, capsys):
+    from types import SimpleNamespace
+
+    from benchmarks import recipe_search as R
+
+    names = ["desc_d128_fp_forest_e20", "desc_d192_fp_forest_e20", "desc_d256_fp_forest_e20"]
+    X = ["CCO", "CCN"]
+    data = SimpleNamespace(X_valid=X, X_train=X, y_valid=None, split_sha256="x",
+                           endpoint=SimpleNamespace(name="esol", metric="rmse", higher_is_better=False))
+    scorer = R.ValidScorer(data, names, 0, tmp_path, "cmd", [0.0])
+    seen = []
+    for name in (names[0], names[2]):  # the second candidate's fit failed: never scored
+        est = SimpleNamespace(get_params=lambda deep=False, n=name: {**R.candidate_params(n), "callbacks": None},
+                              best_epoch_=1, history_=[1])
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(R.C, "score", lambda *a: (0.5, None))
+            mp.setattr(R.C, "pretrained_entry", lambda *a: None)
+            mp.setattr(R.C, "forest_entry", lambda *a, **k: None)
+            mp.setattr(R, "candidate_of", lambda est, names, n=name: n)
+            scorer(est, X, None)
+        seen.append(json.loads(R.cell_path("esol", name, 0, tmp_path).read_text()))
+    assert seen[0]["fit_seconds"] is not None and seen[1]["fit_seconds"] is None
+    assert "callbacks" not in seen[0]["params"] and seen[0]["params"]["max_epochs"] == 20
+    assert "a failed fit ran before" in capsys.readouterr().out
+
+
 def test_recipe_search_summary_pairs_fine_tuning_levers_with_their_scratch_recipe(tmp_path):
     """A warm start that adds fine-tuning levers (here layer-wise decay) is compared with the recipe it
     starts from, and where both blend a forest, also network against network."""
@@ -1052,6 +1112,23 @@ def test_fit_time_variants_have_their_own_records(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+def test_fit_time_keeps_another_hosts_record(tmp_path, capsys):
+    """A record is one host's timing: a run on another host must not replace it (--host-label)."""
+    from benchmarks import _common as C
+    from benchmarks import fit_time
+
+    here = C.hardware_info("cpu")
+    path = fit_time.record_path("gmnet", "bbbp", 0, tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"hardware": {**here, "platform": "Linux-another-host"}}))
+    before = path.read_text()
+    with pytest.raises(SystemExit):
+        fit_time.main(["--endpoints", "bbbp", "--results-dir", str(tmp_path)])
+    assert "timed on another host" in capsys.readouterr().err and path.read_text() == before
+    assert fit_time.other_hosts_records([path], {**here, "platform": "Linux-another-host"}) == []
+    assert fit_time.other_hosts_records([tmp_path / "absent.json"], here) == []
+
+
 def test_fit_time_section_keeps_hosts_apart_and_checks_each_against_the_target(tmp_path):
     """The same default fit on three hosts named alike (one CPU name, or one platform string): one
     row per host, each checked against the target; a variant row has no target."""
@@ -1096,3 +1173,29 @@ def test_report_lists_readout_tile_settings_against_the_shipped_ones(tmp_path):
     assert "| MC=16 | 30.0 | 2.00x |" in text
     assert "| BN=128 | OutOfResources | — |" in text
     assert readout_tiles_section(tmp_path / "none", tmp_path) is None
+
+
+def test_pretrain_record_describes_the_run_from_its_config(tmp_path):
+    """The record's description comes from the run's config (not fixed text), its commit must exist."""
+    import shutil
+
+    from benchmarks import pretrain_record
+
+    run = tmp_path / "run"
+    shutil.copytree(REPO / "gmnet_sklearn" / "pretrained" / "moses-paper-chemberta", run)
+    out = tmp_path / "rec.json"
+    with pytest.raises(SystemExit):
+        pretrain_record.main([str(run), str(out), "--command", "x", "--git-commit", "0" * 40])
+    assert not out.exists()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=REPO)
+    if head.returncode != 0:
+        pytest.skip("not a git checkout")
+    assert pretrain_record.main([str(run), str(out), "--command", "gmnet-pretrain ...", "--git-commit", "HEAD"]) == 0
+    rec = json.loads(out.read_text())
+    assert rec["run"] == ("ChemBERTa masked-LM pretraining on train.csv.gz: 0.242 epoch(s), 1500 of 1500 steps at "
+                          "batch 256, paper shape")
+    assert rec["git_commit"] == head.stdout.strip() and rec["command"] == "gmnet-pretrain ..."
+    cfg = json.loads((run / "config.json").read_text())
+    cfg["training"]["definition"]["params"]["d_model"] = 128
+    assert pretrain_record.shape_name("chemberta", cfg["training"]["definition"]["params"]) == "custom"
+

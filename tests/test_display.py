@@ -78,9 +78,14 @@ def test_training_curve_follows_the_selection_metric_beside_a_users_scorer_and_t
         assert disp.metric_name == "valid_rmse"
         rmse = est.nets_[member].history[:, "valid_rmse"]
         assert rmse[disp.best_epoch - 1] == min(rmse)
-    disp = disp.plot(loss_kwargs={"color": "k", "label": "loss"}, metric_kwargs={"marker": "x"})
+    disp = disp.plot(loss_kwargs={"color": "k", "label": "loss", "linewidth": 3}, metric_kwargs={"marker": "x"})
     assert disp.lines_["train_loss"].get_color() == "k" and disp.lines_["train_loss"].get_label() == "loss"
     assert disp.lines_["valid_rmse"].get_marker() == "x"
+    # the validation line shares the style but keeps its own label and colour
+    valid = disp.lines_["valid_loss"]
+    assert valid.get_linewidth() == 3 and valid.get_label() == "validation loss" and valid.get_color() != "k"
+    disp = disp.plot(loss_kwargs={"color": "k"}, valid_loss_kwargs={"color": "r", "label": "held out"})
+    assert disp.lines_["valid_loss"].get_color() == "r" and disp.lines_["valid_loss"].get_label() == "held out"
 
 
 def test_training_curve_of_a_loaded_estimator_says_save_keeps_no_history(regressor, tmp_path):

@@ -185,3 +185,24 @@ def test_width_is_the_fitted_models_after_set_params():
     emb = GMNetEmbedder(est, prefit=True).fit(SMILES)
     assert emb.n_features_out_ == 16
     np.testing.assert_array_equal(emb.transform(SMILES[:5]), expected)
+    # the embedder holds a copy: refitting the user's estimator (here at another width) changes
+    # neither its width nor its features
+    est.fit(SMILES, Y)
+    assert GMNetEmbedder(est, prefit=True).fit(SMILES).n_features_out_ == 32  # refitted at 32
+    assert emb.n_features_out_ == 16
+    np.testing.assert_array_equal(emb.transform(SMILES[:5]), expected)
+
+
+def test_transform_runs_with_the_estimators_threads(plain):
+    seen = []
+    emb = GMNetEmbedder(clone(plain).set_params(n_jobs=1), prefit=False).fit(SMILES, Y)
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(
+        lambda mod, args: seen.append(torch.get_num_threads()))
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        emb.transform(SMILES[:3])
+    finally:
+        torch.set_num_threads(before)
+        handle.remove()
+    assert seen and set(seen) == {1}

@@ -39,6 +39,17 @@ def test_embedder_features_run_resume_and_report(tmp_path, moleculenet_path, dee
     # --resume skips what exists
     assert embedder_features.main(argv + ["--resume"]) == 0
     assert capsys.readouterr().out == ""
+    # ... made with the same estimator and features; a record of other ones is redone
+    from benchmarks import _common as C
+    from benchmarks.protocols import ENDPOINTS, get_protocol
+
+    path = results / "embedder" / run / "freesolv" / "seed0.json"
+    est = C.make_estimator(get_protocol("smoke"), "gmnet", ENDPOINTS["freesolv"], 0, vocab_file="moved/vocab.txt",
+                           device="cpu", max_epochs=1)
+    features = ["pooled", "head", "moments"]
+    assert embedder_features.stale_record(path, est, features) is None  # where the vocabulary lies is no matter
+    assert "other features" in embedder_features.stale_record(path, est, ["pooled"])
+    assert "max_epochs=1 (now 2)" in embedder_features.stale_record(path, est.set_params(max_epochs=2), features)
     # the report leaves shortened runs out, and shows full ones
     assert report.embedder_section(results, tmp_path)[0] is None
     full = results / "embedder" / "smoke" / "freesolv" / "seed0.json"

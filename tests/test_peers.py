@@ -364,6 +364,17 @@ def test_morgan_fingerprint_rejects_blank_smiles_and_checks_on_invalid_without_f
         assert MorganFingerprint(on_invalid="zeros").transform(["CCO", ""])[1].sum() == 0
     with pytest.raises(ValueError, match="on_invalid must be 'raise' or 'zeros'"):
         MorganFingerprint(on_invalid="bogus").transform(["CCO"])  # transform needs no fit: it checks too
+    # RDKit would truncate a float radius (names saying otherwise), overflow on a negative one,
+    # fail obscurely at n_bits=0 and take any truthy counts
+    for params, match in [({"radius": 1.7}, "radius must be an integer >= 0, got 1.7"),
+                          ({"radius": -1}, "radius must be an integer >= 0"),
+                          ({"n_bits": 0}, "n_bits must be an integer >= 1, got 0"),
+                          ({"n_bits": 2.9}, "n_bits must be an integer >= 1"),
+                          ({"counts": "no"}, "counts must be True or False")]:
+        for call in (lambda fp: fp.fit(["CCO"]), lambda fp: fp.transform(["CCO"])):
+            with pytest.raises(ValueError, match=match):
+                call(MorganFingerprint(**params))
+    assert MorganFingerprint(radius=np.int64(1), n_bits=np.int64(16), counts=np.bool_(True)).transform(["CCO"]).shape == (1, 16)
 
 
 def test_whitespace_inside_a_smiles_is_no_molecule_for_the_featurisers():
