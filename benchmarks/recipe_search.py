@@ -14,9 +14,10 @@ A candidate is a named set of estimator parameters on top of ``BASE``; each (end
 candidate, seed) cell is written as soon as it is scored to
 ``benchmarks/results/recipe_search/<endpoint>/<candidate>_seed<s>.json`` (so an interrupted
 search resumes with ``--resume``, which redoes a cell whose recorded parameters are no longer its
-candidate's; a fit that fails is reported and makes the command exit 1). ``--summary`` ranks candidates by the mean over endpoints of
-their validation error relative to ``base`` (RMSE ratio; (1 - ROC-AUC) ratio), lower is better,
-and prints each lever's effect as a Markdown table (benchmarks/README.md quotes it).
+candidate's; a fit that fails is reported and makes the command exit 1). ``--summary`` ranks
+candidates by the mean over endpoints of their validation error relative to ``base`` (RMSE ratio;
+(1 - ROC-AUC) ratio), lower is better, and prints each lever's effect as a Markdown table
+(benchmarks/README.md quotes it).
 """
 
 from __future__ import annotations
