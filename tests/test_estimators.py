@@ -71,6 +71,11 @@ def test_regressor_fit_predict(fitted_regressor):
     scores = [row["valid_rmse"] for row in est.history_]
     assert len(scores) == 2 and est.best_epoch_ == int(np.argmin(scores)) + 1
     assert est.score(X, Y) == pytest.approx(r2_score(Y, pred))
+    # y of another length than X is an error, not predictions paired with the wrong rows
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        est.score(X, Y[: len(X) // 2])
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        est.score(X, Y, sample_weight=np.ones(3))
 
 
 def test_adam_is_fused_where_torch_has_it(fitted_regressor):
@@ -256,6 +261,14 @@ def test_pickle_and_joblib_round_trip(fitted_regressor, tmp_path):
     joblib.dump(fitted_regressor, path)
     np.testing.assert_array_equal(joblib.load(path).predict(X), expected)
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(fitted_regressor)).predict(X), expected)
+    # a model pickled on CUDA comes back on the CPU where there is none: skorch moves its nets,
+    # and the estimator's data device must follow them (here: a device_ the nets are not on)
+    state = pickle.dumps(fitted_regressor)
+    moved = pickle.loads(state)
+    moved.__dict__["device_"] = "cuda:0"
+    again = pickle.loads(pickle.dumps(moved))
+    assert again.device_ == "cpu" and fitted_regressor.device_ == "cpu"
+    np.testing.assert_array_equal(again.predict(X), expected)
 
 
 @pytest.mark.parametrize("kind", ["regressor", "classifier"])
@@ -429,6 +442,40 @@ def test_n_jobs_sets_torch_threads_for_fit_and_predict_and_restores_them(monkeyp
 
 
 # ---- edge cases found in review -----------------------------------------------------------
+def test_a_fit_failing_before_training_leaves_no_checkpoint_folder(tmp_path, monkeypatch):
+    """The best-epoch checkpoint folder is made with the callbacks; a failure after that and before
+    training (a pretrained shape conflict, a model that cannot be built) must not leave it behind,
+    once per failing candidate of a search."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    est = GMNetRegressor(**TINY, descriptors=False, fingerprint=False, forest=False)
+
+    def fail(seed):
+        raise RuntimeError("no model")
+
+    monkeypatch.setattr(est, "_initialize_module", fail)
+    with pytest.raises(RuntimeError, match="no model"):
+        est.fit(X, Y)
+    assert not list(tmp_path.glob("gmnet_ckpt_*")) and "_checkpoint_dir" not in est.__dict__
+
+
+def test_a_row_the_scaffold_split_leaves_in_no_part_is_trained_on(monkeypatch):
+    """DeepChem's split keeps a row whose scaffold RDKit cannot make in no part; the internal
+    split must not drop it silently: it trains, after the split's own rows in their order."""
+    import gmnet_sklearn.model_selection as ms
+
+    est = GMNetRegressor(**TINY)
+    ref_train, ref_valid = est._internal_split(list(X), seed=0)
+    lost = int(ref_train[3])
+    real = ms.scaffold_split
+    monkeypatch.setattr(ms, "scaffold_split", lambda *a, **k: (
+        [i for i in real(*a, **k)[0] if i != lost], *real(*a, **k)[1:]))
+    train, valid = est._internal_split(list(X), seed=0)
+    assert valid.tolist() == ref_valid.tolist()
+    assert train.tolist() == [i for i in ref_train.tolist() if i != lost] + [lost]
+
+
 def test_a_class_the_internal_split_sends_to_validation_only_is_trained_on():
     """A rare class (one row) that the internal split puts in the validation part goes back into
     the training part: the model knows every class of y."""
@@ -456,6 +503,8 @@ def test_classifier_takes_a_column_vector_y_and_names_its_missing_labels():
     y_missing[[3, 7]] = np.nan
     with pytest.raises(ValueError, match=r"one task with missing labels at rows \[3, 7\]"):
         GMNetClassifier(**TINY).fit(X, y_missing)
+    with pytest.raises(ValueError, match=r"must not be missing \(rows \[3, 7\]\)"):  # float32 labels are named too
+        GMNetClassifier(**TINY).fit(X, y_missing.ravel().astype(np.float32))
 
 
 def test_a_failed_refit_leaves_no_fitted_network_behind():

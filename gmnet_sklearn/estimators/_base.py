@@ -139,6 +139,14 @@ class SmilesNetBase(BaseEstimator):
     _family: str = ""  # set by the model families, used in messages
     _pretrain_family: str = ""  # "gmnet" or "chemberta": which pretrained checkpoints fit
 
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        nets = self.__dict__.get("nets_")
+        if nets and "device_" in self.__dict__:
+            # skorch maps a net pickled on CUDA to the CPU where there is none (its __setstate__):
+            # the data must follow the nets, or a GPU-fitted model cannot predict on a CPU machine
+            self.device_ = str(nets[0].device)
+
     # ---- hooks ------------------------------------------------------------------------------
     def _build_module(self, vocab_size: int, n_outputs: int, pad_id: int) -> torch.nn.Module:
         raise NotImplementedError
@@ -192,6 +200,13 @@ class SmilesNetBase(BaseEstimator):
             )
             if y is not None and len(valid) and not self._can_rank(y[valid]):
                 train, valid = balanced_scaffold_split(smiles, frac_valid=self.valid_size, random_state=seed)
+            # a row DeepChem's split leaves in no part (a scaffold RDKit cannot make, or a parse
+            # failing where the tokenizer's succeeded) trains rather than vanishes; the placed
+            # rows keep the split's order
+            unplaced = np.setdiff1d(np.arange(n), np.concatenate([np.asarray(train, dtype=np.int64),
+                                                                  np.asarray(valid, dtype=np.int64)]))
+            if len(unplaced):
+                train = np.concatenate([np.asarray(train, dtype=np.int64), unplaced])
         else:
             perm = np.random.RandomState(seed).permutation(n)
             n_valid = max(1, int(round(self.valid_size * n)))
@@ -480,29 +495,31 @@ class SmilesNetBase(BaseEstimator):
         if len(snapshots) > 1:
             raise ValueError("pass at most one TrainingSnapshot in callbacks")
         self._checkpoint_dir = None
-        loader = BucketedLoader(seed=seed, bucket=self.bucket_by_length)
-        n_batches = -(-int(train_set.n_molecules) // self.batch_size)  # one row per molecule an epoch
-        callbacks = self._callbacks(valid_set, n_batches)
-        snapshot = snapshots[0] if snapshots else None
-        if snapshot is not None:  # last, so it sees this epoch's scores and best weights
-            # how a fit runs (device, graphs, threads) is not what it computes; parameters at their old
-            # defaults stay out so snapshots from before they existed still fit
-            # a RandomState's repr holds its address; the seed drawn from it is hashed as the seed
-            params = {k: "<RandomState>" if isinstance(v, np.random.RandomState) else v
-                      for k, v in self.get_params(deep=False).items()
-                      if k not in ("callbacks", "verbose", "device", "cuda_graphs", "n_jobs", "memory")
-                      and not (k in _ADDED_PARAMETER_DEFAULTS and v == _ADDED_PARAMETER_DEFAULTS[k])}
-            snapshot.bind(fingerprint=fit_fingerprint({"estimator": type(self).__name__, **params,
-                                                       **({"member": member} if member else {})},
-                                                      seed - member, fingerprint_data),
-                          summary={"estimator": type(self).__name__, "seed": seed, "member": member,
-                                   "n_train": int(train_set.n_molecules),
-                                   **{k: v for k, v in params.items() if isinstance(v, (int, float, str, bool))}},
-                          max_epochs=self.max_epochs, loader=loader, checkpoint_dir=self._checkpoint_dir,
-                          fit_started=getattr(self, "_fit_started", None), inputs=self._snapshot_inputs())
-            callbacks.append(snapshot)
-        net = self._build_net(self._initialize_module(seed), callbacks, valid_set, loader)
+        # the checkpoint folder _callbacks makes is removed whatever fails after it (a pretrained
+        # shape conflict in _initialize_module, a snapshot that does not bind), not only the training
         try:
+            loader = BucketedLoader(seed=seed, bucket=self.bucket_by_length)
+            n_batches = -(-int(train_set.n_molecules) // self.batch_size)  # one row per molecule an epoch
+            callbacks = self._callbacks(valid_set, n_batches)
+            snapshot = snapshots[0] if snapshots else None
+            if snapshot is not None:  # last, so it sees this epoch's scores and best weights
+                # how a fit runs (device, graphs, threads) is not what it computes; parameters at their old
+                # defaults stay out so snapshots from before they existed still fit
+                # a RandomState's repr holds its address; the seed drawn from it is hashed as the seed
+                params = {k: "<RandomState>" if isinstance(v, np.random.RandomState) else v
+                          for k, v in self.get_params(deep=False).items()
+                          if k not in ("callbacks", "verbose", "device", "cuda_graphs", "n_jobs", "memory")
+                          and not (k in _ADDED_PARAMETER_DEFAULTS and v == _ADDED_PARAMETER_DEFAULTS[k])}
+                snapshot.bind(fingerprint=fit_fingerprint({"estimator": type(self).__name__, **params,
+                                                           **({"member": member} if member else {})},
+                                                          seed - member, fingerprint_data),
+                              summary={"estimator": type(self).__name__, "seed": seed, "member": member,
+                                       "n_train": int(train_set.n_molecules),
+                                       **{k: v for k, v in params.items() if isinstance(v, (int, float, str, bool))}},
+                              max_epochs=self.max_epochs, loader=loader, checkpoint_dir=self._checkpoint_dir,
+                              fit_started=getattr(self, "_fit_started", None), inputs=self._snapshot_inputs())
+                callbacks.append(snapshot)
+            net = self._build_net(self._initialize_module(seed), callbacks, valid_set, loader)
             net.initialize()
             # A snapshot of this fit puts the net back where it left off (in its on_train_begin);
             # only the epochs left are trained.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import RegressorMixin
+from sklearn.utils.validation import check_consistent_length
 
 from ._invalid import warn_unscored_rows
 from ._targets import check_target
@@ -79,7 +80,9 @@ class SmilesRegressorMixin(RegressorMixin):
         from sklearn.metrics import r2_score
 
         y = np.asarray(check_target(y), dtype=np.float64).reshape(len(y), -1)
-        pred = np.asarray(self.predict(X), dtype=np.float64).reshape(len(y), -1)
+        pred = np.asarray(self.predict(X), dtype=np.float64)
+        check_consistent_length(pred, y, sample_weight)  # else a reshape pairs rows wrongly
+        pred = pred.reshape(len(y), -1)
         warn_unscored_rows(np.isnan(pred).all(1))
         scores = []
         for j in range(y.shape[1]):

@@ -80,7 +80,8 @@ def check_target(y) -> np.ndarray:
 
 def missing_labels(labels) -> np.ndarray:
     """Which labels are missing (None or NaN; the labels may be objects), as a bool array."""
-    return np.array([v is None or (isinstance(v, float) and np.isnan(v)) for v in labels], dtype=bool)
+    # np.floating too: a float32 array's items are np.float32, which is no Python float
+    return np.array([v is None or (isinstance(v, (float, np.floating)) and np.isnan(v)) for v in labels], dtype=bool)
 
 
 def _pandas_values(y) -> np.ndarray:
