@@ -138,10 +138,11 @@ PROTOCOLS: Dict[str, Protocol] = {
         description=(
             "docs/protocol.md (chemberta3-faithful): DeepChem 2.8.0 scaffold split 80/10/10, "
             "SMILES > 200 characters dropped after the split; regression z-scored on train "
-            "(clearance: log(y+1) only); Adam lr 3e-5 (betas 0.9/0.999, eps 1e-8, no weight decay, "
-            "no schedule), batch 32, 100 epochs, no early stopping, best validation epoch "
-            "restored and scored on test; seeds 0, 1, 2; both arms random-initialised at the "
-            "ChemBERTa-10M-MLM shape; plain shuffled batches as DeepChem's (no length bucketing)."
+            "(clearance: log(y+1), then z-scored too, where the contract says log(y+1) only); "
+            "Adam lr 3e-5 (betas 0.9/0.999, eps 1e-8, no weight decay, no schedule), batch 32, "
+            "100 epochs, no early stopping, best validation epoch restored and scored on test; "
+            "seeds 0, 1, 2; both arms random-initialised at the ChemBERTa-10M-MLM shape; plain "
+            "shuffled batches as DeepChem's (no length bucketing)."
         ),
         seeds=(0, 1, 2),
         training=dict(PAPER_TRAINING),
