@@ -671,6 +671,14 @@ def write_json_atomic(path, obj) -> Path:
     return path
 
 
+#: Estimator parameters that say where a run ran, not what it computed (a path differs between
+#: machines): left out when a resumed run compares a record's parameters with its own.
+PLACE_PARAMS = ("vocab_file", "device", "n_jobs", "memory", "verbose")
+
+#: The ``hardware`` fields that tell one host from another (the platform names its kernel build).
+HOST_KEYS = ("cpu_model", "cpu_isa", "platform")
+
+
 def estimator_params_record(est) -> Dict[str, object]:
     return {k: v for k, v in est.get_params(deep=False).items() if k != "callbacks"}
 

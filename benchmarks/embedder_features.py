@@ -205,10 +205,6 @@ def load_records(results_dir) -> List[dict]:
     return out
 
 
-#: Parameters that say where a run ran, not what it computed (a path differs between machines).
-_PLACE_PARAMS = ("vocab_file", "device", "n_jobs", "memory", "verbose")
-
-
 def stale_record(path: Path, est, features: Sequence[str]) -> Optional[str]:
     """Why the record at ``path`` is not this run's (other estimator parameters, e.g. the library
     defaults "tuned" follows changed since, or other features), or None: what ``--resume`` may
@@ -217,7 +213,7 @@ def stale_record(path: Path, est, features: Sequence[str]) -> Optional[str]:
     expected = json.loads(json.dumps(C.jsonable(C.estimator_params_record(est))))
     recorded = rec.get("hyperparameters", {})
     differ = sorted(k for k in set(expected) | set(recorded)
-                    if k not in _PLACE_PARAMS and expected.get(k) != recorded.get(k))
+                    if k not in C.PLACE_PARAMS and expected.get(k) != recorded.get(k))
     if differ:
         return "other estimator parameters: " + ", ".join(f"{k}={recorded.get(k)!r} (now {expected.get(k)!r})"
                                                           for k in differ[:5])

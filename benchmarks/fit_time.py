@@ -56,16 +56,13 @@ def record_path(arm: str, endpoint: str, seed: int, root=FIT_TIME_DIR, variant: 
     return Path(root) / arm / endpoint / f"seed{seed}{suffix}.json"
 
 
-HOST_KEYS = ("cpu_model", "cpu_isa", "platform")  # the platform string names the machine's kernel build
-
-
 def other_hosts_records(paths: Sequence[Path], hardware: dict) -> List[Path]:
     """Those of ``paths`` that hold a record timed on another host than ``hardware``'s."""
     out = []
     for path in paths:
         if path.is_file():
             old = json.loads(path.read_text()).get("hardware", {})
-            if any(old.get(k) != hardware.get(k) for k in HOST_KEYS):
+            if any(old.get(k) != hardware.get(k) for k in C.HOST_KEYS):
                 out.append(path)
     return out
 

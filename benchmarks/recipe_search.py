@@ -315,17 +315,13 @@ def base_estimator(endpoint, seed: int, vocab_file: Optional[str], device: str =
                                                 memory=descriptor_cache)
 
 
-#: Parameters that say where a cell ran, not what it computed (a path differs between machines).
-_PLACE_PARAMS = ("vocab_file", "device", "n_jobs", "memory", "verbose")
-
-
 def stale_cell(path: Path, expected: Dict[str, object]) -> Optional[str]:
     """Why the cell at ``path`` is not what its candidate fits now (its definition or a library
     default it leaves alone changed since), or None: what ``--resume`` may keep. Cells made
     before every parameter was recorded are compared on those they hold."""
     recorded = json.loads(path.read_text()).get("params", {})
     expected = json.loads(json.dumps(C.jsonable(expected)))
-    differ = sorted(k for k in recorded if k in expected and k not in _PLACE_PARAMS and recorded[k] != expected[k])
+    differ = sorted(k for k in recorded if k in expected and k not in C.PLACE_PARAMS and recorded[k] != expected[k])
     return (None if not differ else
             "other parameters: " + ", ".join(f"{k}={recorded[k]!r} (now {expected[k]!r})" for k in differ[:5]))
 
@@ -369,7 +365,7 @@ def summary(root=SEARCH_DIR) -> str:
             seconds.setdefault(rec["candidate"], []).append(rec["fit_seconds"])
             hw = rec.get("hardware", {})
             timed.setdefault(rec["candidate"], {})[(rec["endpoint"], rec["seed"])] = (
-                rec["fit_seconds"], tuple(hw.get(k) for k in ("cpu_model", "cpu_isa", "platform")))
+                rec["fit_seconds"], tuple(hw.get(k) for k in C.HOST_KEYS))
         if rec.get("forest"):
             blends.setdefault(rec["candidate"], {}).setdefault(rec["endpoint"], {})[rec["seed"]] = {
                 "blend": rec["valid_metric"], "network": rec["forest"]["network_valid_metric"],
