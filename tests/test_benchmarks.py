@@ -52,6 +52,19 @@ def test_chemberta3_protocol_is_the_papers():
         get_protocol("nope")
 
 
+@pytest.mark.parametrize("name", ["chemberta3", "chemberta3_bucketed", "chemberta3_moses"])
+def test_paper_protocols_train_clearance_on_log1p_as_it_is(name):
+    """docs/protocol.md: regression z-scored on train, Clearance's log(y + 1) only; the relabelled
+    protocols keep what their records ran (z-scored)."""
+    p = get_protocol(name)
+    for arm in ("gmnet", "chemberta"):
+        assert p.estimator_params(arm, "clearance")["normalize_y"] is False
+        assert "normalize_y" not in p.estimator_params(arm, "esol")  # the estimators' default: z-scored
+    assert not get_protocol("chemberta3_zscored_y").endpoint_overrides
+    assert not get_protocol("chemberta3_moses_zscored_y").endpoint_overrides
+    assert get_protocol("chemberta3_moses_zscored_y").training["pretrained"] == "moses-paper"
+
+
 def test_register_protocol_is_a_dict_entry():
     p = Protocol(name="_test_tmp", description="x", seeds=(0,), training={}, gmnet={}, chemberta={})
     try:
@@ -777,6 +790,20 @@ def test_report_checks_every_protocols_records_against_its_definition(tmp_path):
     _write_records(results, [_record("gmnet", "bbbp", 0, 0.7, protocol="tuned_moses"), odd, _record("gmnet", "esol", 0, 1.0)])
     _, section = _report_section(results, tmp_path, "Record checks")
     assert "**Warning:** result files written under another definition" in section and "`tuned_moses` 1 of 2" in section
+
+
+def test_report_definition_check_compares_what_each_record_ran(tmp_path):
+    """An endpoint override is a change for that endpoint's records only: an ESOL record written
+    before chemberta3 took Clearance's override is current, a Clearance record is not."""
+    results = tmp_path / "results"
+    before = {**PROTOCOLS["chemberta3"].to_dict(), "endpoint_overrides": {}}
+    recs = [_record("gmnet", "esol", 0, 1.0), _record("gmnet", "clearance", 0, 50.0),
+            _record("chemberta", "clearance", 1, 50.0)]
+    for r in recs:
+        r["protocol_definition"] = before
+    _write_records(results, recs + [_record("gmnet", "clearance", 1, 50.0)])
+    _, section = _report_section(results, tmp_path, "Record checks")
+    assert "`chemberta3` 2 of 4" in section
 
 
 def test_report_table2_compares_each_pair_on_the_seeds_both_have(tmp_path):

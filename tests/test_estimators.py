@@ -78,6 +78,48 @@ def test_regressor_fit_predict(fitted_regressor):
         est.score(X, Y, sample_weight=np.ones(3))
 
 
+@pytest.mark.parametrize("cls, params", [(GMNetRegressor, TINY), (ChemBERTaRegressor, TINY_CB)])
+def test_regressor_normalize_y_false_trains_on_y_as_given(cls, params):
+    """normalize_y=False: the loss and the validation RMSE in y's own units (the paper's Clearance);
+    predictions in y's units either way, and the run differs from the standardised one."""
+    Y2 = Y * 50 + 300  # far from mean 0, sd 1: a standardised and a raw fit cannot coincide
+    raw = cls(**params, normalize_y=False).fit(X, Y2)
+    np.testing.assert_array_equal(raw.y_mean_, [0.0]) and np.testing.assert_array_equal(raw.y_scale_, [1.0])
+    pred = raw.predict(X)
+    assert pred.shape == (len(X),) and np.isfinite(pred).all()
+    # the selection metric is the RMSE in y's units: the first epochs' outputs near 0 sit ~300 off
+    assert raw.history_[0]["valid_rmse"] > 100
+    z = cls(**params).fit(X, Y2)
+    assert z.y_mean_[0] == pytest.approx(Y2[z._internal_split(X, seed=0)[0]].mean(), rel=1e-12)
+    assert z.history_[0]["valid_rmse"] < 100 and not np.allclose(z.predict(X), pred)
+    with pytest.raises(ValueError, match="'normalize_y' parameter of .* must be an instance of 'bool'"):
+        cls(**params, normalize_y="no").fit(X, Y2)
+
+
+@pytest.mark.parametrize("regressor, classifier", [(GMNetRegressor, GMNetClassifier),
+                                                   (ChemBERTaRegressor, ChemBERTaClassifier)])
+def test_regressors_take_their_familys_parameters_and_normalize_y(regressor, classifier):
+    """The regressors spell out their family's signature (scikit-learn reads parameters from it):
+    the same names and defaults as the classifier's, and normalize_y."""
+    import inspect
+
+    def defaults(cls):
+        return {k: p.default for k, p in inspect.signature(cls.__init__).parameters.items() if k != "self"}
+
+    assert defaults(regressor) == {**defaults(classifier), "normalize_y": True}
+    assert "normalize_y" not in classifier().get_params()
+    assert regressor.__doc__.count("normalize_y :") == 1
+
+
+def test_model_pickled_before_normalize_y_existed_unpickles_with_its_default(fitted_regressor):
+    state = fitted_regressor.__getstate__()
+    del state["normalize_y"]
+    old = GMNetRegressor.__new__(GMNetRegressor)
+    old.__setstate__(state)
+    assert old.get_params()["normalize_y"] is True and clone(old).normalize_y is True
+    np.testing.assert_array_equal(old.predict(X[:4]), fitted_regressor.predict(X[:4]))
+
+
 def test_adam_is_fused_where_torch_has_it(fitted_regressor):
     import torch
 

@@ -232,15 +232,16 @@ def protocol_section(idx: Index, protocol: str) -> str:
     return text
 
 
-def _essentials(defn):
-    defn = {k: v for k, v in (defn or {}).items() if k != "description"}
-    if "training" in defn:
-        # Records written before the recipe parameters existed list only lr, batch size, epochs
-        # and bucketing: their estimators ran with what is now PAPER_TRAINING for the rest
-        # (Adam, no weight decay, no schedule, one member, no augmentation or descriptors).
-        defn["training"] = {**{k: v for k, v in PAPER_TRAINING.items() if k not in defn["training"]},
-                            **defn["training"]}
-    return defn
+def _essentials(defn, arm: str, endpoint: str):
+    """What a record's run was given under ``defn``: its arm's parameters, its endpoint's
+    overrides included (another endpoint's override changes nothing of this record's)."""
+    defn = defn or {}
+    # Records written before the recipe parameters existed list only lr, batch size, epochs
+    # and bucketing: their estimators ran with what is now PAPER_TRAINING for the rest
+    # (Adam, no weight decay, no schedule, one member, no augmentation or descriptors).
+    training = {**{k: v for k, v in PAPER_TRAINING.items() if k not in defn.get("training", {})},
+                **defn.get("training", {})}
+    return {**training, **defn.get(arm, {}), **defn.get("endpoint_overrides", {}).get(endpoint, {})}
 
 
 def definition_check(idx: Index, protocols: Optional[Sequence[str]] = None) -> Dict[str, Tuple[int, int]]:
@@ -252,7 +253,8 @@ def definition_check(idx: Index, protocols: Optional[Sequence[str]] = None) -> D
         base = PROTOCOLS.get(protocol)
         if base is None or "@" in protocol:
             continue
-        d = _essentials(base.to_dict())
+        d = base.to_dict()
         recs = [r for r in idx.records if r["protocol"] == protocol and r.get("protocol_definition")]
-        out[protocol] = (sum(_essentials(r["protocol_definition"]) != d for r in recs), len(recs))
+        out[protocol] = (sum(_essentials(r["protocol_definition"], r["arm"], r["endpoint"])
+                             != _essentials(d, r["arm"], r["endpoint"]) for r in recs), len(recs))
     return out

@@ -51,7 +51,7 @@ OPTIMIZERS = ("adamw", "adam")
 #: Parameters added after training snapshots were first written, with the default at which a
 #: snapshot's fingerprint leaves them out (so snapshots from before they existed still resume).
 _ADDED_PARAMETER_DEFAULTS = {"pretrained": None, "precision": "float32", "freeze_encoder_epochs": 0,
-                             "layer_lr_decay": 1.0}
+                             "layer_lr_decay": 1.0, "normalize_y": True}
 
 #: scikit-learn parameter constraints of everything but the architecture, shared by both model
 #: families (``sklearn.utils._param_validation``; a new parameter is one entry here).
@@ -141,6 +141,11 @@ class SmilesNetBase(BaseEstimator):
 
     def __setstate__(self, state):
         super().__setstate__(state)
+        # a model pickled before a parameter existed ran as its default does: get_params, clone
+        # and a refit need the attribute
+        for name in self._get_param_names():
+            if name in _ADDED_PARAMETER_DEFAULTS:
+                self.__dict__.setdefault(name, _ADDED_PARAMETER_DEFAULTS[name])
         nets = self.__dict__.get("nets_")
         if nets and "device_" in self.__dict__:
             # skorch maps a net pickled on CUDA to the CPU where there is none (its __setstate__):

@@ -1,6 +1,7 @@
 """Regression, the task half of ``GMNetRegressor`` and ``ChemBERTaRegressor``: targets (NaN =
-missing, standardised on the training data), loss, validation metric, blend score, ``predict``
-and ``score``. The model families give the other half (``SmilesNetBase`` subclasses)."""
+missing, standardised on the training data unless ``normalize_y=False``), loss, validation
+metric, blend score, ``predict`` and ``score``. The model families give the other half
+(``SmilesNetBase`` subclasses)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,18 @@ from ._targets import check_target
 from .losses import MaskedMSELoss
 from .metrics import ValidRMSE, masked_rmse
 
+#: The regressors' own parameters (beside their family's): constraints and documentation.
+REGRESSOR_PARAMETER_CONSTRAINTS = {"normalize_y": ["boolean"]}
+REGRESSOR_PARAMETERS_DOC = """    normalize_y : standardise each target on the training rows (mean 0, population sd 1, as
+        DeepChem's ``NormalizationTransformer``) and train on that; predictions come back in y's
+        units either way. True (default); False trains on y as given (the paper's protocol does
+        so for Clearance's log(y + 1)). The name is scikit-learn's (``GaussianProcessRegressor``).
+"""
+
 
 class SmilesRegressorMixin(RegressorMixin):
-    """Regression: y (n,) or (n, n_tasks), NaN = missing; standardised on the training data."""
+    """Regression: y (n,) or (n, n_tasks), NaN = missing; standardised on the training data
+    (``normalize_y=True``, the default) or taken as given."""
 
     def _check_y(self, y, n: int) -> np.ndarray:
         y = check_target(y)
@@ -37,9 +47,13 @@ class SmilesRegressorMixin(RegressorMixin):
             raise ValueError(f"target column(s) {np.nonzero(empty)[0].tolist()} have no observed values among the "
                              "training rows (an internal validation split's rows do not count: pass X_valid/y_valid "
                              "or valid_split=None)")
-        self.y_mean_ = np.nanmean(y2, axis=0)
-        scale = np.nanstd(y2, axis=0)  # population sd, as DeepChem's NormalizationTransformer
-        self.y_scale_ = np.where(scale > 0, scale, 1.0)
+        if self.normalize_y:
+            self.y_mean_ = np.nanmean(y2, axis=0)
+            scale = np.nanstd(y2, axis=0)  # population sd, as DeepChem's NormalizationTransformer
+            self.y_scale_ = np.where(scale > 0, scale, 1.0)
+        else:  # the identity: loss, validation metric and predictions in y's own units
+            self.y_mean_ = np.zeros(y2.shape[1])
+            self.y_scale_ = np.ones(y2.shape[1])
         return self._transform_y(y)
 
     def _transform_y(self, y: np.ndarray) -> np.ndarray:

@@ -9,7 +9,7 @@ from sklearn.utils._param_validation import Interval
 from ..baselines import ChemBERTa
 from ._base import TRAINING_PARAMETER_CONSTRAINTS, SmilesNetBase
 from ._classification import SmilesClassifierMixin
-from ._regression import SmilesRegressorMixin
+from ._regression import REGRESSOR_PARAMETER_CONSTRAINTS, REGRESSOR_PARAMETERS_DOC, SmilesRegressorMixin
 
 #: The RoBERTa architecture's parameters; the shared training ones come from ``_base``.
 CHEMBERTA_PARAMETER_CONSTRAINTS = {
@@ -113,7 +113,32 @@ class _ChemBERTaParams(SmilesNetBase):
 
 
 class ChemBERTaRegressor(SmilesRegressorMixin, _ChemBERTaParams):
-    __doc__ = "Same-shape ChemBERTa-2 regressor on SMILES.\n" + (_ChemBERTaParams.__doc__ or "")
+    __doc__ = ("Same-shape ChemBERTa-2 regressor on SMILES.\n"
+               + (_ChemBERTaParams.__doc__ or "").rstrip() + "\n" + REGRESSOR_PARAMETERS_DOC)
+    _parameter_constraints: dict = {**_ChemBERTaParams._parameter_constraints, **REGRESSOR_PARAMETER_CONSTRAINTS}
+
+    # scikit-learn reads the parameters from the signature: the family's, and the regressors' own
+    def __init__(self, d_model=256, n_layers=3, n_heads=8, intermediate_size=309, dropout=0.1,
+                 attention_dropout=0.1, max_position_embeddings=515, optimizer="adamw", lr=5e-4,
+                 weight_decay=0.01, warmup=0.1, lr_schedule="cosine", batch_size=32, max_epochs=20, patience=None,
+                 n_estimators=1, augment=0, tta=0, descriptors=True, fingerprint=True, forest=True,
+                 valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
+                 bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None,
+                 pretrained=None, cuda_graphs=True, precision="float32", freeze_encoder_epochs=0, n_jobs=None,
+                 memory=None, layer_lr_decay=1.0, normalize_y=True):
+        super().__init__(d_model=d_model, n_layers=n_layers, n_heads=n_heads, intermediate_size=intermediate_size,
+                         dropout=dropout, attention_dropout=attention_dropout,
+                         max_position_embeddings=max_position_embeddings, optimizer=optimizer, lr=lr,
+                         weight_decay=weight_decay, warmup=warmup, lr_schedule=lr_schedule, batch_size=batch_size,
+                         max_epochs=max_epochs, patience=patience, n_estimators=n_estimators, augment=augment,
+                         tta=tta, descriptors=descriptors, fingerprint=fingerprint, forest=forest,
+                         valid_split=valid_split, valid_size=valid_size, max_length=max_length,
+                         vocab_file=vocab_file, on_invalid=on_invalid, bucket_by_length=bucket_by_length,
+                         random_state=random_state, device=device, verbose=verbose, callbacks=callbacks,
+                         pretrained=pretrained, cuda_graphs=cuda_graphs, precision=precision,
+                         freeze_encoder_epochs=freeze_encoder_epochs, n_jobs=n_jobs, memory=memory,
+                         layer_lr_decay=layer_lr_decay)
+        self.normalize_y = normalize_y
 
 
 class ChemBERTaClassifier(SmilesClassifierMixin, _ChemBERTaParams):
