@@ -683,6 +683,23 @@ def estimator_params_record(est) -> Dict[str, object]:
     return {k: v for k, v in est.get_params(deep=False).items() if k != "callbacks"}
 
 
+def params_differ(recorded: Dict[str, object], expected: Dict[str, object], recorded_only: bool = False) -> Optional[str]:
+    """How a record's estimator parameters differ from a run's (``expected``), or None: what a
+    resumed run may keep. Where they ran is left out (``PLACE_PARAMS``); a parameter added to the
+    estimators since the record was written counts as at its old behaviour, its default
+    (``_ADDED_PARAMETER_DEFAULTS``). ``recorded_only``: compare only what the record holds (records
+    made before every parameter was recorded)."""
+    from gmnet_sklearn.estimators._base import _ADDED_PARAMETER_DEFAULTS
+
+    expected = json.loads(json.dumps(jsonable(expected)))
+    recorded = {**{k: v for k, v in _ADDED_PARAMETER_DEFAULTS.items() if k in expected and not recorded_only},
+                **recorded}
+    keys = [k for k in recorded if k in expected] if recorded_only else set(expected) | set(recorded)
+    differ = sorted(k for k in keys if k not in PLACE_PARAMS and expected.get(k) != recorded.get(k))
+    return (", ".join(f"{k}={recorded.get(k)!r} (now {expected.get(k)!r})" for k in differ[:5])
+            if differ else None)
+
+
 def build_record(*, source: str, protocol: Protocol, protocol_name: str, overrides: Dict[str, object],
                  arm: str, data: EndpointData, est, seed: int, valid, test, wall: Dict[str, object],
                  command: str, vocab_file: str, extra: Optional[Dict[str, object]] = None) -> Dict[str, object]:

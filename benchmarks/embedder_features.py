@@ -210,13 +210,9 @@ def stale_record(path: Path, est, features: Sequence[str]) -> Optional[str]:
     defaults "tuned" follows changed since, or other features), or None: what ``--resume`` may
     keep. The run id in the path holds only the protocol's name, epochs and row limit."""
     rec = json.loads(path.read_text())
-    expected = json.loads(json.dumps(C.jsonable(C.estimator_params_record(est))))
-    recorded = rec.get("hyperparameters", {})
-    differ = sorted(k for k in set(expected) | set(recorded)
-                    if k not in C.PLACE_PARAMS and expected.get(k) != recorded.get(k))
-    if differ:
-        return "other estimator parameters: " + ", ".join(f"{k}={recorded.get(k)!r} (now {expected.get(k)!r})"
-                                                          for k in differ[:5])
+    differ = C.params_differ(rec.get("hyperparameters", {}), C.estimator_params_record(est))
+    if differ is not None:
+        return "other estimator parameters: " + differ
     if rec.get("embedder", {}).get("features") != list(features):
         return f"other features {rec.get('embedder', {}).get('features')} (now {list(features)})"
     return None

@@ -319,11 +319,8 @@ def stale_cell(path: Path, expected: Dict[str, object]) -> Optional[str]:
     """Why the cell at ``path`` is not what its candidate fits now (its definition or a library
     default it leaves alone changed since), or None: what ``--resume`` may keep. Cells made
     before every parameter was recorded are compared on those they hold."""
-    recorded = json.loads(path.read_text()).get("params", {})
-    expected = json.loads(json.dumps(C.jsonable(expected)))
-    differ = sorted(k for k in recorded if k in expected and k not in C.PLACE_PARAMS and recorded[k] != expected[k])
-    return (None if not differ else
-            "other parameters: " + ", ".join(f"{k}={recorded[k]!r} (now {expected[k]!r})" for k in differ[:5]))
+    differ = C.params_differ(json.loads(path.read_text()).get("params", {}), expected, recorded_only=True)
+    return None if differ is None else "other parameters: " + differ
 
 
 def paired_ratios(cells, endpoints, cand: str, other: str) -> Dict[str, float]:

@@ -806,6 +806,18 @@ def test_report_definition_check_compares_what_each_record_ran(tmp_path):
     assert "`chemberta3` 2 of 4" in section
 
 
+def test_report_compares_clearance_as_is_with_its_zscored_runs_on_shared_seeds(tmp_path):
+    results = tmp_path / "results"
+    recs = [_record("gmnet", "clearance", s, v) for s, v in enumerate((40.0, 44.0))]
+    recs += [_record("gmnet", "clearance", s, v, protocol="chemberta3_zscored_y") for s, v in enumerate((50.0, 50.0, 80.0))]
+    _write_records(results, recs)
+    _, section = _report_section(results, tmp_path, "Clearance's target under the paper's protocols")
+    assert "| `chemberta3` | Chem-GMNet | 42.00 ± 2.00 (n=2) | 60.00 ± 14.14 (n=3) | 0.840x (seeds 0, 1) |" in section
+    assert "ChemBERTa" not in section.split("| --- |")[-1]  # no row for an arm without runs
+    summary = json.loads((results / "summary.json").read_text())["clearance_target"]["chemberta3/gmnet"]
+    assert summary["paired"] == {"as_is": 42.0, "zscored": 50.0, "seeds": [0, 1]}
+
+
 def test_report_table2_compares_each_pair_on_the_seeds_both_have(tmp_path):
     """A pretrained column with seed 0 alone against a scratch column of seeds 0-2: compared on seed
     0 (where scratch is better), not the one seed against the three-seed mean (which it beats)."""

@@ -50,6 +50,17 @@ def test_embedder_features_run_resume_and_report(tmp_path, moleculenet_path, dee
     assert embedder_features.stale_record(path, est, features) is None  # where the vocabulary lies is no matter
     assert "other features" in embedder_features.stale_record(path, est, ["pooled"])
     assert "max_epochs=1 (now 2)" in embedder_features.stale_record(path, est.set_params(max_epochs=2), features)
+    # a record written before a parameter existed ran as its default does: still this run's ...
+    rec = json.loads(path.read_text())
+    before = {k: v for k, v in rec["hyperparameters"].items() if k != "normalize_y"}
+    path.write_text(json.dumps({**rec, "hyperparameters": before}))
+    est.set_params(max_epochs=1)
+    assert embedder_features.stale_record(path, est, features) is None
+    # ... not a run with it at another value
+    assert "normalize_y=True (now False)" in embedder_features.stale_record(path, est.set_params(normalize_y=False),
+                                                                             features)
+    est.set_params(normalize_y=True)
+    path.write_text(json.dumps(rec))
     # the report leaves shortened runs out, and shows full ones
     assert report.embedder_section(results, tmp_path)[0] is None
     full = results / "embedder" / "smoke" / "freesolv" / "seed0.json"

@@ -7,6 +7,9 @@ ChemBERTa-10M shape, Chem-GMNet at k = 8, L = 3), one argument away from the lib
     GMNetRegressor(**PAPER_PROTOCOL)
     ChemBERTaRegressor(**CHEMBERTA_PAPER_PROTOCOL)
 
+(Clearance is trained on log(y + 1) as it is: add ``normalize_y=False`` there; every other
+regression target is z-scored on the training rows, the regressors' default.)
+
 The estimators' own defaults are the library's tuned recipe, chosen on validation splits only
 (``benchmarks/recipe_search.py``; the figures are in benchmarks/README.md). ``MOSES_FINE_TUNING``
 is that recipe's warm start: the shipped MOSES encoder, fine-tuned at a smaller step::

@@ -34,7 +34,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import time
 import warnings
 from pathlib import Path
@@ -44,6 +43,7 @@ import numpy as np
 import torch
 from skorch.callbacks import Callback, EarlyStopping
 
+from ..utils.files import write_atomic
 from ..utils.rng import set_cuda_rng_states
 
 SNAPSHOT_FORMAT = "gmnet_sklearn.training_snapshot.v1"
@@ -65,15 +65,6 @@ def fit_fingerprint(params: dict, seed: int, arrays: list) -> str:
         h.update(f"{a.dtype.str}{a.shape}".encode())
         h.update(repr(a.tolist()).encode() if a.dtype == object else np.ascontiguousarray(a).tobytes())
     return h.hexdigest()[:20]
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 class TrainingSnapshot(Callback):
@@ -158,7 +149,7 @@ class TrainingSnapshot(Callback):
             for attr, value in states.get(name, {}).items():
                 setattr(cb, attr, value)
         if state["best_params"] is not None and self.checkpoint_dir_ is not None:
-            _atomic_write(Path(self.checkpoint_dir_) / "best.pt", state["best_params"])
+            write_atomic(Path(self.checkpoint_dir_) / "best.pt", state["best_params"])
         torch.set_rng_state(state["torch_rng"])
         set_cuda_rng_states(state.get("cuda_rng"))  # (a host with fewer GPUs too)
         self.loader_.resume_state = state["loader_rng"]
@@ -214,12 +205,12 @@ class TrainingSnapshot(Callback):
         Path(self.dirname).mkdir(parents=True, exist_ok=True)
         buf = io.BytesIO()
         torch.save(state, buf)
-        _atomic_write(self.path_, buf.getvalue())
+        write_atomic(self.path_, buf.getvalue())
         info = {"format": SNAPSHOT_FORMAT, "fingerprint": self.fingerprint_, "fit": self.summary_,
                 "epochs_done": len(net.history), "max_epochs": self.max_epochs_, "stopped_early": stopped_early,
                 "elapsed_s": elapsed,
                 "parts": self.parts_, "written_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        _atomic_write(self.info_path_, json.dumps(info, indent=1, default=str).encode())
+        write_atomic(self.info_path_, json.dumps(info, indent=1, default=str).encode())
 
 
 def parts_of_earlier_calls(parts: list, fit_started: Optional[float]) -> Optional[dict]:

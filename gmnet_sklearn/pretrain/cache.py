@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..utils.files import write_json_atomic
 from .corpus import describe, iter_file, read_chunks
 
 CACHE_FORMAT = "gmnet_sklearn.smiles_cache.v1"
@@ -60,12 +61,6 @@ def build_lock(folder: Path):
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _write_json(path: Path, obj) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1))
-    os.replace(tmp, path)
 
 
 def encode_chunk(tokenizer, smiles: list[str], max_length: int | None):
@@ -164,7 +159,7 @@ def _build_cache(files, tokenizer, cache_dir: Path, shard_size, max_length, limi
             ids, flags, invalid, too_long = _encode_in_pieces(pool, n_jobs, tokenizer, chunk, max_length)
             seconds = time.perf_counter() - t0  # wall time, with the n_jobs the manifest records
             _write_shard(cache_dir, manifest, chunk, ids, flags, invalid, too_long, seconds, n_jobs)
-            _write_json(path, manifest)
+            write_json_atomic(path, manifest)
             if bar is not None:
                 bar.update(len(chunk))
                 bar.set_postfix(invalid=sum(s["n_invalid"] for s in manifest["shards"]))
@@ -174,7 +169,7 @@ def _build_cache(files, tokenizer, cache_dir: Path, shard_size, max_length, limi
     if bar is not None:
         bar.close()
     manifest["complete"] = True
-    _write_json(path, manifest)
+    write_json_atomic(path, manifest)
     return manifest
 
 

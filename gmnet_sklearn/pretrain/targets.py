@@ -31,7 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .cache import _write_json, build_lock
+from ..utils.files import write_json_atomic
+from .cache import build_lock
 
 TARGETS_FORMAT = "gmnet_sklearn.descriptor_targets.v1"
 CLIP = 6.0
@@ -119,7 +120,7 @@ def _build_targets(corpus, tokenizer, out_dir: Path, n_jobs: int, progress: bool
                                        "seconds": time.perf_counter() - t0, "n_jobs": n_jobs})
             if "scaling" not in manifest and len(smiles):  # the first shard with rows (a shard may have none)
                 manifest["scaling"] = scaling(raw)
-            _write_json(path, manifest)
+            write_json_atomic(path, manifest)
             if bar is not None:
                 bar.update(len(smiles))
     finally:
@@ -128,7 +129,7 @@ def _build_targets(corpus, tokenizer, out_dir: Path, n_jobs: int, progress: bool
     if "scaling" not in manifest:  # no shard with rows
         manifest["scaling"] = scaling(np.zeros((0, len(identity["names"])), np.float32))
     manifest["complete"] = True
-    _write_json(path, manifest)
+    write_json_atomic(path, manifest)
     return manifest
 
 
