@@ -9,7 +9,8 @@ chosen on (:func:`choose_blend_weight`): a weight of 0 is the network alone.
 
 scikit-learn's forests, one per task on its labelled rows (as the ``rf_ecfp`` peer arm), because
 missing labels are masked rather than imputed. Outputs are in the space the estimators average
-ensemble members in: standardised targets for regression, probabilities for classification.
+ensemble members in: the targets as the network trains on them for regression (standardised
+unless ``normalize_y=False``), probabilities for classification.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ FALLBACK_WEIGHT = 0.5
 class MoleculeForest:
     """Per-task scikit-learn forests on molecule features.
 
-    ``kind`` "regression": ``y`` (n, n_tasks) standardised targets, NaN = missing; predictions
-    (n, n_tasks). "classification" with ``multi_label=False``: ``y`` (n,) class indices
+    ``kind`` "regression": ``y`` (n, n_tasks) targets as the network trains on them, NaN = missing;
+    predictions (n, n_tasks). "classification" with ``multi_label=False``: ``y`` (n,) class indices
     0..n_classes-1; predictions (n, n_classes) probabilities. With ``multi_label=True``: ``y``
     (n, n_tasks) 0/1/NaN; predictions (n, n_tasks) P(label = 1) (a task with one class in the
     training data predicts that class's frequency).

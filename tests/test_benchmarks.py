@@ -81,7 +81,7 @@ def test_every_protocol_builds_estimators_that_accept_its_parameters(name):
     # a protocol's training parameters are the estimators' own: a misspelt or out-of-range one fails here,
     # not hours into a sweep
     for arm in ("gmnet", "chemberta"):
-        for endpoint in ("esol", "bbbp"):
+        for endpoint in ("esol", "bbbp", *PROTOCOLS[name].endpoint_overrides):
             est = C.estimator_class(arm, ENDPOINTS[endpoint])(**PROTOCOLS[name].estimator_params(arm, endpoint))
             est._validate_params()
     if name == "tuned_moses_llrd":

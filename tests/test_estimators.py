@@ -84,7 +84,8 @@ def test_regressor_normalize_y_false_trains_on_y_as_given(cls, params):
     predictions in y's units either way, and the run differs from the standardised one."""
     Y2 = Y * 50 + 300  # far from mean 0, sd 1: a standardised and a raw fit cannot coincide
     raw = cls(**params, normalize_y=False).fit(X, Y2)
-    np.testing.assert_array_equal(raw.y_mean_, [0.0]) and np.testing.assert_array_equal(raw.y_scale_, [1.0])
+    np.testing.assert_array_equal(raw.y_mean_, [0.0])
+    np.testing.assert_array_equal(raw.y_scale_, [1.0])
     pred = raw.predict(X)
     assert pred.shape == (len(X),) and np.isfinite(pred).all()
     # the selection metric is the RMSE in y's units: the first epochs' outputs near 0 sit ~300 off
@@ -112,7 +113,7 @@ def test_regressors_take_their_familys_parameters_and_normalize_y(regressor, cla
 
 
 def test_model_pickled_before_normalize_y_existed_unpickles_with_its_default(fitted_regressor):
-    state = fitted_regressor.__getstate__()
+    state = dict(fitted_regressor.__getstate__())  # a copy: scikit-learn's is the fixture's own __dict__
     del state["normalize_y"]
     old = GMNetRegressor.__new__(GMNetRegressor)
     old.__setstate__(state)

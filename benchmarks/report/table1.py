@@ -234,14 +234,17 @@ def protocol_section(idx: Index, protocol: str) -> str:
 
 def _essentials(defn, arm: str, endpoint: str):
     """What a record's run was given under ``defn``: its arm's parameters, its endpoint's
-    overrides included (another endpoint's override changes nothing of this record's)."""
+    overrides included (another endpoint's override changes nothing of this record's), and the
+    protocol's name (a relabelled record must carry its new protocol's definition). Not the seeds:
+    a protocol's list of seeds says which runs to make, not what a run computed."""
     defn = defn or {}
     # Records written before the recipe parameters existed list only lr, batch size, epochs
     # and bucketing: their estimators ran with what is now PAPER_TRAINING for the rest
     # (Adam, no weight decay, no schedule, one member, no augmentation or descriptors).
     training = {**{k: v for k, v in PAPER_TRAINING.items() if k not in defn.get("training", {})},
                 **defn.get("training", {})}
-    return {**training, **defn.get(arm, {}), **defn.get("endpoint_overrides", {}).get(endpoint, {})}
+    return {"name": defn.get("name"), **training, **defn.get(arm, {}),
+            **defn.get("endpoint_overrides", {}).get(endpoint, {})}
 
 
 def definition_check(idx: Index, protocols: Optional[Sequence[str]] = None) -> Dict[str, Tuple[int, int]]:
