@@ -47,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--protocol", default="chemberta3", choices=sorted(PROTOCOLS))
     p.add_argument("--k", type=int, default=None, help="gmnet sphere dimension (default: the protocol's)")
     p.add_argument("--L", type=int, default=None, help="gmnet harmonic degree (default: the protocol's)")
-    p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda, cuda:1, ...")
+    p.add_argument("--device", default="auto", help="the transformer arms': auto (CUDA when present), cpu, cuda, cuda:1, ... "
+                   "(the peer arms run on the CPU, as their protocol says)")
     p.add_argument("--results-dir", default=str(C.DEFAULT_RESULTS_DIR))
     p.add_argument("--max-epochs", type=int, default=None,
                    help="override the protocol's epochs (results go to <protocol>@max_epochs=N)")
@@ -70,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="print the planned runs and exit")
     p.add_argument("--verbose", type=int, default=0, help="estimator verbosity (1: progress bar)")
     p.add_argument("--cuda-graphs", action="store_true",
-                   help="fit with cuda_graphs=True (CUDA: each batch shape's steps replayed from graphs; recorded)")
+                   help="record cuda_graphs=True among the run's overrides (the estimators' default already: on "
+                        "CUDA each batch shape's steps replay from graphs with or without this flag)")
     p.add_argument("--descriptor-cache", default=None, metavar="DIR",
                    help="the estimators' memory: cache the RDKit descriptors of each split's SMILES in DIR, so the "
                         "seeds and arms of an endpoint, and a resumed run, compute them once (a fit's largest fixed "

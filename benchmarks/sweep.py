@@ -477,7 +477,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda")
     p.add_argument("--workers", type=int, default=None, help="runs at once (default: 12 on CUDA, the cores on CPU)")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")
-    p.add_argument("--cuda-graphs", action="store_true", help="each run fits with cuda_graphs=True (benchmarks.run --cuda-graphs)")
+    p.add_argument("--cuda-graphs", action="store_true",
+                   help="pass benchmarks.run --cuda-graphs (records cuda_graphs=True; the estimators' default)")
     p.add_argument("--descriptor-cache", default=None, metavar="DIR",
                    help="the runs share a cache of RDKit descriptors in DIR (benchmarks.run --descriptor-cache)")
     p.add_argument("--deadline", type=float, default=None, help="seconds: start only runs predicted to end by then, "
