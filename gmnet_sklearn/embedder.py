@@ -5,10 +5,11 @@
 
 ``features`` picks what each SMILES becomes:
 
-- ``"pooled"``: the masked mean of the encoder's final states, ``GMNet.pool`` (d_model values);
+- ``"pooled"``: the encoder's pooled final state (d_model values): the masked mean, ``GMNet.pool``,
+  for Chem-GMNet; the [CLS] state for the ChemBERTa baseline;
 - ``"head"``: what the head's first layer gets: the pooled state plus the projected RDKit
-  descriptors / fingerprint when the estimator fuses them (``descriptors=True``, the default),
-  the pooled state otherwise;
+  descriptors / fingerprint when the estimator fuses them (``descriptors=True`` or
+  ``fingerprint=True``, the defaults), the pooled state otherwise;
 - ``"moments"``: the terminal Gated-SFA moment matrices of every layer and head (Theorem 1 of the
   paper, ``GMNet.multipole_moments``: the molecule's windowed multipole expansion), flattened to
   n_layers x n_heads x D* x k values.
@@ -37,6 +38,8 @@ from .gm import functional as F
 
 FEATURES = ("pooled", "head", "moments")
 MOMENT_KINDS = ("mean", "forward", "backward")
+
+__all__ = ["GMNetEmbedder", "EncoderSource", "encoder_source"]
 
 
 @dataclass
@@ -76,7 +79,8 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
 
     Parameters
     ----------
-    estimator : a ``GMNetRegressor`` / ``GMNetClassifier``. With ``prefit=False`` (default)
+    estimator : a ``GMNetRegressor`` / ``GMNetClassifier`` (for "pooled" and "head" also a
+        ChemBERTa estimator). With ``prefit=False`` (default)
         ``fit(X, y)`` trains a clone of it on ``X, y``; with ``prefit=True`` it must be fitted
         already and ``fit`` only checks it (``sklearn.frozen.FrozenEstimator(est)`` also keeps a
         fitted estimator through ``clone``, e.g. in ``cross_val_score``).

@@ -13,9 +13,11 @@ import numbers
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
+__all__ = ["MorganFingerprint"]
+
 
 class MorganFingerprint(TransformerMixin, BaseEstimator):
-    """SMILES -> (n, n_bits) uint8 Morgan fingerprint bits (``counts=True``: counts).
+    """SMILES -> (n, n_bits) uint8 Morgan fingerprint bits (``counts=True``: uint16 counts).
 
     ``on_invalid``: "raise" (default) names the SMILES RDKit rejects; "zeros" gives them all-zero
     rows, with an :class:`~gmnet_sklearn.exceptions.InvalidSmilesWarning` naming them.

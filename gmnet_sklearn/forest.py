@@ -30,6 +30,8 @@ BLEND_GRID = tuple(round(0.1 * i, 1) for i in range(11))
 #: undefined on its labels): the plain average.
 FALLBACK_WEIGHT = 0.5
 
+__all__ = ["MoleculeForest", "blend_weight", "network_alone", "blend", "choose_blend_weight"]
+
 
 class MoleculeForest:
     """Per-task scikit-learn forests on molecule features.
@@ -125,7 +127,13 @@ class MoleculeForest:
 def blend_weight(est, weight: float):
     """Inside: a fitted ``forest=True`` estimator blends at ``weight`` (0: the network alone, 1: the
     forest alone) instead of its ``forest_weight_``, e.g. to score the blend at other weights; the
-    weight is restored on leaving."""
+    weight is restored on leaving. A model without a forest has only the network: any other weight
+    than 0 is an error, not a blend that silently is not one."""
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError(f"weight must be in [0, 1], got {weight!r}")
+    if weight != 0 and getattr(est, "forest_", None) is None:
+        raise ValueError(f"{type(est).__name__} has no forest to blend (fit with forest=True): its predictions are "
+                         "the network's at any weight")
     had_weight = "forest_weight_" in est.__dict__
     before = getattr(est, "forest_weight_", 0.0)
     est.forest_weight_ = float(weight)

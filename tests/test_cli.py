@@ -34,6 +34,25 @@ def test_main_job_rejects_unknown_dataset(capsys):
     assert "invalid choice: 'not-a-dataset'" in capsys.readouterr().err
 
 
+def test_main_job_without_the_data_file_says_where_it_looked(monkeypatch, capsys, tmp_path):
+    """BBBP has no offline copy: not found is a usage error naming the folders, not a traceback."""
+    monkeypatch.delenv("GMNET_DATA", raising=False)
+    monkeypatch.setenv("GMNET_CACHE", str(tmp_path))
+
+    def offline(timeout):
+        def download(url, output_file, pup):
+            raise requests.ConnectionError("offline")
+
+        return download
+
+    monkeypatch.setattr(moleculenet, "_downloader", offline)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--dataset", "bbbp", "--data-home", str(tmp_path / "nowhere"), "--quiet"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "BBBP.csv" in err and "Traceback" not in err
+
+
 def test_main_job_says_which_rows_the_protocol_left_out(monkeypatch, capsys):
     from sklearn.utils import Bunch
 

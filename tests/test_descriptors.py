@@ -128,3 +128,19 @@ def test_transformer_memory_is_a_parameter_and_changes_no_output(tmp_path):
     np.testing.assert_array_equal(cached.transform(SMILES), plain.transform(SMILES))
     np.testing.assert_array_equal(cached.transform(SMILES), plain.transform(SMILES))  # from the cache
     assert any(tmp_path.iterdir())
+
+
+def test_a_pickled_scaling_refuses_an_rdkit_that_lists_other_descriptors(monkeypatch):
+    """A pickle carries no RDKit: one listing its descriptors otherwise would read every column as
+    its neighbour (or fail on their number); transform names the first difference instead."""
+    import pickle
+
+    fitted = pickle.loads(pickle.dumps(RDKitDescriptors().fit(SMILES)))
+    here = D.descriptor_names()
+    expected = fitted.transform(SMILES[:3])
+    monkeypatch.setattr(D, "descriptor_names", lambda: ["NewDescriptor", *here])
+    with pytest.raises(ValueError, match=rf"this RDKitDescriptors was fitted on the descriptors of RDKit \(unknown\), "
+                                         rf"which RDKit .* lists otherwise \(column 0: '{here[0]}' there, 'NewDescriptor' here\)"):
+        fitted.transform(SMILES[:3])
+    monkeypatch.setattr(D, "descriptor_names", lambda: here)
+    np.testing.assert_array_equal(fitted.transform(SMILES[:3]), expected)

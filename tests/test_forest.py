@@ -202,3 +202,20 @@ def test_blend_weight_predicts_at_another_weight_and_restores_the_fitted_one():
         with blend_weight(est, w):
             np.testing.assert_allclose(est.predict(X), (1 - w) * network + w * forest, rtol=1e-6, atol=1e-6)
     assert est.forest_weight_ == fitted
+
+
+def test_blend_weight_refuses_a_weight_it_cannot_give():
+    """A model without a forest is the network at any weight: only 0 (network_alone) is accepted;
+    a weight outside [0, 1] is no blend."""
+    from gmnet_sklearn.forest import blend_weight, network_alone
+
+    est = GMNetRegressor(**TINY, forest=False).fit(X, Y)
+    with pytest.raises(ValueError, match="has no forest to blend"):
+        with blend_weight(est, 0.5):
+            pass
+    with network_alone(est):
+        pred = est.predict(X)
+    np.testing.assert_array_equal(pred, est.predict(X))
+    with pytest.raises(ValueError, match=r"weight must be in \[0, 1\], got 1.5"):
+        with blend_weight(GMNetRegressor(**TINY, forest=True), 1.5):
+            pass

@@ -42,7 +42,7 @@ from .conftest import moleculenet_dir
 
 DATA = moleculenet_dir()
 
-# name -> (files that may hold it, DeepChem molnet loader, SMILES column, tasks or None = all)
+# name -> (files that may hold it, DeepChem molnet loader)
 DATASETS = {
     "esol": (("delaney-processed.csv",), "load_delaney"),
     "freesolv": (("freesolv.csv", "freesolv.csv.gz"), "load_freesolv"),
@@ -496,6 +496,13 @@ def test_balanced_scaffold_split_keeps_scaffolds_whole_and_is_seeded():
     assert [a.tolist() for a in again] == [train.tolist(), valid.tolist()]
     other = [balanced_scaffold_split(smiles, frac_valid=0.3, random_state=s)[1].tolist() for s in range(1, 6)]
     assert any(o != valid.tolist() for o in other)
+    # scikit-learn's random_state: a RandomState seeded alike gives the same split
+    import numpy as np
+
+    seeded = balanced_scaffold_split(smiles, frac_valid=0.3, random_state=np.random.RandomState(0))
+    assert [a.tolist() for a in seeded] == [train.tolist(), valid.tolist()]
+    with pytest.raises(ValueError, match="frac_valid=0.01 of 18 parsable SMILES is no molecule"):
+        balanced_scaffold_split(smiles, frac_valid=0.01)
 
 
 def test_balanced_scaffold_split_with_only_big_sets_still_validates():

@@ -168,6 +168,20 @@ def test_more_than_one_snapshot_is_an_error(tmp_path):
         GMNetRegressor(**TINY, callbacks=[TrainingSnapshot(tmp_path), TrainingSnapshot(tmp_path / "b")]).fit(X, Y)
 
 
+def test_discard_deletes_every_members_snapshot_and_a_named_snapshot_is_one(tmp_path):
+    """An ensemble's members each have a snapshot: discard deletes them all. A snapshot passed
+    as skorch's (name, callback) is bound as one passed as such."""
+    snap = TrainingSnapshot(tmp_path)
+    est = GMNetRegressor(**{**TINY, "max_epochs": 2, "n_estimators": 2}, callbacks=[("snap", snap)]).fit(X, Y)
+    assert len(est.resume_info_["snapshot"]) == 2 and len(read_snapshot_infos(tmp_path)) == 2
+    snap.discard()
+    assert read_snapshot_infos(tmp_path) == [] and not list(tmp_path.glob("*.pt"))
+    with pytest.raises(ValueError, match="has not been used by a fit"):
+        TrainingSnapshot(tmp_path).discard()
+    with pytest.raises(ValueError, match="at most one TrainingSnapshot"):
+        GMNetRegressor(**TINY, callbacks=[("a", TrainingSnapshot(tmp_path)), TrainingSnapshot(tmp_path / "b")]).fit(X, Y)
+
+
 def test_a_snapshot_resumes_under_another_n_jobs(tmp_path):
     # n_jobs is how a fit runs (threads), not what it computes: the snapshot is the same fit's
     with pytest.raises(Killed):

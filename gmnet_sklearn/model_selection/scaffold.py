@@ -27,6 +27,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 from sklearn.model_selection import BaseCrossValidator
+from sklearn.utils import check_random_state
 from sklearn.utils.validation import _num_samples
 # Requests `groups` when metadata routing is enabled.
 from sklearn.model_selection._split import GroupsConsumerMixin as _GroupsConsumer
@@ -279,11 +280,12 @@ def scaffold_split(
     )
 
 
-def balanced_scaffold_split(smiles, frac_valid: float = 0.1, random_state: int = 0) -> Tuple[np.ndarray, np.ndarray]:
-    """Train / valid scaffold split with Chemprop's ``scaffold_balanced`` ordering: scaffold sets
-    larger than half the validation size go to train (largest first, while the training part has
-    room: as in Chemprop, one past it goes to validation where it fits), the other sets are
-    shuffled (seeded) and fill the validation part. DeepChem's order (smallest sets last) can give
+def balanced_scaffold_split(smiles, frac_valid: float = 0.1, random_state=0) -> Tuple[np.ndarray, np.ndarray]:
+    """Train / valid scaffold split in the manner of Chemprop's ``scaffold_balanced``: scaffold
+    sets larger than half the validation size go to train (largest first, where Chemprop shuffles
+    them too; while the training part has room: one past it goes to validation where it fits), the
+    other sets are shuffled (``random_state``: an int, a ``RandomState`` or None, scikit-learn's
+    meaning) and fill the validation part first. DeepChem's order (smallest sets last) can give
     a validation part of rare scaffolds that all share one label; the shuffled small sets rarely
     do. Unparsable SMILES are in neither part. Returns sorted positions in ``smiles``."""
     if not 0.0 < float(frac_valid) < 1.0:
@@ -292,9 +294,12 @@ def balanced_scaffold_split(smiles, frac_valid: float = 0.1, random_state: int =
     sets = _sorted_scaffold_sets(_scaffolds(smiles))
     n_total = sum(len(s) for s in sets)
     n_valid = int(round(frac_valid * n_total))
+    if n_valid == 0:
+        raise ValueError(f"frac_valid={frac_valid} of {n_total} parsable SMILES is no molecule: the validation "
+                         "part would be empty")
     big = [s for s in sets if len(s) > n_valid / 2]
     small = [s for s in sets if len(s) <= n_valid / 2]
-    np.random.RandomState(random_state).shuffle(small)
+    check_random_state(random_state).shuffle(small)
     train: List[int] = []
     valid: List[int] = []
     for scaffold_set in big:  # (only when the big sets alone overfill training does one go to valid)

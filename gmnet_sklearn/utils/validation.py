@@ -52,7 +52,8 @@ def check_smiles_input(X, name: str = "X", *, smiles_column: str = "smiles", ens
             raise ValueError(f"{name} must be 1-D (one SMILES per row), got an array of shape {X.shape}")
         X = X.tolist()
     if len(X) < ensure_min_samples:
-        raise ValueError(f"{name} is empty: need at least one SMILES" if not X else
+        need = "one" if ensure_min_samples == 1 else ensure_min_samples
+        raise ValueError(f"{name} is empty: need at least {need} SMILES" if not X else
                          f"{name} has {len(X)} SMILES, need at least {ensure_min_samples}")
     return X
 
