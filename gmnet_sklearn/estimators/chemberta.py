@@ -26,8 +26,10 @@ class _ChemBERTaParams(SmilesNetBase):
     """Hyperparameters of the ChemBERTa-2 baseline estimators (RoBERTa, ChemBERTa-10M shape).
 
     Same training parameters (and defaults: the library's tuned recipe, at the same width, with
-    the ChemBERTa-10M ratio of intermediate to hidden size, 464/384) as the Chem-GMNet estimators; the architecture parameters are d_model, n_layers, n_heads, intermediate_size,
-    dropout (hidden) and attention_dropout. ``ChemBERTaRegressor(**CHEMBERTA_PAPER_PROTOCOL)`` is
+    the ChemBERTa-10M ratio of intermediate to hidden size, 464/384) as the Chem-GMNet estimators;
+    the architecture parameters are d_model, n_layers, n_heads, intermediate_size, dropout
+    (hidden), attention_dropout and max_position_embeddings (515: RoBERTa's positions after the
+    padding index, 514 tokens). ``ChemBERTaRegressor(**CHEMBERTA_PAPER_PROTOCOL)`` is
     the paper's baseline and protocol. ``pretrained`` (a ``gmnet_sklearn.pretrain`` folder, a Hugging
     Face ``RobertaForMaskedLM`` folder, "moses", "moses-paper", "moses-mtr" or "moses-epoch") warm-starts the
     encoder, as for Chem-GMNet; ``ChemBERTaRegressor.from_pretrained(path, ...)`` takes the shape

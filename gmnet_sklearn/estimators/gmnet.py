@@ -59,7 +59,8 @@ class _GMNetParams(SmilesNetBase):
         one (``gmnet_sklearn.forest``). Without descriptors or fingerprint in the head, the forest
         reads the Morgan count fingerprint alone.
     valid_split, valid_size : internal validation split for best-epoch selection when ``fit`` gets
-        no ``X_valid``: "scaffold" (default), "random" or None (keep the last epoch).
+        no ``X_valid``: "scaffold" (default), "random" or None (keep the last epoch); the
+        fraction of the training SMILES it holds (default 0.1).
     max_length : longest accepted token sequence incl. [CLS]/[SEP] (None: 514, the paper's).
     vocab_file : DeepChem-style vocabulary file; None fits the vocabulary on the training SMILES.
     on_invalid : what happens to a SMILES RDKit (or the tokenizer) rejects. "raise" (default): an

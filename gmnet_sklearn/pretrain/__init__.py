@@ -1,4 +1,5 @@
-"""Masked-LM pretraining on a SMILES corpus (``pretrain``; CLI ``gmnet-pretrain``).
+"""Pretraining on a SMILES corpus (``pretrain``; CLI ``gmnet-pretrain``): masked-LM, or regressing
+RDKit's descriptors (``objective="mtr"``, ChemBERTa-2's MTR task).
 
 The estimators start from its output with ``GMNetRegressor.from_pretrained(path)`` (or
 ``pretrained=path`` with matching shape parameters); see ``trainer.py`` for the run folder and
