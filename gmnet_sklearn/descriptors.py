@@ -101,8 +101,9 @@ def compute_descriptors(smiles, on_invalid: str = "raise", n_jobs=None) -> np.nd
     """Raw RDKit 2D descriptors, (n, n_descriptors) float64; NaN where one fails or is not finite.
 
     Each distinct SMILES is computed once; with ``n_jobs`` (joblib's meaning: None is 1, -1 all
-    cores) and at least ``PARALLEL_MIN_SMILES`` distinct SMILES, in that many worker processes
-    (RDKit's descriptors are mostly Python, so threads would not run at once). ``on_invalid="nan"``
+    cores) and at least ``PARALLEL_MIN_SMILES`` distinct SMILES, in up to that many worker
+    processes, one per ``PARALLEL_MIN_SMILES / 2`` distinct SMILES (RDKit's descriptors are mostly
+    Python, so threads would not run at once). ``on_invalid="nan"``
     gives a NaN row for a SMILES RDKit rejects; "raise" names the rows.
     """
     from joblib import Parallel, delayed, effective_n_jobs
@@ -212,13 +213,21 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
             raise ValueError(f"n_quantiles must be an integer >= 2, got {self.n_quantiles!r}")
 
     def fit(self, X, y=None):
+        return self._fit_raw(self._raw(X))
+
+    def fit_transform(self, X, y=None, **fit_params):
+        # the descriptors once (TransformerMixin's would compute them for fit, then for transform)
+        raw = self._raw(X)
+        return self._fit_raw(raw)._transform_raw(raw)
+
+    def _raw(self, X) -> np.ndarray:
         from .estimators._base import check_smiles_input
 
         self._check_params()
         X = check_smiles_input(X)
         raw = cached_descriptors(self.memory, X, self.on_invalid, n_jobs=self.n_jobs)
         _warn_invalid_rows(X, raw)
-        return self._fit_raw(raw)
+        return raw
 
     def _fit_raw(self, raw: np.ndarray):
         observed = ~np.isnan(raw)
@@ -250,14 +259,8 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
         return self
 
     def transform(self, X) -> np.ndarray:
-        from .estimators._base import check_smiles_input
-
         check_is_fitted(self, "quantiles_")
-        self._check_params()
-        X = check_smiles_input(X)
-        raw = cached_descriptors(self.memory, X, self.on_invalid, n_jobs=self.n_jobs)
-        _warn_invalid_rows(X, raw)
-        return self._transform_raw(raw)
+        return self._transform_raw(self._raw(X))
 
     def _transform_raw(self, raw: np.ndarray) -> np.ndarray:
         # a pickle (joblib) carries no RDKit: one that lists its descriptors otherwise would index

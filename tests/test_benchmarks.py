@@ -95,6 +95,8 @@ def test_endpoint_table():
     assert resolve_endpoints(["esol", "all"])[0] == "esol" and len(resolve_endpoints(["all"])) == 12
     with pytest.raises(ValueError, match="unknown endpoint 'bace'"):
         resolve_endpoints(["bace"])
+    # fetch_moleculenet's aliases name their endpoint
+    assert resolve_endpoints(["lipo", "SR-p53", "delaney", "esol"]) == ["lipophilicity", "tox21_sr_p53", "esol"]
     order = by_size(list(ENDPOINTS))
     assert order[0] == "freesolv" and order[-1] == "hiv"
     for e in ENDPOINTS.values():

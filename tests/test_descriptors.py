@@ -144,3 +144,14 @@ def test_a_pickled_scaling_refuses_an_rdkit_that_lists_other_descriptors(monkeyp
         fitted.transform(SMILES[:3])
     monkeypatch.setattr(D, "descriptor_names", lambda: here)
     np.testing.assert_array_equal(fitted.transform(SMILES[:3]), expected)
+
+
+def test_fit_transform_computes_the_descriptors_once_and_equals_fit_then_transform(monkeypatch):
+    calls = []
+    real = D._descriptor_rows
+    monkeypatch.setattr(D, "_descriptor_rows", lambda s: calls.append(len(s)) or real(s))
+    once = RDKitDescriptors().fit_transform(SMILES)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(once, RDKitDescriptors().fit(SMILES).transform(SMILES))
+    df = RDKitDescriptors().set_output(transform="pandas").fit_transform(SMILES)
+    assert list(df.columns) == list(RDKitDescriptors().fit(SMILES).get_feature_names_out())

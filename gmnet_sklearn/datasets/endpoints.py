@@ -144,9 +144,17 @@ def by_size(names) -> list:
     return sorted(names, key=lambda n: (ENDPOINTS[n].n_rows, order.index(n)))
 
 
+def _alias_of(name: str) -> Optional[str]:
+    """The dataset ``fetch_moleculenet`` takes ``name`` for, or None."""
+    try:
+        return _resolve_name(name).name
+    except ValueError:
+        return None
+
+
 def resolve_endpoints(names) -> list:
     """Expand the keywords ``table1``, ``extras`` and ``all``; check the names (one name may be
-    given as a string)."""
+    given as a string; ``fetch_moleculenet``'s aliases, "lipo" or "SR-p53", name their endpoint)."""
     if isinstance(names, str):  # not its characters
         names = [names]
     out = []
@@ -160,6 +168,8 @@ def resolve_endpoints(names) -> list:
             expanded = list(ENDPOINTS)
         elif key in ENDPOINTS:
             expanded = [key]
+        elif _alias_of(name) in ENDPOINTS:
+            expanded = [_alias_of(name)]
         else:
             raise ValueError(f"unknown endpoint {name!r}; known: {', '.join(ENDPOINTS)} (or table1, extras, all)")
         out.extend(e for e in expanded if e not in out)
