@@ -15,6 +15,21 @@ from gmnet_sklearn.gm.ops.dual_ska import bidir_sfa_parallel, bidir_sfa_scan, du
 
 needs_kernel = pytest.mark.skipif(not cpu_kernels.cpu_kernels_available(), reason="fused CPU kernel could not be built")
 
+
+def test_the_kernel_builds_where_a_compiler_is():
+    """The kernel tests skip where the extension cannot be built; where a C++ compiler and ninja
+    are there, a build failure (a broken source) is a failure, not a skip."""
+    import os
+    import shutil
+
+    from torch.utils.cpp_extension import is_ninja_available
+
+    if not (shutil.which(os.environ.get("CXX", "c++")) and is_ninja_available()):
+        pytest.skip("no C++ compiler or ninja here: the models use the eager path")
+    if os.environ.get("GMNET_CPU_KERNELS") == "0":
+        pytest.skip("GMNET_CPU_KERNELS=0 disables the kernels")
+    assert cpu_kernels.cpu_kernels_available(), f"the fused CPU kernel failed to build: {cpu_kernels._failed}"
+
 # T -> valid lengths per batch row: a full row, a padded row and an all-padding row.
 LENGTHS = {1: [1, 0, 1], 7: [7, 3, 0], 13: [13, 6, 0], 30: [30, 17, 0]}
 
@@ -69,9 +84,10 @@ def test_fused_kernel_equals_reference_float64(T, kdim, L):
 
 
 @needs_kernel
-@pytest.mark.parametrize("kdim,L", [(8, 3), (8, 2), (10, 3), (5, 2)])  # specialised and generic float32 builds
-def test_fused_kernel_float32_matches_float64_reference(kdim, L):
-    leaves64, mask = make_inputs(13, kdim, L)
+@pytest.mark.parametrize("T", [1, 13, 30])
+@pytest.mark.parametrize("kdim,L", [(8, 3), (8, 2), (8, 4), (6, 3), (10, 3), (5, 2)])  # every float32 build
+def test_fused_kernel_float32_matches_float64_reference(kdim, L, T):
+    leaves64, mask = make_inputs(T, kdim, L)
     leaves32 = [t.detach().float().requires_grad_(True) for t in leaves64]
     out32, ref = fused(*leaves32, mask, L), reference(*leaves64, mask, L)
     valid = mask[:, None, :, None]

@@ -107,6 +107,19 @@ def test_dual_ska_dispatch():
         dual_ska_op.select("fused", cpu, 30, 8, 3)
 
 
+def test_dual_ska_auto_takes_triton_on_cuda_except_for_float64(monkeypatch):
+    """Checked without a GPU: where Triton is there, "auto" on a CUDA device runs it, but float64
+    inputs keep the exact eager form (Triton's arithmetic is float32)."""
+    monkeypatch.setattr(dual_ska_op, "triton_available", lambda: True)
+    cuda = torch.device("cuda")
+    for dtype in (None, torch.float32, torch.bfloat16):
+        assert dual_ska_op.select("auto", cuda, 30, 8, 3, dtype=dtype) == "triton"
+    assert dual_ska_op.select("auto", cuda, 30, 8, 3, dtype=torch.float64) == "parallel"
+    assert dual_ska_op.select("auto", cuda, 30, 8, 3, fused=False) == "parallel"
+    monkeypatch.setattr(dual_ska_op, "triton_available", lambda: False)
+    assert dual_ska_op.select("auto", cuda, 30, 8, 3, dtype=torch.float32) == "parallel"
+
+
 def test_sphere_readout_dispatch_takes_its_former_names():
     w, z = torch.zeros(1, 2, 165), [torch.zeros(1, 8, 3)]
     assert readout_op.select("gather", w, z, 3) == readout_op.select("reference", w, z, 3) == "reference"

@@ -41,7 +41,7 @@ def select(impl: str, device: torch.device, T: int, k: int, L: int, fused: bool 
     "auto" picks, where ``fused`` (DualSKA; the single-branch variants have no fused kernels):
     the C++ kernel on CPU when it builds and takes (k, L) and the inputs (float32 or float64
     ``dtype``, no CPU autocast, which would hand it bf16 projections); Triton on CUDA when it is
-    installed; else the eager zonal forms, and above `PARALLEL_MAX_LEN` tokens "recurrent" (the
+    installed, but not for float64 inputs (its arithmetic is float32); else the eager zonal forms, and above `PARALLEL_MAX_LEN` tokens "recurrent" (the
     Gated-SFA scan, zonal SKA). Without fused kernels "cpu" and "triton" run the eager zonal forms.
     """
     impl = resolve_auto("dual_ska", check_impl(impl))
@@ -50,7 +50,7 @@ def select(impl: str, device: torch.device, T: int, k: int, L: int, fused: bool 
                 and dtype in (None, torch.float32, torch.float64) and not _cpu_autocast() \
                 and cpu_extension.cpu_kernels_available():
             return "cpu"
-        if fused and device.type == "cuda" and triton_available():
+        if fused and device.type == "cuda" and dtype != torch.float64 and triton_available():
             return "triton"
         return "parallel" if T <= PARALLEL_MAX_LEN else "recurrent"
     if not fused and impl in ("cpu", "triton"):
