@@ -47,9 +47,14 @@ def assert_same_with_grads(f_fast, f_ref, inputs):
         torch.testing.assert_close(a, b, atol=1e-10, rtol=1e-8)
 
 
+@pytest.mark.parametrize("direct", [False, True])  # the factorised form, and the direct one long rows and captures take
 @pytest.mark.parametrize("T,lengths", [(1, None), (7, None), (13, [13, 5, 1])])
 @pytest.mark.parametrize("L", [0, 2, 3])
-def test_sfa_parallel_equals_scan(T, lengths, L):
+def test_sfa_parallel_equals_scan(T, lengths, L, direct, monkeypatch):
+    if direct:
+        from gmnet_sklearn.gm.ops.dual_ska import zonal
+
+        monkeypatch.setattr(zonal, "_FACTOR_MAX_SPAN", -1.0)  # every span is past it
     q, k, p, lg, mask = branch_inputs(T=T, L=L, lengths=lengths)
     assert_same_with_grads(lambda *a: sfa_parallel(*a, L, causal=True), lambda *a: sfa_scan(*a, L), (q, k, p, lg))
     assert_same_with_grads(lambda *a: bidir_sfa_parallel(*a, L), lambda *a: bidir_sfa_scan(*a, L), (q, k, p, lg))
