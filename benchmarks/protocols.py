@@ -135,7 +135,8 @@ class Protocol:
 # The ChemBERTa-10M-MLM shape both arms share (docs/architecture.md, docs/protocol.md; paper section 5).
 _SHAPE = dict(PAPER_SHAPE)
 # docs/protocol.md: regression targets z-scored on the training part, but Clearance trained on
-# log(y + 1) as it is (the design contract, DESIGN.md in the shared folder, section 4). The estimators' normalize_y=False does that.
+# log(y + 1) as it is (the design contract, DESIGN.md in the shared folder, section 4): the
+# estimators' normalize_y=False.
 _PAPER_ENDPOINT_OVERRIDES = {"clearance": {"normalize_y": False}}
 
 PROTOCOLS: Dict[str, Protocol] = {
