@@ -168,8 +168,8 @@ def resolve_endpoints(names) -> list:
             expanded = list(ENDPOINTS)
         elif key in ENDPOINTS:
             expanded = [key]
-        elif _alias_of(name) in ENDPOINTS:
-            expanded = [_alias_of(name)]
+        elif (alias := _alias_of(name)) in ENDPOINTS:
+            expanded = [alias]
         else:
             raise ValueError(f"unknown endpoint {name!r}; known: {', '.join(ENDPOINTS)} (or table1, extras, all)")
         out.extend(e for e in expanded if e not in out)

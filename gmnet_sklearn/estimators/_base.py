@@ -499,7 +499,7 @@ class SmilesNetBase(BaseEstimator):
 
     def _fit_member(self, member: int, seed: int, train_set, valid_set, fingerprint_data):
         """Train one ensemble member; returns its net and its snapshot's resume info (or None)."""
-        snapshots = [_snapshot_in(cb) for cb in (self.callbacks or []) if _snapshot_in(cb) is not None]
+        snapshots = [snap for cb in (self.callbacks or []) if (snap := _snapshot_in(cb)) is not None]
         if len(snapshots) > 1:
             raise ValueError("pass at most one TrainingSnapshot in callbacks")
         self._checkpoint_dir = None
