@@ -83,8 +83,8 @@ class TrainingCurveDisplay:
         history = estimator.nets_[member].history
         if not len(history):
             if estimator.__dict__.get("_saved_best_epoch") is not None:
-                raise ValueError("this estimator was loaded with load(), and save() keeps no training history: "
-                                 "build the display from the fitted estimator before saving it")
+                raise ValueError("this estimator was loaded from a folder saved without its training history "
+                                 "(by gmnet_sklearn before save() kept it): save it again from a fit to plot it")
             raise ValueError("the estimator's history is empty: no epoch was trained")
         # the metric the fit selected on (a user's EpochScoring may come first in the history row)
         selected = estimator.__dict__.get("_selection_metric")

@@ -88,10 +88,23 @@ def test_training_curve_follows_the_selection_metric_beside_a_users_scorer_and_t
     assert disp.lines_["valid_loss"].get_color() == "r" and disp.lines_["valid_loss"].get_label() == "held out"
 
 
-def test_training_curve_of_a_loaded_estimator_says_save_keeps_no_history(regressor, tmp_path):
-    loaded = GMNetRegressor.load(regressor.save(tmp_path / "m"))
-    with pytest.raises(ValueError, match="loaded with load"):
-        TrainingCurveDisplay.from_estimator(loaded)
+def test_a_loaded_estimator_plots_the_training_curve_it_was_saved_with(regressor, classifier, tmp_path):
+    for est, name in ((regressor, "r"), (classifier, "c")):
+        loaded = type(est).load(est.save(tmp_path / name))
+        assert loaded.best_epoch_ == est.best_epoch_ and len(loaded.history_) == len(est.history_)
+        for member in range(est.n_estimators):
+            saved = TrainingCurveDisplay.from_estimator(est, member=member)
+            again = TrainingCurveDisplay.from_estimator(loaded, member=member)
+            for key in ("epochs", "train_loss", "valid_loss", "metric"):
+                np.testing.assert_array_equal(getattr(again, key), getattr(saved, key))
+            assert (again.metric_name, again.best_epoch) == (saved.metric_name, saved.best_epoch)
+            plt.close("all")
+    # a folder saved before save() kept the history: the best epoch still loads, the curve cannot
+    (tmp_path / "r" / "history.json").unlink()
+    old = GMNetRegressor.load(tmp_path / "r")
+    assert old.best_epoch_ == regressor.best_epoch_ and not len(old.history_)
+    with pytest.raises(ValueError, match="saved without its training history"):
+        TrainingCurveDisplay.from_estimator(old)
 
 
 def test_training_curve_without_validation():

@@ -320,8 +320,9 @@ def test_safe_save_and_load(kind, fitted_regressor, fitted_classifier, tmp_path)
     est.save(tmp_path / "m")
     files = sorted(p.name for p in (tmp_path / "m").iterdir())
     # descriptors=True (the default) adds the descriptor scaling, stored as arrays too, and
-    # forest=True (the default) the forest, in skops' format
-    assert files == ["config.json", "descriptors.safetensors", "forest.skops", "model.safetensors", "vocab.txt"]
+    # forest=True (the default) the forest, in skops' format; the training history is skorch's JSON
+    assert files == ["config.json", "descriptors.safetensors", "forest.skops", "history.json", "model.safetensors",
+                     "vocab.txt"]
     config = json.loads((tmp_path / "m" / "config.json").read_text())
     assert config["estimator"] == type(est).__name__ and config["params"]["k"] == 3
     loaded = load_model(tmp_path / "m")
@@ -579,6 +580,28 @@ def test_save_load_keeps_the_best_epoch_and_refuses_what_json_cannot_hold_before
     with pytest.raises(TypeError, match="cannot store ufunc in config.json"):
         odd.save(tmp_path / "bad")
     assert not (tmp_path / "bad").exists()  # nothing half-written
+
+
+def test_save_keeps_the_history_with_what_callbacks_record_and_refuses_what_json_cannot_hold(tmp_path):
+    from skorch.callbacks import Callback
+
+    class Records(Callback):
+        def __init__(self, value):
+            self.value = value
+
+        def on_epoch_end(self, net, **kwargs):
+            net.history.record("extra", self.value)
+
+    X, y = list(SMILES[:40]), regression_target(SMILES[:40])
+    value = {"np": np.float32(0.5), "tensor": torch.tensor([1.0, 2.0]), "array": np.arange(2)}
+    est = GMNetRegressor(**{**TINY, "max_epochs": 2}, callbacks=[Records(value)]).fit(X, y)
+    loaded = load_model(est.save(tmp_path / "m"))
+    assert [row["extra"] for row in loaded.history_] == [{"np": 0.5, "tensor": [1.0, 2.0], "array": [0, 1]}] * 2
+    assert loaded.history_[:, "valid_rmse"] == pytest.approx(est.history_[:, "valid_rmse"])
+    odd = GMNetRegressor(**{**TINY, "max_epochs": 1}, callbacks=[Records(object())]).fit(X, y)
+    with pytest.raises(TypeError, match="cannot store object in history.json"):
+        odd.save(tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
 
 
 def test_randomised_smiles_past_max_length_fall_back_to_the_given_smiles():

@@ -28,6 +28,7 @@ from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from skorch.callbacks import Checkpoint, EarlyStopping, EpochScoring, ProgressBar
 from skorch.helper import predefined_split
+from skorch.history import History
 
 from .. import __version__
 from ..augment import randomized_smiles
@@ -659,7 +660,7 @@ class SmilesNetBase(BaseEstimator):
     def best_epoch_(self) -> int:
         """1-based epoch whose weights were restored (the last epoch without validation)."""
         hist = self.history_
-        if not len(hist):  # loaded by load(): the history stays behind, the epoch is in config.json
+        if not len(hist):  # loaded from a folder saved without its history: the epoch is in config.json
             return self.__dict__.get("_saved_best_epoch")
         name = self.__dict__.get("_selection_metric")
         if name is None:  # no validation set: the last epoch
@@ -675,7 +676,8 @@ class SmilesNetBase(BaseEstimator):
         descriptor scaling, with ``descriptors=True``), ``forest.skops`` (the forest, with
         ``forest=True``; skops' format, loaded with scikit-learn's tree type as the only type
         trusted beyond skops' defaults), ``config.json`` (estimator parameters and fitted
-        metadata) and ``vocab.txt``."""
+        metadata), ``history.json`` (the training history, skorch's ``History.to_file`` format;
+        ``history_<i>.json`` for member i > 0) and ``vocab.txt``."""
         from safetensors.torch import save_file
 
         check_is_fitted(self, "net_")
@@ -696,11 +698,13 @@ class SmilesNetBase(BaseEstimator):
         # first, so a parameter config.json cannot hold (a callable, a RandomState) fails before
         # any file is written
         config_text = json.dumps(config, indent=2, default=_json_default)
+        histories = [json.dumps(list(net.history), default=_history_default) for net in self.nets_]
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         for i, net in enumerate(self.nets_):
             state = {k: v.detach().cpu().contiguous() for k, v in net.module_.state_dict().items()}
             save_file(state, str(path / _weights_file(i)))
+            (path / _history_file(i)).write_text(histories[i])
         if params["descriptors"]:  # as fitted (config.json says so), whatever set_params did since
             scaler = self.descriptor_scaler_
             arrays = {"kept": scaler.kept_, "quantiles": scaler.quantiles_.quantiles_,
@@ -766,6 +770,8 @@ class SmilesNetBase(BaseEstimator):
                             precision=est.precision, pad_id=est.tokenizer_.pad_id)
             net.initialize()
             net.module_.load_state_dict(module.state_dict())
+            if (history := path / _history_file(i)).exists():  # (absent in folders saved before it was kept)
+                net.history_ = History.from_file(str(history))
             est.nets_.append(net)
         est.net_ = est.nets_[0]
         est.resume_info_ = None
@@ -776,11 +782,13 @@ class SmilesNetBase(BaseEstimator):
         return {"n_outputs_": self.n_outputs_, "max_length_": self.max_length_, "n_train_": self.n_train_,
                 "n_valid_": self.n_valid_, "n_invalid_skipped_": self.n_invalid_skipped_,
                 "invalid_rows_": self.invalid_rows_, "invalid_valid_rows_": self.invalid_valid_rows_,
-                "forest_weight_": getattr(self, "forest_weight_", 0.0), "best_epoch": self.best_epoch_}
+                "forest_weight_": getattr(self, "forest_weight_", 0.0), "best_epoch": self.best_epoch_,
+                "selection_metric": self.__dict__.get("_selection_metric")}
 
     def _restore_fitted_metadata(self, meta: dict[str, Any]):
         meta = dict(meta)
         self._saved_best_epoch = meta.pop("best_epoch", None)  # (None: saved before it was kept)
+        self._selection_metric = meta.pop("selection_metric", None)  # best_epoch_ reads it in the saved history
         for key, value in meta.items():
             setattr(self, key, np.asarray(value, dtype=np.int64 if key.startswith("invalid_") else None)
                     if isinstance(value, list) else value)
@@ -833,6 +841,20 @@ def _merge_resume_info(infos: list) -> dict:
 
 def _weights_file(member: int) -> str:
     return "model.safetensors" if member == 0 else f"model_{member}.safetensors"
+
+
+def _history_file(member: int) -> str:
+    return "history.json" if member == 0 else f"history_{member}.json"
+
+
+def _history_default(obj):
+    """JSON for what callbacks put in a history: numpy and torch numbers and arrays as Python ones."""
+    if isinstance(obj, torch.Tensor):
+        return obj.tolist()
+    if isinstance(obj, (np.ndarray, np.generic)):
+        return obj.tolist()
+    raise TypeError(f"cannot store {type(obj).__name__} in history.json (a callback recorded it in the training "
+                    "history; save() writes the history as JSON, as skorch's History.to_file)")
 
 
 def _json_default(obj):
