@@ -20,11 +20,17 @@ import numpy as np
 DATASETS = ("freesolv", "esol", "lipophilicity", "bace_regression", "bace_classification", "bbbp")
 
 
-def _vocab_file(arg: str | None) -> str | None:
-    if arg:
-        return arg
-    env = os.environ.get("GMNET_TOKENIZER_VOCAB")
-    return env if env and Path(env).is_file() else None
+def _vocab_file(parser, arg: str | None) -> str | None:
+    """``--vocab``, else ``$GMNET_TOKENIZER_VOCAB``, else None (a vocabulary fitted on the training
+    SMILES). A path given either way must be a file: other token ids than the user asked for
+    would change the model without a word."""
+    source, path = ("--vocab", arg) if arg else ("GMNET_TOKENIZER_VOCAB", os.environ.get("GMNET_TOKENIZER_VOCAB"))
+    if not path:
+        return None
+    if not Path(path).is_file():
+        parser.error(f"{source}: {path!r} is not a file (relative to {os.getcwd()}); give the DeepChem vocabulary "
+                     "file, or leave it unset to fit a vocabulary on the training SMILES")
+    return path
 
 
 def main(argv=None) -> int:
@@ -52,15 +58,16 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from . import PAPER_PROTOCOL, GMNetClassifier, GMNetRegressor
-    from .datasets import DatasetNotFoundError, fetch_moleculenet
+    from .datasets import ChecksumError, DatasetNotFoundError, fetch_moleculenet
     from .datasets.endpoints import ENDPOINTS
     from .model_selection import scaffold_split
 
+    vocab_file = _vocab_file(parser, args.vocab)  # before the data: a wrong path fails first
     endpoint = ENDPOINTS[args.dataset]
     try:
         data = fetch_moleculenet(endpoint.dataset, data_home=args.data_home)
-    except DatasetNotFoundError as exc:  # where it looked and how to get it, not a traceback
-        parser.error(str(exc))
+    except (DatasetNotFoundError, ChecksumError, ValueError) as exc:  # what is wrong with the file, not a traceback
+        parser.error(str(exc).replace("pass data_home=...", "pass --data-home DIR"))
     smiles = np.asarray(data.smiles, dtype=object)
     train, valid, test = scaffold_split(smiles)
     metric, paper_gm, paper_cb = endpoint.metric, endpoint.paper_value("gmnet"), endpoint.paper_value("chemberta")
@@ -83,8 +90,9 @@ def main(argv=None) -> int:
     overrides = {"k": args.k, "L": args.L, "d_model": args.d_model, "n_layers": args.n_layers,
                  "n_heads": args.n_heads, "max_epochs": args.epochs, "lr": args.lr, "batch_size": args.batch_size}
     params.update({key: value for key, value in overrides.items() if value is not None})
-    est = cls(**params, random_state=args.seed, device=args.device, vocab_file=_vocab_file(args.vocab),
+    est = cls(**params, random_state=args.seed, device=args.device, vocab_file=vocab_file,
               verbose=0 if args.quiet else 1)
+    print(f"vocabulary: {vocab_file or 'fitted on the training SMILES (no --vocab, GMNET_TOKENIZER_VOCAB unset)'}")
     y = data.target
     import torch
 

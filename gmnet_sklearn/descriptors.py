@@ -231,9 +231,15 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
 
     def _fit_raw(self, raw: np.ndarray):
         observed = ~np.isnan(raw)
-        with np.errstate(invalid="ignore"):
-            spread = np.nanmax(np.where(observed, raw, np.nan), axis=0) - np.nanmin(np.where(observed, raw, np.nan), axis=0)
-        self.kept_ = observed.any(0) & (np.nan_to_num(spread) > 0)
+        if not observed.any():  # (on_invalid="nan": RDKit parsed none of them)
+            raise ValueError(f"RDKit could parse none of the {len(raw)} training SMILES: there are no descriptors "
+                             "to fit the scaling on")
+        # the spread of the columns with a value only (numpy warns on all-NaN columns)
+        has_value = observed.any(0)
+        spread = np.zeros(raw.shape[1])
+        with np.errstate(invalid="ignore"):  # inf - inf
+            spread[has_value] = np.nanmax(raw[:, has_value], axis=0) - np.nanmin(raw[:, has_value], axis=0)
+        self.kept_ = has_value & (np.nan_to_num(spread) > 0)
         if not self.kept_.any():  # one molecule, or copies of one: nothing to scale (or learn from)
             raise ValueError(f"no RDKit descriptor varies across the {len(raw)} training SMILES: the descriptors "
                              "need at least two different molecules")

@@ -120,6 +120,13 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         """Fit a clone of ``estimator`` on ``X, y`` (``prefit=False``), or check that it is fitted."""
         self._check_params()
+        # before fitting anything: a Pipeline or another model has no encoder to read
+        # (a FrozenEstimator passes attribute reads through to the estimator it wraps)
+        if not callable(getattr(self.estimator, "_encode", None)):
+            hint = " (pass the pipeline's last step)" if hasattr(self.estimator, "steps") else ""
+            raise TypeError(f"GMNetEmbedder reads the encoder of a GMNet or ChemBERTa estimator (GMNetRegressor, "
+                            f"GMNetClassifier, ChemBERTaRegressor, ChemBERTaClassifier), not of a "
+                            f"{type(self.estimator).__name__}{hint}")
         if self.prefit:
             check_smiles_input(X)
             if not _is_fitted(self.estimator):

@@ -67,3 +67,35 @@ def test_main_job_says_which_rows_the_protocol_left_out(monkeypatch, capsys):
                      "--n-layers", "1", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert f"left out as the protocol does: 1 SMILES RDKit cannot parse (rows [{len(SMILES)}]), 1 longer than 200" in out
+
+
+@pytest.mark.parametrize("how", ["env", "flag"])
+def test_main_job_refuses_a_vocabulary_path_that_is_not_a_file(monkeypatch, capsys, tmp_path, how):
+    """A mistyped vocabulary path is a usage error before any data is read, never a silent switch to
+    a vocabulary fitted on the training SMILES."""
+    missing = str(tmp_path / "typo.txt")
+    import gmnet_sklearn.datasets as datasets
+
+    monkeypatch.setattr(datasets, "fetch_moleculenet", lambda *a, **k: pytest.fail("read the data first"))
+    if how == "env":
+        monkeypatch.setenv("GMNET_TOKENIZER_VOCAB", missing)
+        argv = ["--quiet"]
+    else:
+        argv = ["--vocab", missing, "--quiet"]
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert ("GMNET_TOKENIZER_VOCAB" if how == "env" else "--vocab") in err and "typo.txt' is not a file" in err
+
+
+def test_main_job_turns_a_malformed_data_file_into_a_usage_error(monkeypatch, capsys, tmp_path):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "freesolv.csv").write_text("smiles,y\nCCO,not-a-number\nCCC,1.0\n")
+    monkeypatch.delenv("GMNET_TOKENIZER_VOCAB", raising=False)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--data-home", str(folder), "--quiet"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "'y' are not numbers" in err and "Traceback" not in err

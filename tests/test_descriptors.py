@@ -85,6 +85,21 @@ def test_fitting_on_copies_of_one_molecule_says_why_it_cannot_scale():
     for smiles in (["CCO"], ["CCO", "CCO", "CCO"]):
         with pytest.raises(ValueError, match="no RDKit descriptor varies across the .* training SMILES"):
             RDKitDescriptors().fit(smiles)
+    from gmnet_sklearn.exceptions import InvalidSmilesWarning
+
+    with pytest.warns(InvalidSmilesWarning), pytest.raises(ValueError, match="RDKit could parse none of the 2 training"):
+        RDKitDescriptors(on_invalid="nan").fit(["xyz", "C1CC"])
+
+
+def test_a_descriptor_without_a_value_on_any_training_molecule_is_dropped_without_numpys_warning():
+    import warnings
+
+    raw = RDKitDescriptors()._raw(SMILES[:6])
+    raw[:, 0] = np.nan  # as if RDKit could not compute the first descriptor for any of them
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fitted = RDKitDescriptors()._fit_raw(raw)
+    assert not fitted.kept_[0] and fitted.kept_[1:].any()
 
 
 def test_parameters_are_checked_in_fit_and_again_in_transform():

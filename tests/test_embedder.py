@@ -138,6 +138,13 @@ def test_params_clone_tags_and_errors(plain):
     assert tags.input_tags.string and not tags.input_tags.two_d_array
     with pytest.raises(ValueError, match="fit needs y"):
         GMNetEmbedder(GMNetRegressor()).fit(SMILES)
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.pipeline import make_pipeline
+
+    with pytest.raises(TypeError, match=r"not of a Pipeline \(pass the pipeline's last step\)"):
+        GMNetEmbedder(make_pipeline(plain), prefit=True).fit(SMILES)
+    with pytest.raises(TypeError, match="not of a RandomForestRegressor$"):
+        GMNetEmbedder(RandomForestRegressor()).fit(SMILES, Y)
     for bad, match in [({"features": "atoms"}, "features must be"), ({"member": 3}, "member must be"),
                        ({"layers": [5]}, "layers must be"), ({"moments": "sum"}, "moments must be")]:
         with pytest.raises(ValueError, match=match):

@@ -11,7 +11,7 @@ here), the metric, whether it is one of the ten endpoints of the paper's Table 1
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Dict, Mapping, Optional, Tuple
 
@@ -41,7 +41,9 @@ class Endpoint:
     dataset: str  # name for fetch_moleculenet
     metric: str  # "rmse" (lower is better) or "roc_auc" (higher is better)
     table1: bool  # one of the ten endpoints of the paper's Table 1
-    paper: Optional[Mapping[str, Figure]] = None  # {"gmnet": (mean, sd), "chemberta": (mean, sd)}
+    # {"gmnet": (mean, sd), "chemberta": (mean, sd)}; a read-only mapping, which cannot be hashed:
+    # left out of the hash (the name is the endpoint's identity), so an Endpoint can key a dict
+    paper: Optional[Mapping[str, Figure]] = field(default=None, hash=False)
     # Single-task classification: rows with a missing label are dropped after the split
     # (DeepChem gives them weight 0). Multi-task sets keep them (NaN, masked).
     drop_missing_labels: bool = False
@@ -171,7 +173,8 @@ def resolve_endpoints(names) -> list:
         elif (alias := _alias_of(name)) in ENDPOINTS:
             expanded = [alias]
         else:
-            raise ValueError(f"unknown endpoint {name!r}; known: {', '.join(ENDPOINTS)} (or table1, extras, all)")
+            hint = " ('bace' is ambiguous: bace_classification or bace_regression)" if key == "bace" else ""
+            raise ValueError(f"unknown endpoint {name!r}{hint}; known: {', '.join(ENDPOINTS)} (or table1, extras, all)")
         out.extend(e for e in expanded if e not in out)
     return out
 

@@ -261,7 +261,7 @@ _SPECS: Dict[str, _Spec] = {
             "freesolv", "freesolv.csv.gz", "smiles", ("y",), "regression",
             deepchem_loader="load_freesolv", n_rows=642,
             descr="FreeSolv: experimental hydration free energy, z-scored (mean -3.803, "
-            "population sd 3.845 kcal/mol; multiply by 3.845 for kcal/mol), 642 molecules. "
+            "population sd 3.845 kcal/mol: kcal/mol = 3.845 y - 3.803; an RMSE times 3.845), 642 molecules. "
             "DeepChem's load_freesolv table (freesolv.csv.gz).",
         ),
         _Spec(
