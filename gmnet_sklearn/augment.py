@@ -47,7 +47,8 @@ def randomized_smiles(smiles, n: int, random_state: int = 0, per_molecule: bool 
                 out.append([s] * n)
                 continue
             # RDKit's seeded enumerator (MolToSmiles(doRandom=True) draws from an unseeded stream)
-            seed = _molecule_seed(random_state, s) if per_molecule else int(rng.randint(2**31 - 1))
+            # (a drawn 0, which RDKit would read as "unseeded", becomes the one value the draw never gives)
+            seed = _molecule_seed(random_state, s) if per_molecule else int(rng.randint(2**31 - 1)) or 2**31 - 1
             variants = list(Chem.MolToRandomSmilesVect(mol, n, randomSeed=seed))
             out.append(variants)
     return out

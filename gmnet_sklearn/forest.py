@@ -19,9 +19,10 @@ import contextlib
 
 import numpy as np
 
-#: Trees per forest; the peer arm's 500. Features tried per split: Breiman's defaults (a third of
-#: them for regression, the square root for classification), which also keep a fit within the
-#: defaults' time budget (scikit-learn's regression default, all of them, is several times slower).
+#: Trees per forest (one forest per task); the peer arm's 500. Features tried per split: Breiman's
+#: defaults (a third of them for regression, the square root for classification), which also keep
+#: a single-task fit within the defaults' time budget (scikit-learn's regression default, all of
+#: them, is several times slower); the cost grows with the number of tasks.
 N_TREES = 500
 MAX_FEATURES = {"regression": 1 / 3, "classification": "sqrt"}
 #: Candidate forest weights; the first best one (the smallest) wins ties.

@@ -558,6 +558,46 @@ def test_a_failed_refit_leaves_no_fitted_network_behind():
         est.fit(X, y + 100, X_valid=["C(("], y_valid=[1.0])
     with pytest.raises(NotFittedError):
         est.predict(X[:2])  # not the old network read through the new vocabulary and scaling
+    # nor does it look fitted to scikit-learn's generic check (Pipeline, FrozenEstimator use it),
+    # although the failed fit left a vocabulary and target statistics behind
+    from sklearn.utils.validation import check_is_fitted
+
+    assert hasattr(est, "tokenizer_") and hasattr(est, "y_mean_")
+    with pytest.raises(NotFittedError):
+        check_is_fitted(est)
+    check_is_fitted(est.fit(X, y))
+
+
+def test_validation_data_errors_name_the_validation_data():
+    X, y = list(SMILES[:40]), regression_target(SMILES[:40])
+    with pytest.raises(ValueError, match=r"y_valid has infinite values at rows \[1\]"):
+        GMNetRegressor(**TINY).fit(X, y, X_valid=X[:2], y_valid=[1.0, np.inf])
+    with pytest.raises(TypeError, match="^X_valid: "):  # a non-string item
+        GMNetRegressor(**TINY).fit(X, y, X_valid=["CCO", 3], y_valid=[1.0, 2.0])
+    with pytest.raises(ValueError, match=r"^y_valid: single-task labels must not be missing"):
+        GMNetClassifier(**TINY).fit(X, class_target(X), X_valid=X[:3], y_valid=[0, None, 1])
+    with pytest.raises(ValueError, match=r"all 2 SMILES in X_valid are invalid, nothing left to select the best epoch"):
+        GMNetRegressor(**TINY, on_invalid="skip").fit(X, y, X_valid=["C((", "xyz"], y_valid=[1.0, 2.0])
+
+
+def test_complex_targets_are_refused_not_cut_to_their_real_part():
+    X, y = list(SMILES[:40]), regression_target(SMILES[:40])
+    for est in (GMNetRegressor(**TINY), GMNetClassifier(**TINY)):
+        with pytest.raises(ValueError, match="Complex data not supported"):
+            est.fit(X, y + 1j)
+
+
+def test_score_needs_the_target_columns_the_model_was_fitted_on(fitted_regressor):
+    X40, y = list(SMILES[:40]), regression_target(SMILES[:40])
+    with pytest.raises(ValueError, match=r"y has 2 target column\(s\); the model was fitted on 1"):
+        fitted_regressor.score(X40, np.stack([y, y], axis=1))
+    three = GMNetRegressor(**{**TINY, "max_epochs": 1}).fit(X40, np.stack([y, -y, 2 * y], axis=1))
+    with pytest.raises(ValueError, match=r"y has 1 target column\(s\); the model was fitted on 3"):
+        three.score(X40, y)
+    labels = np.stack([class_target(X40)] * 3, axis=1).astype(float)
+    multi = GMNetClassifier(**{**TINY, "max_epochs": 1}).fit(X40, labels)
+    with pytest.raises(ValueError, match=r"y has 2 target column\(s\); the model was fitted on 3"):
+        multi.score(X40, labels[:, :2])
 
 
 def test_y_valid_must_have_the_columns_of_y():

@@ -179,7 +179,7 @@ class SmilesNetBase(BaseEstimator):
         depends on it; the model families override this."""
         return max_length
 
-    def _check_y(self, y, n: int) -> np.ndarray:
+    def _check_y(self, y, n: int, name: str = "y") -> np.ndarray:
         raise NotImplementedError
 
     def _can_rank(self, y_valid: np.ndarray) -> bool:
@@ -264,8 +264,12 @@ class SmilesNetBase(BaseEstimator):
                 net, info = self._fit_member(member, seed + member, train_set, valid_set, fingerprint_data)
                 self.nets_.append(net)
                 infos.append(info)
-            self.net_ = self.nets_[0]
-            self._fit_forest(train_set, valid_set, seed)
+            self.net_ = self.nets_[0]  # (the forest's blend weight reads the networks' predictions)
+            try:
+                self._fit_forest(train_set, valid_set, seed)
+            except BaseException:
+                del self.net_  # not fitted (__sklearn_is_fitted__) until the fit has finished
+                raise
         self.n_train_ = int(train_set.n_molecules)
         self.n_valid_ = 0 if valid_set is None else len(valid_set)
         # How this fit came about: None without a TrainingSnapshot, else the snapshot file(s), the
@@ -309,7 +313,7 @@ class SmilesNetBase(BaseEstimator):
         if X_valid is not None:
             valid_X = check_smiles_input(X_valid, "X_valid")
             check_consistent_length(valid_X, y_valid)
-            y_valid = self._check_y(y_valid, len(valid_X))
+            y_valid = self._check_y(y_valid, len(valid_X), "y_valid")
             n_columns = (1 if y.ndim == 1 else y.shape[1], 1 if y_valid.ndim == 1 else y_valid.shape[1])
             if n_columns[0] != n_columns[1]:
                 raise ValueError(f"y_valid has {n_columns[1]} target column(s) and y {n_columns[0]}: they must match")
@@ -353,10 +357,10 @@ class SmilesNetBase(BaseEstimator):
         if valid_X is not None:
             try:
                 enc_valid = self._encode(valid_X)
-            except ValueError as exc:
+            except (ValueError, TypeError) as exc:
                 if X_valid is None:  # rows of X: encoded (and reported) with X above
                     raise
-                raise ValueError(f"X_valid: {exc}") from None  # its rows, not X's
+                raise type(exc)(f"X_valid: {exc}") from None  # its rows, not X's
             order = np.argsort(enc_valid.lengths, kind="stable")  # less padding, same rows
             valid_set = EncodedSmilesDataset(enc_valid, self._transform_y(y_valid), order=order, device=self.device_,
                                              descriptors=self._molecule_features(valid_X))
@@ -792,6 +796,11 @@ class SmilesNetBase(BaseEstimator):
         for key, value in meta.items():
             setattr(self, key, np.asarray(value, dtype=np.int64 if key.startswith("invalid_") else None)
                     if isinstance(value, list) else value)
+
+    def __sklearn_is_fitted__(self) -> bool:
+        """Fitted once a fit has finished (``net_``): a failed fit leaves vocabulary or target
+        statistics behind, which must not make ``check_is_fitted`` pass (scikit-learn's hook)."""
+        return "net_" in self.__dict__
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -14,7 +14,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
 from ._invalid import warn_unscored_rows
-from ._targets import check_target, missing_labels
+from ._targets import _caller_stacklevel, check_n_outputs, check_target, missing_labels
 from .losses import CrossEntropyLoss, MaskedBCEWithLogitsLoss
 from .metrics import ValidROCAUC, has_auc, probability_roc_auc, scores_from_raw
 
@@ -26,33 +26,33 @@ class SmilesClassifierMixin(ClassifierMixin):
     """Classification: y (n,) single task (2 logits + cross-entropy for binary), or (n, n_tasks)
     multi-label with 0/1/NaN (BCE with missing labels masked)."""
 
-    def _check_y(self, y, n: int) -> np.ndarray:
-        y = check_target(y)
+    def _check_y(self, y, n: int, name: str = "y") -> np.ndarray:
+        y = check_target(y, name)
         if y.ndim == 2 and y.shape[1] == 1:
             # one task as a column: raveled with scikit-learn's warning; missing labels, which
             # a single task cannot mask, are named
             column = y[:, 0]
             missing = missing_labels(column)
             if missing.any():
-                raise ValueError(f"y is one task with missing labels at rows {np.nonzero(missing)[0][:10].tolist()}: "
+                raise ValueError(f"{name} is one task with missing labels at rows {np.nonzero(missing)[0][:10].tolist()}: "
                                  "leave those rows out (a 2-D y with NaN is for several tasks)")
-            warnings.warn("A column-vector y was passed when a 1d array was expected; it is raveled",
-                          DataConversionWarning, stacklevel=3)
+            warnings.warn(f"A column-vector {name} was passed when a 1d array was expected; it is raveled",
+                          DataConversionWarning, stacklevel=_caller_stacklevel())
             y = column
         if y.ndim == 2:
             try:
                 y = y.astype(np.float64)
             except (TypeError, ValueError):
-                raise ValueError("multi-label targets must be 0/1 with NaN for missing labels") from None
+                raise ValueError(f"{name}: multi-label targets must be 0/1 with NaN for missing labels") from None
             bad = ~np.isnan(y) & (y != 0) & (y != 1)
             if bad.any():
                 rows = np.nonzero(bad.any(1))[0]
-                raise ValueError(f"multi-label targets must be 0, 1 or NaN; bad values at rows {rows[:10].tolist()}")
+                raise ValueError(f"{name}: multi-label targets must be 0, 1 or NaN; bad values at rows {rows[:10].tolist()}")
         else:
             missing = missing_labels(y)
             if missing.any():
                 raise ValueError(
-                    f"single-task labels must not be missing (rows {np.nonzero(missing)[0][:10].tolist()}); "
+                    f"{name}: single-task labels must not be missing (rows {np.nonzero(missing)[0][:10].tolist()}); "
                     "pass a 2-D y with NaN for multi-task data with missing labels"
                 )
             check_classification_targets(y)  # a continuous y is a regression target
@@ -70,7 +70,8 @@ class SmilesClassifierMixin(ClassifierMixin):
             self.n_tasks_ = self.n_outputs_ = y.shape[1]
             one_class = [j for j in range(y.shape[1]) if len(np.unique(y[~np.isnan(y[:, j]), j])) < 2]
             if one_class:
-                warnings.warn(f"tasks {one_class} have fewer than two classes in the training data")
+                warnings.warn(f"tasks {one_class} have fewer than two classes in the training data",
+                              UserWarning, stacklevel=_caller_stacklevel())
             self.classes_ = np.array([0, 1])
         return self._transform_y(y)
 
@@ -118,7 +119,8 @@ class SmilesClassifierMixin(ClassifierMixin):
 
     def _validation_metric(self, y_valid: np.ndarray):
         if not self._can_rank(y_valid):
-            warnings.warn("ROC-AUC is undefined on the validation labels (one class only); selecting by validation loss")
+            warnings.warn("ROC-AUC is undefined on the validation labels (one class only); selecting by validation loss",
+                          UserWarning, stacklevel=_caller_stacklevel())
             return "valid_loss", True, None  # skorch records it already
 
         return "valid_roc_auc", False, ValidROCAUC(self.n_tasks_)
@@ -173,8 +175,9 @@ class SmilesClassifierMixin(ClassifierMixin):
         from sklearn.metrics import accuracy_score
 
         check_is_fitted(self, "net_")
-        probs = self.predict_proba(X)
         y = check_target(y)
+        check_n_outputs(y, self.n_tasks_)
+        probs = self.predict_proba(X)
         check_consistent_length(probs, y, sample_weight)
         valid = ~np.isnan(probs).any(1)
         warn_unscored_rows(~valid)

@@ -41,7 +41,9 @@ def skip_invalid_rows(smiles: list, y: np.ndarray, max_length: int | None = None
     shown = "; ".join(f"[{r}] {smiles[r]!r}: {errors[r]}" for r in rows[:_SHOWN_ROWS])
     more = f"; ... ({rows.size - _SHOWN_ROWS} more)" if rows.size > _SHOWN_ROWS else ""
     if rows.size == len(smiles):
-        raise ValueError(f"all {len(smiles)} SMILES in {name} are invalid, nothing left to fit: {shown}{more}")
+        left = ("nothing left to fit" if name == "X" else
+                "nothing left to select the best epoch on (pass valid rows, or neither X_valid nor y_valid)")
+        raise ValueError(f"all {len(smiles)} SMILES in {name} are invalid, {left}: {shown}{more}")
     warnings.warn(
         f"on_invalid='skip': left out {rows.size} of {len(smiles)} rows of {name} whose SMILES cannot be used "
         f"(their targets too): {shown}{more}",

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import RegressorMixin
-from sklearn.utils.validation import check_consistent_length
+from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
 from ._invalid import warn_unscored_rows
-from ._targets import check_target
+from ._targets import check_n_outputs, check_target
 from .losses import MaskedMSELoss
 from .metrics import ValidRMSE, masked_rmse
 
@@ -27,15 +27,15 @@ class SmilesRegressorMixin(RegressorMixin):
     """Regression: y (n,) or (n, n_tasks), NaN = missing; standardised on the training data
     (``normalize_y=True``, the default) or taken as given."""
 
-    def _check_y(self, y, n: int) -> np.ndarray:
-        y = check_target(y)
+    def _check_y(self, y, n: int, name: str = "y") -> np.ndarray:
+        y = check_target(y, name)
         try:
             y = y.astype(np.float64)
         except (TypeError, ValueError):
-            raise ValueError("regression targets must be numeric") from None
+            raise ValueError(f"{name}: regression targets must be numeric") from None
         if np.isinf(y).any():
             rows = np.nonzero(np.isinf(y).reshape(n, -1).any(1))[0]
-            raise ValueError(f"y has infinite values at rows {rows[:10].tolist()}")
+            raise ValueError(f"{name} has infinite values at rows {rows[:10].tolist()}")
         return y
 
     def _fit_y(self, y: np.ndarray) -> np.ndarray:
@@ -93,7 +93,10 @@ class SmilesRegressorMixin(RegressorMixin):
         ``InvalidSmilesWarning`` naming them."""
         from sklearn.metrics import r2_score
 
-        y = np.asarray(check_target(y), dtype=np.float64).reshape(len(y), -1)
+        check_is_fitted(self, "net_")
+        y = check_target(y)
+        check_n_outputs(y, self.n_outputs_)
+        y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
         pred = np.asarray(self.predict(X), dtype=np.float64)
         check_consistent_length(pred, y, sample_weight)  # else a reshape pairs rows wrongly
         pred = pred.reshape(len(y), -1)

@@ -66,16 +66,25 @@ def warn_missing_targets(y, name: str = "y") -> int:
     return int(rows.size)
 
 
-def check_target(y) -> np.ndarray:
+def check_target(y, name: str = "y") -> np.ndarray:
     """``y`` as a 1-D or 2-D array (a pandas object's values), or a clear error."""
     if y is None:  # scikit-learn's wording (check_requires_y_none)
-        raise ValueError("the estimator requires y to be passed, but the target y is None")
+        raise ValueError(f"the estimator requires {name} to be passed, but the target {name} is None")
     if hasattr(y, "to_numpy"):
         y = _pandas_values(y)
     y = np.asarray(y)
     if y.ndim not in (1, 2):
-        raise ValueError(f"y must be 1-D or 2-D, got shape {y.shape}")
+        raise ValueError(f"{name} must be 1-D or 2-D, got shape {y.shape}")
+    if y.dtype.kind == "c":  # astype(float) would keep the real part only (scikit-learn's wording)
+        raise ValueError(f"Complex data not supported: {name} is complex")
     return y  # its length is checked against X's by check_consistent_length
+
+
+def check_n_outputs(y: np.ndarray, n_fitted: int) -> None:
+    """``score``'s ``y`` has the target columns the model was fitted on (a 1-D y is one)."""
+    n = 1 if y.ndim == 1 else y.shape[1]
+    if n != n_fitted:
+        raise ValueError(f"y has {n} target column(s); the model was fitted on {n_fitted}")
 
 
 def missing_labels(labels) -> np.ndarray:

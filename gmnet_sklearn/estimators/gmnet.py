@@ -57,7 +57,9 @@ class _GMNetParams(SmilesNetBase):
         part, and blend its predictions with the network's; the forest's weight (``forest_weight_``,
         0 to 1 in steps of 0.1) is the one that scores best on the validation split, 0.5 without
         one (``gmnet_sklearn.forest``). Without descriptors or fingerprint in the head, the forest
-        reads the Morgan count fingerprint alone.
+        reads the Morgan count fingerprint alone. Multi-task data get one forest per task (500
+        trees each, fitted in turn), so its time and ``save``'s ``forest.skops`` grow with the
+        number of tasks (Tox21's 12: 6,000 trees); ``forest=False`` for many tasks.
     valid_split, valid_size : internal validation split for best-epoch selection when ``fit`` gets
         no ``X_valid``: "scaffold" (default), "random" or None (keep the last epoch); the
         fraction of the training SMILES it holds (default 0.1).
