@@ -360,7 +360,7 @@ def test_killed_run_resumes_bit_for_bit(corpus, tmp_path, model):
     for key in a:
         assert torch.equal(a[key], b[key]), key
     # other settings on an existing run are refused
-    with pytest.raises(ValueError, match="other settings"):
+    with pytest.raises(ValueError, match=r"other settings \(stored, given: \{'lr': \([0-9.e-]+, 0.001\)\}\)"):
         run(folder, out, vocab, model, cache_dir=cache, lr=1e-3)
     with pytest.raises(ValueError, match="other settings"):  # bf16 is part of a run's definition
         run(folder, out, vocab, model, cache_dir=cache, precision="bf16")
@@ -408,12 +408,43 @@ def test_cli(corpus, tmp_path, capsys):
     assert prepared["prepared"] and prepared["cache"]["n_invalid"] == 2 and not (tmp_path / "prep" / "checkpoint.pt").exists()
 
 
+def test_cli_values_are_python_literals_and_bad_arguments_are_usage_errors(corpus, tmp_path, capsys, monkeypatch):
+    from gmnet_sklearn.pretrain.__main__ import _value, main
+
+    assert [_value(t) for t in ("False", "false", ".1", "8", "gelu", "None", "[1, 2]")] == [
+        False, False, 0.1, 8, "gelu", None, [1, 2]]
+    folder, vocab = corpus
+    monkeypatch.delenv("GMNET_TOKENIZER_VOCAB", raising=False)
+    for argv, message in [([], "--vocab-file"),  # no vocabulary: named by its flag, not by pretrain's keyword
+                          (["--vocab-file", str(vocab), "--set", "adaptive=yes"],
+                           "gmnet model parameter adaptive must be a bool (like its default False), got 'yes'"),
+                          (["--vocab-file", str(vocab), "--set", "k"], "--set needs NAME=VALUE, got 'k'")]:
+        with pytest.raises(SystemExit) as exit_info:
+            main([str(folder), str(tmp_path / "cli"), "--quiet", *argv])
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err and "vocab_file=" not in err
+
+
+def test_a_folders_files_left_out_of_training_and_evaluation_are_named(corpus, tmp_path):
+    from gmnet_sklearn.pretrain.corpus import corpus_files
+
+    folder, _ = corpus
+    write_csv(folder / "validated_actives.csv", VALID[:5])
+    with pytest.warns(UserWarning, match=r"not trained on .* and not evaluated .*\['validated_actives.csv'\]"):
+        assert [p.name for p in corpus_files(folder)] == ["train.csv"]
+
+
 def test_bad_arguments(corpus, tmp_path):
     folder, vocab = corpus
     with pytest.raises(ValueError, match="model must be one of"):
         pretrain(folder, tmp_path / "x", "bert", vocab_file=vocab)
     with pytest.raises(ValueError, match="unknown gmnet model parameters"):
         pretrain(folder, tmp_path / "x", "gmnet", vocab_file=vocab, intermediate_size=3)
+    with pytest.raises(ValueError, match="parameter adaptive must be a bool .*got 'False'"):
+        pretrain(folder, tmp_path / "x", "gmnet", vocab_file=vocab, adaptive="False")
+    with pytest.raises(ValueError, match="parameter k must be a int .*got 8.0"):
+        pretrain(folder, tmp_path / "x", "gmnet", vocab_file=vocab, k=8.0)
     with pytest.raises(ValueError, match="batch_size must be a positive integer"):
         pretrain(folder, tmp_path / "x", "gmnet", vocab_file=vocab, batch_size=0)
     with pytest.raises(ValueError, match="precision must be 'float32' or 'bf16', got 'fp16'"):

@@ -185,3 +185,7 @@ def test_a_corpus_whose_first_shard_has_no_valid_smiles(tmp_path):
     targets = json.loads((tmp_path / "mixed" / "cache" / "train_targets" / "manifest.json").read_text())
     assert targets["shards"][0]["n"] == 0 and sum(targets["scaling"]["kept"]) > 0
     assert summary["steps"] == 2
+    # scaling fitted on one molecule: no descriptor varies, so there is nothing to regress
+    (tmp_path / "one.smi").write_text("\n".join(VALID[:1] + VALID[:60]) + "\n")
+    with pytest.raises(ValueError, match="objective='mtr': no RDKit descriptor varies"):
+        run(tmp_path / "one.smi", tmp_path / "one", vocab, objective="mtr", test_corpus=None, shard_size=1, max_steps=2)

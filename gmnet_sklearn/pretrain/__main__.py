@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import sys
 
@@ -10,10 +11,13 @@ from .models import DEFAULT_PARAMS, LIBRARY_SHAPE
 
 
 def _value(text: str):
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
+    """A ``--set`` value: a Python literal (``False``, ``.1``), else JSON (``false``), else the text."""
+    for parse in (ast.literal_eval, json.loads):
+        try:
+            return parse(text)
+        except (ValueError, SyntaxError):  # (json.JSONDecodeError is a ValueError)
+            pass
+    return text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,21 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    model_kwargs = dict(LIBRARY_SHAPE[args.model]) if args.shape == "library" else {}
-    for item in args.set:
-        name, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"--set needs NAME=VALUE, got {item!r}")
-        model_kwargs[name.strip()] = _value(value)
-    if args.threads is not None:
-        import torch
-
-        torch.set_num_threads(args.threads)
-    from .trainer import pretrain
-
-    summary = pretrain(
+def _pretrain(pretrain, args, model_kwargs: dict) -> dict:
+    return pretrain(
         args.corpus, args.output_dir, args.model, test_corpus=None if args.test_corpus == "none" else args.test_corpus,
         smiles_column=args.smiles_column, vocab_file=args.vocab_file, max_length=args.max_length, epochs=args.epochs, max_steps=args.max_steps,
         batch_size=args.batch_size, lr=args.lr, weight_decay=args.weight_decay, warmup=args.warmup,
@@ -88,6 +79,31 @@ def main(argv=None) -> int:
         bucket_by_length=not args.no_bucket, cache_dir=args.cache_dir, seed=args.seed, device=args.device,
         precision=args.precision, n_jobs=args.jobs, objective=args.objective, max_smiles=args.max_smiles,
         progress=not args.quiet, prepare_only=args.prepare_only, **model_kwargs)
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    model_kwargs = dict(LIBRARY_SHAPE[args.model]) if args.shape == "library" else {}
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        if not sep:
+            parser.error(f"--set needs NAME=VALUE, got {item!r}")
+        model_kwargs[name.strip()] = _value(value.strip())
+    if args.threads is not None:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    from .trainer import pretrain
+
+    try:
+        summary = _pretrain(pretrain, args, model_kwargs)
+    except (ValueError, FileNotFoundError) as exc:  # what is wrong with the arguments, in the flags' names
+        message = str(exc)
+        for keyword, flag in (("vocab_file=", "--vocab-file"), ("smiles_column=", "--smiles-column"),
+                              ("max_smiles=", "--max-smiles"), ("shard_size=", "--shard-size")):
+            message = message.replace(keyword, flag + " ")
+        parser.error(message)
     if args.prepare_only:
         print(json.dumps(summary, indent=1))
         return 0

@@ -70,7 +70,21 @@ def model_params(model: str, params: dict | None) -> dict:
     unknown = sorted(set(params) - set(defaults))
     if unknown:
         raise ValueError(f"unknown {model} model parameters {unknown}; known: {sorted(defaults)}")
+    for name, value in params.items():  # of its default's type: "False" (a string) would build adaptive=True
+        if not _same_kind(value, defaults[name]):
+            raise ValueError(f"{model} model parameter {name} must be a {type(defaults[name]).__name__} "
+                             f"(like its default {defaults[name]!r}), got {value!r}")
     return {**defaults, **params}
+
+
+def _same_kind(value, default) -> bool:
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, int):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(default, float):  # an int is a float here (conj_shift=1)
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, type(default)) if default is not None else True
 
 
 def build_mlm(model: str, vocab_size: int, pad_id: int, params: dict) -> torch.nn.Module:

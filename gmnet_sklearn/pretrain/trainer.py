@@ -257,6 +257,9 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
     if objective == "mtr":
         build_targets(train, tokenizer, cache_dir / "train_targets", n_jobs=n_jobs, progress=progress)
         train_targets = DescriptorTargets(cache_dir / "train_targets")
+        if train_targets.n_targets == 0:  # a head of width 0: a loss of 0, an untrained encoder
+            raise ValueError("objective='mtr': no RDKit descriptor varies across the rows its scaling was fitted "
+                             "on (the first shard's): nothing to regress; use a larger shard_size or corpus")
     evaluator = None
     if test_files:
         build_cache(test_files, tokenizer, cache_dir / "test", shard_size, max_length, limit=eval_size,
@@ -308,7 +311,10 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
     start = 0
     if state is not None:
         if state["fingerprint"] != fingerprint:
-            raise ValueError(f"{output_dir} holds a run with other settings ({json.loads(state['definition'])}); "
+            stored = json.loads(state["definition"])
+            differ = {k: (stored.get(k), definition.get(k)) for k in sorted(set(stored) | set(definition))
+                      if stored.get(k) != definition.get(k)}
+            raise ValueError(f"{output_dir} holds a run with other settings (stored, given: {differ}); "
                              "use another output_dir, or the same arguments to resume it")
         load_stored_state(mlm, state["model"])
         optimizer.load_state_dict(state["optimizer"])
