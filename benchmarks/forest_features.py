@@ -114,7 +114,7 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"unknown endpoints {unknown}; known: {sorted(ENDPOINTS)}")
     C.set_threads(args.threads)
-    started = C.utc_now()
+    started, git = C.utc_now(), C.git_info()  # the commit the run started from (the tree may move on)
     per_endpoint = {name: run_endpoint(name, args.seeds, args.threads) for name in args.endpoints}
     record = {
         "schema": SCHEMA,
@@ -128,7 +128,7 @@ def main(argv=None) -> int:
                          "ecfp4": "Morgan bits, radius 2, 2048 (the rf_ecfp peer's features)",
                          "ecfp4+descriptors": "the scaled descriptors beside the Morgan bits"},
         "seeds": args.seeds, "threads": args.threads,
-        "hardware": C.hardware_info("cpu"), "versions": C.versions(), "git": C.git_info(),
+        "hardware": C.hardware_info("cpu"), "versions": C.versions(), "git": git,
         "endpoints": per_endpoint,
         "summary": summarise(per_endpoint),
     }
