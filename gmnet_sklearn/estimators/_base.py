@@ -360,7 +360,8 @@ class SmilesNetBase(BaseEstimator):
             except (ValueError, TypeError) as exc:
                 if X_valid is None:  # rows of X: encoded (and reported) with X above
                     raise
-                raise type(exc)(f"X_valid: {exc}") from None  # its rows, not X's
+                kind = TypeError if isinstance(exc, TypeError) else ValueError
+                raise kind(f"X_valid: {exc}") from None  # its rows, not X's
             order = np.argsort(enc_valid.lengths, kind="stable")  # less padding, same rows
             valid_set = EncodedSmilesDataset(enc_valid, self._transform_y(y_valid), order=order, device=self.device_,
                                              descriptors=self._molecule_features(valid_X))
