@@ -302,6 +302,20 @@ class Killed(Exception):
     pass
 
 
+def test_a_finished_run_called_again_leaves_its_folder_as_written(corpus, tmp_path, monkeypatch):
+    from gmnet_sklearn.pretrain import trainer
+
+    folder, vocab = corpus
+    out = tmp_path / "done"
+    first = run(folder, out, vocab, max_steps=3)
+    written = {name: (out / name).read_bytes() for name in ("config.json", "model.safetensors", "vocab.txt")}
+    monkeypatch.setattr(trainer, "_hardware", lambda device: {"cpu": "another host"})  # e.g. copied to a laptop
+    again = run(folder, out, vocab, max_steps=3)
+    assert again["finished"] and again["steps"] == first["steps"] == 3
+    assert again["hardware"] == first["hardware"] != {"cpu": "another host"}  # the hardware that trained it
+    assert {name: (out / name).read_bytes() for name in written} == written
+
+
 def test_masking_never_selects_or_draws_a_special_token(deepchem_vocab):
     """DeepChem's vocabulary has [UNK] and [unused1..10] besides [PAD]/[CLS]/[SEP]/[MASK]: none is
     ever selected, kept as a label or drawn as a random replacement."""

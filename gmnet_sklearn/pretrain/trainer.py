@@ -47,8 +47,8 @@ from .checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_sta
 from .corpus import corpus_files, describe, held_out_file
 from .masking import Masker, step_generator
 from .targets import DescriptorTargets, build_targets
-from .models import (OBJECTIVES, build_mlm, build_model, check_family, load_stored_state, model_params, save_pretrained,
-                     stored_state)
+from .models import (OBJECTIVES, build_mlm, build_model, check_family, load_stored_state, model_params, read_config,
+                     save_pretrained, stored_state)
 
 SCHEDULES = ("cosine", "linear", "constant")
 
@@ -410,9 +410,11 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
                "seconds": counters["seconds"], "smiles_per_second": counters["smiles_seen"] / max(counters["seconds"], 1e-9),
                "history": history, "definition": definition, "cache": cache_cost(train_manifest),
                "hardware": _hardware(device), "path": str(output_dir)}
-    if finished:
+    if finished and (step > start or not (output_dir / "config.json").exists()):
         save_pretrained(output_dir, mlm, model, params, tokenizer, {k: v for k, v in summary.items() if k != "path"},
                         objective, None if train_targets is None else train_targets.describe())
+    elif finished:  # a finished run called again: its folder stays as written, with the hardware that trained it
+        summary["hardware"] = read_config(output_dir)["training"].get("hardware", summary["hardware"])
     return summary
 
 
