@@ -302,6 +302,20 @@ class Killed(Exception):
     pass
 
 
+def test_a_run_folder_is_trained_by_one_process_at_a_time(corpus, tmp_path):
+    from gmnet_sklearn.pretrain import RunInProgressError
+    from gmnet_sklearn.pretrain.checkpoint import run_lock
+
+    folder, vocab = corpus
+    out = tmp_path / "busy"
+    out.mkdir()
+    with run_lock(out):  # as another process training it would hold it (flock: per open file, so here too)
+        with pytest.raises(RunInProgressError, match="another process is training this run"):
+            run(folder, out, vocab, max_steps=2)
+    assert not (out / "checkpoint.pt").exists()
+    assert run(folder, out, vocab, max_steps=2)["finished"]  # free again once it is released
+
+
 def test_a_finished_run_called_again_leaves_its_folder_as_written(corpus, tmp_path, monkeypatch):
     from gmnet_sklearn.pretrain import trainer
 

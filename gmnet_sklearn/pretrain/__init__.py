@@ -6,7 +6,8 @@ The estimators start from its output with ``GMNetRegressor.from_pretrained(path)
 ``models.py`` for the pretrained folder's safe format.
 """
 
+from .checkpoint import RunInProgressError
 from .models import DEFAULT_PARAMS, FAMILIES, load_mlm, read_config
 from .trainer import pretrain
 
-__all__ = ["pretrain", "load_mlm", "read_config", "DEFAULT_PARAMS", "FAMILIES"]
+__all__ = ["pretrain", "load_mlm", "read_config", "DEFAULT_PARAMS", "FAMILIES", "RunInProgressError"]

@@ -94,11 +94,12 @@ def main(argv=None) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
+    from .checkpoint import RunInProgressError
     from .trainer import pretrain
 
     try:
         summary = _pretrain(pretrain, args, model_kwargs)
-    except (ValueError, FileNotFoundError) as exc:  # what is wrong with the arguments, in the flags' names
+    except (ValueError, FileNotFoundError, RunInProgressError) as exc:  # what is wrong with the arguments, in the flags' names
         message = str(exc)
         for keyword, flag in (("vocab_file=", "--vocab-file"), ("smiles_column=", "--smiles-column"),
                               ("max_smiles=", "--max-smiles"), ("shard_size=", "--shard-size")):

@@ -6,11 +6,13 @@ the masks follow, ``batches.py`` and ``masking.py``), the counters and the evalu
 It is written to a temporary file and renamed over the old one, so a run killed at any moment
 leaves either the previous checkpoint or the new one, never half of one. It is stored with
 ``torch.save`` and read back with ``torch.load(weights_only=True)``: tensors, numbers, strings
-and containers only, no code runs when it loads.
+and containers only, no code runs when it loads. One process trains a run folder at a time
+(``run_lock``): two writing one checkpoint would leave a run that neither can resume.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -19,6 +21,33 @@ import torch
 from ..utils.rng import set_cuda_rng_states
 
 CHECKPOINT_FORMAT = "gmnet_sklearn.pretrain_checkpoint.v1"
+
+
+class RunInProgressError(RuntimeError):
+    """Another process is training the same run folder."""
+
+
+@contextlib.contextmanager
+def run_lock(output_dir: Path):
+    """Held while this process trains ``output_dir``; a second process on it fails at once rather
+    than waiting (a run may take hours) or writing the same checkpoint. Without ``fcntl``
+    (Windows) there is no lock."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    path = Path(output_dir) / ".run.lock"
+    with open(path, "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunInProgressError(f"{output_dir}: another process is training this run (it holds {path}); "
+                                     "wait for it to stop, or use another output_dir") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def rng_state() -> dict:

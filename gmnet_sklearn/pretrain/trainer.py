@@ -43,7 +43,7 @@ from ..gm.cuda_graphs import autocast_context
 from ..tokenizer import SmilesTokenizer
 from .batches import BatchPlan, collate
 from .cache import EncodedCorpus, build_cache, cache_cost, vocab_digest
-from .checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from .checkpoint import load_checkpoint, rng_state, run_lock, save_checkpoint, set_rng_state
 from .corpus import corpus_files, describe, held_out_file
 from .masking import Masker, step_generator
 from .targets import DescriptorTargets, build_targets
@@ -243,179 +243,180 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
     build_mlm(model, tokenizer.vocab_size, tokenizer.pad_id, params)
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    cache_dir = Path(cache_dir) if cache_dir is not None else output_dir / "cache"
+    with run_lock(output_dir):  # one process trains a run folder at a time: the checkpoint is one file
+        cache_dir = Path(cache_dir) if cache_dir is not None else output_dir / "cache"
 
-    train_manifest = build_cache(files, tokenizer, cache_dir / "train", shard_size, max_length, limit=max_smiles,
-                                 progress=progress, label="encoding corpus", n_jobs=n_jobs, smiles_column=smiles_column,
-                                 limit_name="max_smiles")
-    train = EncodedCorpus(cache_dir / "train")
-    if sum(train.shard_sizes) == 0:
-        examples = [e["smiles"] for e in train_manifest["invalid_examples"][:3]]
-        raise ValueError(f"the encoded corpus holds no valid SMILES "
-                         f"({cache_cost(train_manifest)['n_invalid']} invalid, e.g. {examples})")
-    train_targets = test_targets = None
-    if objective == "mtr":
-        build_targets(train, tokenizer, cache_dir / "train_targets", n_jobs=n_jobs, progress=progress)
-        train_targets = DescriptorTargets(cache_dir / "train_targets")
-        if train_targets.n_targets == 0:  # a head of width 0: a loss of 0, an untrained encoder
-            raise ValueError("objective='mtr': no RDKit descriptor varies across the rows its scaling was fitted "
-                             "on (the first shard's): nothing to regress; use a larger shard_size or corpus")
-    evaluator = None
-    if test_files:
-        build_cache(test_files, tokenizer, cache_dir / "test", shard_size, max_length, limit=eval_size,
-                    progress=progress, label="encoding test set", n_jobs=n_jobs, smiles_column=smiles_column,
-                    limit_name="eval_size")
-        held_out = EncodedCorpus(cache_dir / "test")
-        if sum(held_out.shard_sizes) == 0:
-            warnings.warn(f"the held-out set {test_path} has no SMILES the tokenizer takes"
-                          + (f" in its first {eval_size} records" if eval_size else "")
-                          + ": no held-out evaluation", stacklevel=2)
-        else:
-            if train_targets is not None:
-                build_targets(held_out, tokenizer, cache_dir / "test_targets", n_jobs=n_jobs, progress=progress,
-                              label="descriptor targets, test set")
-                test_targets = DescriptorTargets(cache_dir / "test_targets", scaling=train_targets.manifest["scaling"])
-            evaluator = _Evaluator(held_out, masker, tokenizer.pad_id, batch_size, seed, device, test_targets)
+        train_manifest = build_cache(files, tokenizer, cache_dir / "train", shard_size, max_length, limit=max_smiles,
+                                     progress=progress, label="encoding corpus", n_jobs=n_jobs, smiles_column=smiles_column,
+                                     limit_name="max_smiles")
+        train = EncodedCorpus(cache_dir / "train")
+        if sum(train.shard_sizes) == 0:
+            examples = [e["smiles"] for e in train_manifest["invalid_examples"][:3]]
+            raise ValueError(f"the encoded corpus holds no valid SMILES "
+                             f"({cache_cost(train_manifest)['n_invalid']} invalid, e.g. {examples})")
+        train_targets = test_targets = None
+        if objective == "mtr":
+            build_targets(train, tokenizer, cache_dir / "train_targets", n_jobs=n_jobs, progress=progress)
+            train_targets = DescriptorTargets(cache_dir / "train_targets")
+            if train_targets.n_targets == 0:  # a head of width 0: a loss of 0, an untrained encoder
+                raise ValueError("objective='mtr': no RDKit descriptor varies across the rows its scaling was fitted "
+                                 "on (the first shard's): nothing to regress; use a larger shard_size or corpus")
+        evaluator = None
+        if test_files:
+            build_cache(test_files, tokenizer, cache_dir / "test", shard_size, max_length, limit=eval_size,
+                        progress=progress, label="encoding test set", n_jobs=n_jobs, smiles_column=smiles_column,
+                        limit_name="eval_size")
+            held_out = EncodedCorpus(cache_dir / "test")
+            if sum(held_out.shard_sizes) == 0:
+                warnings.warn(f"the held-out set {test_path} has no SMILES the tokenizer takes"
+                              + (f" in its first {eval_size} records" if eval_size else "")
+                              + ": no held-out evaluation", stacklevel=2)
+            else:
+                if train_targets is not None:
+                    build_targets(held_out, tokenizer, cache_dir / "test_targets", n_jobs=n_jobs, progress=progress,
+                                  label="descriptor targets, test set")
+                    test_targets = DescriptorTargets(cache_dir / "test_targets", scaling=train_targets.manifest["scaling"])
+                evaluator = _Evaluator(held_out, masker, tokenizer.pad_id, batch_size, seed, device, test_targets)
 
-    if prepare_only:
-        return {"prepared": True, "cache": cache_cost(train_manifest), "cache_dir": str(cache_dir)}
-    plan = BatchPlan(train.shard_sizes, batch_size, seed, bucket=bucket_by_length)
-    total_steps = max_steps if max_steps is not None else epochs * plan.steps_per_epoch
-    warmup_steps = int(round(warmup * total_steps))
-    definition = {"model": model, "params": params, "corpus": describe(files), "test": describe(test_files),
-                  "vocab": vocab_digest(tokenizer), "max_length": max_length, "total_steps": total_steps,
-                  "batch_size": batch_size, "lr": lr, "weight_decay": weight_decay, "warmup": warmup,
-                  "lr_schedule": lr_schedule, "max_grad_norm": max_grad_norm, "mask_prob": mask_prob,
-                  "eval_every": eval_every, "eval_size": eval_size, "shard_size": shard_size,
-                  "bucket_by_length": bool(bucket_by_length), "seed": seed}
-    if precision != "float32":  # only then: runs (and checkpoints) from before the option keep their fingerprint
-        definition["precision"] = precision
-    if smiles_column is not None:  # the same
-        definition["smiles_column"] = smiles_column
-    if objective != "mlm":  # the same
-        definition["objective"] = objective
-    if max_smiles is not None:  # the same
-        definition["max_smiles"] = max_smiles
-    fingerprint = hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()[:20]
+        if prepare_only:
+            return {"prepared": True, "cache": cache_cost(train_manifest), "cache_dir": str(cache_dir)}
+        plan = BatchPlan(train.shard_sizes, batch_size, seed, bucket=bucket_by_length)
+        total_steps = max_steps if max_steps is not None else epochs * plan.steps_per_epoch
+        warmup_steps = int(round(warmup * total_steps))
+        definition = {"model": model, "params": params, "corpus": describe(files), "test": describe(test_files),
+                      "vocab": vocab_digest(tokenizer), "max_length": max_length, "total_steps": total_steps,
+                      "batch_size": batch_size, "lr": lr, "weight_decay": weight_decay, "warmup": warmup,
+                      "lr_schedule": lr_schedule, "max_grad_norm": max_grad_norm, "mask_prob": mask_prob,
+                      "eval_every": eval_every, "eval_size": eval_size, "shard_size": shard_size,
+                      "bucket_by_length": bool(bucket_by_length), "seed": seed}
+        if precision != "float32":  # only then: runs (and checkpoints) from before the option keep their fingerprint
+            definition["precision"] = precision
+        if smiles_column is not None:  # the same
+            definition["smiles_column"] = smiles_column
+        if objective != "mlm":  # the same
+            definition["objective"] = objective
+        if max_smiles is not None:  # the same
+            definition["max_smiles"] = max_smiles
+        fingerprint = hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()[:20]
 
-    torch.manual_seed(seed)
-    mlm = build_model(model, tokenizer.vocab_size, tokenizer.pad_id, params, objective,
-                      0 if train_targets is None else train_targets.n_targets).to(device)
-    optimizer = _optimizer(mlm, lr, weight_decay, device)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: lr_factor(s, total_steps, warmup_steps, lr_schedule))
-    ckpt_path = output_dir / "checkpoint.pt"
-    state = load_checkpoint(ckpt_path)
-    counters = {"smiles_seen": 0, "tokens_seen": 0, "masked_seen": 0, "seconds": 0.0, "loss_sum": 0.0, "loss_n": 0}
-    history: list[dict] = []
-    start = 0
-    if state is not None:
-        if state["fingerprint"] != fingerprint:
-            stored = json.loads(state["definition"])
-            differ = {k: (stored.get(k), definition.get(k)) for k in sorted(set(stored) | set(definition))
-                      if stored.get(k) != definition.get(k)}
-            raise ValueError(f"{output_dir} holds a run with other settings (stored, given: {differ}); "
-                             "use another output_dir, or the same arguments to resume it")
-        load_stored_state(mlm, state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        set_rng_state(state["rng"])
-        counters = dict(state["counters"])
-        history = json.loads(state["history"])
-        start = int(state["step"])
+        torch.manual_seed(seed)
+        mlm = build_model(model, tokenizer.vocab_size, tokenizer.pad_id, params, objective,
+                          0 if train_targets is None else train_targets.n_targets).to(device)
+        optimizer = _optimizer(mlm, lr, weight_decay, device)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda s: lr_factor(s, total_steps, warmup_steps, lr_schedule))
+        ckpt_path = output_dir / "checkpoint.pt"
+        state = load_checkpoint(ckpt_path)
+        counters = {"smiles_seen": 0, "tokens_seen": 0, "masked_seen": 0, "seconds": 0.0, "loss_sum": 0.0, "loss_n": 0}
+        history: list[dict] = []
+        start = 0
+        if state is not None:
+            if state["fingerprint"] != fingerprint:
+                stored = json.loads(state["definition"])
+                differ = {k: (stored.get(k), definition.get(k)) for k in sorted(set(stored) | set(definition))
+                          if stored.get(k) != definition.get(k)}
+                raise ValueError(f"{output_dir} holds a run with other settings (stored, given: {differ}); "
+                                 "use another output_dir, or the same arguments to resume it")
+            load_stored_state(mlm, state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            scheduler.load_state_dict(state["scheduler"])
+            set_rng_state(state["rng"])
+            counters = dict(state["counters"])
+            history = json.loads(state["history"])
+            start = int(state["step"])
 
-    def checkpoint(step):
-        save_checkpoint(ckpt_path, {"fingerprint": fingerprint, "definition": json.dumps(definition), "step": step,
-                                    "position": plan.position(step) if step < total_steps else {"done": True},
-                                    "model": stored_state(mlm), "optimizer": optimizer.state_dict(),
-                                    "scheduler": scheduler.state_dict(), "rng": rng_state(), "counters": counters,
-                                    "history": json.dumps(history)})
+        def checkpoint(step):
+            save_checkpoint(ckpt_path, {"fingerprint": fingerprint, "definition": json.dumps(definition), "step": step,
+                                        "position": plan.position(step) if step < total_steps else {"done": True},
+                                        "model": stored_state(mlm), "optimizer": optimizer.state_dict(),
+                                        "scheduler": scheduler.state_dict(), "rng": rng_state(), "counters": counters,
+                                        "history": json.dumps(history)})
 
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
 
-        bar = tqdm(total=total_steps, initial=start, unit="step", desc=f"pretrain {model}")
-    if start == 0 and evaluator is not None and not history:  # the untrained model's held-out numbers
-        history.append({"step": 0, "epoch": 0.0, "smiles_seen": 0, "tokens_seen": 0, "seconds": 0.0, **evaluator(mlm)})
-    t_start = t_ckpt = time.perf_counter()
-    seconds_before = counters["seconds"]
-    finished = True
-    mlm.train()
-    step = start
-    try:
-        while step < total_steps:
-            if time_limit is not None and time.perf_counter() - t_start > time_limit:
-                finished = False
-                break
-            pos = plan.position(step)
-            ids, flags, offsets = train.shard(pos["shard"])
-            rows = plan.shard_batches_rows(pos["epoch"], pos["shard"], np.diff(offsets))[pos["batch"]]
-            b_ids, b_flags, b_mask = collate(ids, flags, offsets, rows, tokenizer.pad_id)
-            if train_targets is None:
-                inputs, labels, b_flags = masker(b_ids, step_generator(seed, step), b_flags)
-                with autocast_context(device, precision):
-                    loss, correct, n_masked = masked_lm_loss(mlm, inputs.to(device), b_flags.to(device),
-                                                             b_mask.to(device), labels.to(device))
-            else:  # n_masked: the target values present (what the loss averages over)
-                with autocast_context(device, precision):
-                    loss, n_masked = descriptor_loss(mlm, b_ids.to(device), b_flags.to(device), b_mask.to(device),
-                                                     torch.as_tensor(train_targets.batch(pos["shard"], rows)).to(device))
-                correct = None
-            loss.backward()
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(mlm.parameters(), max_grad_norm))
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            step += 1
-            loss_value = loss.item()
-            counters["smiles_seen"] += len(rows)
-            counters["tokens_seen"] += int(b_mask.sum())
-            counters["masked_seen"] += n_masked
-            counters["loss_sum"] += loss_value * n_masked
-            counters["loss_n"] += n_masked
-            counters["seconds"] = seconds_before + time.perf_counter() - t_start
-            info = {"step": step, "loss": loss_value, "grad_norm": grad_norm,
-                    "accuracy": None if correct is None else correct / max(n_masked, 1),
-                    "lr": scheduler.get_last_lr()[0], "smiles": len(rows), **pos}
-            if step % eval_every == 0 or step == total_steps:
-                record = {"step": step, "epoch": step / plan.steps_per_epoch, "smiles_seen": counters["smiles_seen"],
-                          "tokens_seen": counters["tokens_seen"],
-                          "train_loss": counters["loss_sum"] / max(counters["loss_n"], 1), "lr": info["lr"],
-                          "seconds": counters["seconds"]}
-                counters["loss_sum"], counters["loss_n"] = 0.0, 0
-                if evaluator is not None:
-                    record.update(evaluator(mlm))
-                history.append(record)
-                info["eval"] = record
+            bar = tqdm(total=total_steps, initial=start, unit="step", desc=f"pretrain {model}")
+        if start == 0 and evaluator is not None and not history:  # the untrained model's held-out numbers
+            history.append({"step": 0, "epoch": 0.0, "smiles_seen": 0, "tokens_seen": 0, "seconds": 0.0, **evaluator(mlm)})
+        t_start = t_ckpt = time.perf_counter()
+        seconds_before = counters["seconds"]
+        finished = True
+        mlm.train()
+        step = start
+        try:
+            while step < total_steps:
+                if time_limit is not None and time.perf_counter() - t_start > time_limit:
+                    finished = False
+                    break
+                pos = plan.position(step)
+                ids, flags, offsets = train.shard(pos["shard"])
+                rows = plan.shard_batches_rows(pos["epoch"], pos["shard"], np.diff(offsets))[pos["batch"]]
+                b_ids, b_flags, b_mask = collate(ids, flags, offsets, rows, tokenizer.pad_id)
+                if train_targets is None:
+                    inputs, labels, b_flags = masker(b_ids, step_generator(seed, step), b_flags)
+                    with autocast_context(device, precision):
+                        loss, correct, n_masked = masked_lm_loss(mlm, inputs.to(device), b_flags.to(device),
+                                                                 b_mask.to(device), labels.to(device))
+                else:  # n_masked: the target values present (what the loss averages over)
+                    with autocast_context(device, precision):
+                        loss, n_masked = descriptor_loss(mlm, b_ids.to(device), b_flags.to(device), b_mask.to(device),
+                                                         torch.as_tensor(train_targets.batch(pos["shard"], rows)).to(device))
+                    correct = None
+                loss.backward()
+                grad_norm = float(torch.nn.utils.clip_grad_norm_(mlm.parameters(), max_grad_norm))
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                step += 1
+                loss_value = loss.item()
+                counters["smiles_seen"] += len(rows)
+                counters["tokens_seen"] += int(b_mask.sum())
+                counters["masked_seen"] += n_masked
+                counters["loss_sum"] += loss_value * n_masked
+                counters["loss_n"] += n_masked
+                counters["seconds"] = seconds_before + time.perf_counter() - t_start
+                info = {"step": step, "loss": loss_value, "grad_norm": grad_norm,
+                        "accuracy": None if correct is None else correct / max(n_masked, 1),
+                        "lr": scheduler.get_last_lr()[0], "smiles": len(rows), **pos}
+                if step % eval_every == 0 or step == total_steps:
+                    record = {"step": step, "epoch": step / plan.steps_per_epoch, "smiles_seen": counters["smiles_seen"],
+                              "tokens_seen": counters["tokens_seen"],
+                              "train_loss": counters["loss_sum"] / max(counters["loss_n"], 1), "lr": info["lr"],
+                              "seconds": counters["seconds"]}
+                    counters["loss_sum"], counters["loss_n"] = 0.0, 0
+                    if evaluator is not None:
+                        record.update(evaluator(mlm))
+                    history.append(record)
+                    info["eval"] = record
+                    if bar is not None:
+                        bar.write(json.dumps(record))
+                if step % checkpoint_every == 0 or time.perf_counter() - t_ckpt > 60 * checkpoint_minutes:
+                    checkpoint(step)
+                    t_ckpt = time.perf_counter()
                 if bar is not None:
-                    bar.write(json.dumps(record))
-            if step % checkpoint_every == 0 or time.perf_counter() - t_ckpt > 60 * checkpoint_minutes:
-                checkpoint(step)
-                t_ckpt = time.perf_counter()
+                    bar.update(1)
+                    rate = counters["smiles_seen"] / max(counters["seconds"], 1e-9)
+                    bar.set_postfix({"smi/s": f"{rate:.0f}", "loss": f"{loss_value:.3f}"})
+                if callback is not None:
+                    callback(info)
+        finally:
             if bar is not None:
-                bar.update(1)
-                rate = counters["smiles_seen"] / max(counters["seconds"], 1e-9)
-                bar.set_postfix({"smi/s": f"{rate:.0f}", "loss": f"{loss_value:.3f}"})
-            if callback is not None:
-                callback(info)
-    finally:
-        if bar is not None:
-            bar.close()
-    if step > start or state is None:
-        checkpoint(step)
-    summary = {"finished": finished, "steps": step, "total_steps": total_steps, "steps_per_epoch": plan.steps_per_epoch,
-               "epochs": step / plan.steps_per_epoch, "smiles_seen": counters["smiles_seen"],
-               "tokens_seen": counters["tokens_seen"], "masked_tokens_seen": counters["masked_seen"],
-               "seconds": counters["seconds"], "smiles_per_second": counters["smiles_seen"] / max(counters["seconds"], 1e-9),
-               "history": history, "definition": definition, "cache": cache_cost(train_manifest),
-               "hardware": _hardware(device), "path": str(output_dir)}
-    if finished and (step > start or not (output_dir / "config.json").exists()):
-        save_pretrained(output_dir, mlm, model, params, tokenizer, {k: v for k, v in summary.items() if k != "path"},
-                        objective, None if train_targets is None else train_targets.describe())
-    elif finished:  # a finished run called again: its folder stays as written, with the hardware that trained it
-        summary["hardware"] = read_config(output_dir)["training"].get("hardware", summary["hardware"])
-    return summary
+                bar.close()
+        if step > start or state is None:
+            checkpoint(step)
+        summary = {"finished": finished, "steps": step, "total_steps": total_steps, "steps_per_epoch": plan.steps_per_epoch,
+                   "epochs": step / plan.steps_per_epoch, "smiles_seen": counters["smiles_seen"],
+                   "tokens_seen": counters["tokens_seen"], "masked_tokens_seen": counters["masked_seen"],
+                   "seconds": counters["seconds"], "smiles_per_second": counters["smiles_seen"] / max(counters["seconds"], 1e-9),
+                   "history": history, "definition": definition, "cache": cache_cost(train_manifest),
+                   "hardware": _hardware(device), "path": str(output_dir)}
+        if finished and (step > start or not (output_dir / "config.json").exists()):
+            save_pretrained(output_dir, mlm, model, params, tokenizer, {k: v for k, v in summary.items() if k != "path"},
+                            objective, None if train_targets is None else train_targets.describe())
+        elif finished:  # a finished run called again: its folder stays as written, with the hardware that trained it
+            summary["hardware"] = read_config(output_dir)["training"].get("hardware", summary["hardware"])
+        return summary
 
 
 __all__ = ["pretrain", "masked_lm_loss", "descriptor_loss"]
