@@ -28,8 +28,9 @@ def _vocab_file(parser, arg: str | None) -> str | None:
     if not path:
         return None
     if not Path(path).is_file():
-        parser.error(f"{source}: {path!r} is not a file (relative to {os.getcwd()}); give the DeepChem vocabulary "
-                     "file, or leave it unset to fit a vocabulary on the training SMILES")
+        where = "" if Path(path).is_absolute() else f" (relative to {os.getcwd()})"
+        parser.error(f"{source}: {path!r} is not a file{where}; give the DeepChem vocabulary file, or leave it "
+                     "unset to fit a vocabulary on the training SMILES")
     return path
 
 

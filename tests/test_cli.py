@@ -9,6 +9,7 @@ from gmnet_sklearn.datasets import moleculenet
 
 def test_main_job_runs_offline_on_freesolv(monkeypatch, capsys, tmp_path):
     monkeypatch.delenv("GMNET_DATA", raising=False)
+    monkeypatch.delenv("GMNET_TOKENIZER_VOCAB", raising=False)  # the developer's may be a relative path
     monkeypatch.setenv("GMNET_CACHE", str(tmp_path))  # empty cache
 
     def offline(timeout):  # a pooch downloader that cannot reach DeepChem's server
@@ -63,6 +64,7 @@ def test_main_job_says_which_rows_the_protocol_left_out(monkeypatch, capsys):
     smiles = list(SMILES) + ["C1CC", "C" * 201]  # one RDKit cannot parse, one past the protocol's 200 characters
     data = Bunch(smiles=smiles, target=regression_target(smiles), source="a test", path="memory")
     monkeypatch.setattr(datasets, "fetch_moleculenet", lambda *a, **k: data)
+    monkeypatch.delenv("GMNET_TOKENIZER_VOCAB", raising=False)
     assert cli.main(["--epochs", "1", "--k", "3", "--L", "1", "--d-model", "16", "--n-heads", "2",
                      "--n-layers", "1", "--quiet"]) == 0
     out = capsys.readouterr().out
@@ -99,3 +101,24 @@ def test_main_job_turns_a_malformed_data_file_into_a_usage_error(monkeypatch, ca
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert "'y' are not numbers" in err and "Traceback" not in err
+
+
+def test_main_job_says_which_vocabulary_it_uses(monkeypatch, capsys, tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    from ._smiles import SMILES
+
+    from gmnet_sklearn.tokenizer import SmilesTokenizer
+
+    tokens = sorted(SmilesTokenizer().fit(SMILES).vocabulary_.items(), key=lambda kv: kv[1])
+    vocab.write_text("".join(t + "\n" for t, _ in tokens))
+    monkeypatch.setenv("GMNET_TOKENIZER_VOCAB", str(vocab))
+    import gmnet_sklearn.datasets as datasets
+    from sklearn.utils import Bunch
+
+    from ._smiles import regression_target
+
+    data = Bunch(smiles=list(SMILES), target=regression_target(SMILES), source="a test", path="memory")
+    monkeypatch.setattr(datasets, "fetch_moleculenet", lambda *a, **k: data)
+    assert cli.main(["--epochs", "1", "--k", "3", "--L", "1", "--d-model", "16", "--n-heads", "2", "--n-layers", "1",
+                     "--no-peers", "--quiet"]) == 0
+    assert f"vocabulary: {vocab}" in capsys.readouterr().out

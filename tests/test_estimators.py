@@ -568,6 +568,24 @@ def test_a_failed_refit_leaves_no_fitted_network_behind():
     check_is_fitted(est.fit(X, y))
 
 
+def test_a_fit_whose_forest_fails_leaves_no_fitted_model(monkeypatch):
+    from sklearn.utils.validation import check_is_fitted
+
+    from gmnet_sklearn.forest import MoleculeForest
+
+    def broken(self, features, y):
+        raise MemoryError("no room for the trees")
+
+    monkeypatch.setattr(MoleculeForest, "fit", broken)
+    X, y = list(SMILES[:40]), regression_target(SMILES[:40])
+    est = GMNetRegressor(**TINY, forest=True)
+    with pytest.raises(MemoryError):
+        est.fit(X, y)
+    assert not any(hasattr(est, name) for name in ("net_", "nets_", "forest_"))
+    with pytest.raises(NotFittedError):
+        check_is_fitted(est)
+
+
 def test_validation_data_errors_name_the_validation_data():
     X, y = list(SMILES[:40]), regression_target(SMILES[:40])
     with pytest.raises(ValueError, match=r"y_valid has infinite values at rows \[1\]"):
@@ -622,7 +640,7 @@ def test_save_load_keeps_the_best_epoch_and_refuses_what_json_cannot_hold_before
     assert not (tmp_path / "bad").exists()  # nothing half-written
 
 
-def test_save_keeps_the_history_with_what_callbacks_record_and_refuses_what_json_cannot_hold(tmp_path):
+def test_save_keeps_the_history_with_what_callbacks_record_and_the_text_of_what_json_cannot_hold(tmp_path):
     from skorch.callbacks import Callback
 
     class Records(Callback):
@@ -638,10 +656,17 @@ def test_save_keeps_the_history_with_what_callbacks_record_and_refuses_what_json
     loaded = load_model(est.save(tmp_path / "m"))
     assert [row["extra"] for row in loaded.history_] == [{"np": 0.5, "tensor": [1.0, 2.0], "array": [0, 1]}] * 2
     assert loaded.history_[:, "valid_rmse"] == pytest.approx(est.history_[:, "valid_rmse"])
-    odd = GMNetRegressor(**{**TINY, "max_epochs": 1}, callbacks=[Records(object())]).fit(X, y)
-    with pytest.raises(TypeError, match="cannot store object in history.json"):
-        odd.save(tmp_path / "bad")
-    assert not (tmp_path / "bad").exists()
+    from datetime import date
+
+    odd = GMNetRegressor(**{**TINY, "max_epochs": 1}, callbacks=[Records({"when": date(2026, 11, 30)})]).fit(X, y)
+    with pytest.warns(UserWarning, match=r"of types \['date'\].* saved as their text"):
+        odd.save(tmp_path / "odd")
+    assert load_model(tmp_path / "odd").history_[-1, "extra"] == {"when": "2026-11-30"}
+    # a history file config.json does not list (another version's, left in a reused folder) is not read
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    del config["histories"]
+    (tmp_path / "m" / "config.json").write_text(json.dumps(config))
+    assert not len(load_model(tmp_path / "m").history_)
 
 
 def test_randomised_smiles_past_max_length_fall_back_to_the_given_smiles():

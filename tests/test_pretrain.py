@@ -6,6 +6,7 @@ import csv
 import gzip
 import itertools
 import json
+import re
 import tracemalloc
 from pathlib import Path
 
@@ -316,6 +317,22 @@ def test_a_run_folder_is_trained_by_one_process_at_a_time(corpus, tmp_path):
     assert run(folder, out, vocab, max_steps=2)["finished"]  # free again once it is released
 
 
+def test_a_file_system_without_locks_trains_without_one(corpus, tmp_path, monkeypatch):
+    import errno
+    import fcntl
+
+    def no_locks(fh, operation):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)  # as on an NFS mount without lockd
+    folder, vocab = corpus
+    with pytest.warns(UserWarning) as caught:
+        assert run(folder, tmp_path / "nfs", vocab, max_steps=2)["finished"]
+    messages = [str(w.message) for w in caught]
+    assert any("cannot lock it" in m and "going on without the lock" in m for m in messages)  # the run's
+    assert any("cannot lock it" in m and "building without the lock" in m for m in messages)  # the cache's
+
+
 def test_a_finished_run_called_again_leaves_its_folder_as_written(corpus, tmp_path, monkeypatch):
     from gmnet_sklearn.pretrain import trainer
 
@@ -455,12 +472,13 @@ def test_cli_values_are_python_literals_and_bad_arguments_are_usage_errors(corpu
 
 
 def test_a_folders_files_left_out_of_training_and_evaluation_are_named(corpus, tmp_path):
-    from gmnet_sklearn.pretrain.corpus import corpus_files
-
-    folder, _ = corpus
+    folder, vocab = corpus
     write_csv(folder / "validated_actives.csv", VALID[:5])
-    with pytest.warns(UserWarning, match=r"not trained on .* and not evaluated .*\['validated_actives.csv'\]"):
-        assert [p.name for p in corpus_files(folder)] == ["train.csv"]
+    for test_corpus, unused in (("auto", ["validated_actives.csv"]), (None, ["test.csv", "validated_actives.csv"])):
+        with pytest.warns(UserWarning, match=r"neither trained on .* nor evaluated \(test_corpus=.*\): "
+                                             + re.escape(str(unused))):
+            pretrain(folder, tmp_path / "prep", "gmnet", vocab_file=vocab, test_corpus=test_corpus,
+                     prepare_only=True, progress=False)
 
 
 def test_bad_arguments(corpus, tmp_path):

@@ -267,8 +267,9 @@ class SmilesNetBase(BaseEstimator):
             self.net_ = self.nets_[0]  # (the forest's blend weight reads the networks' predictions)
             try:
                 self._fit_forest(train_set, valid_set, seed)
-            except BaseException:
-                del self.net_  # not fitted (__sklearn_is_fitted__) until the fit has finished
+            except BaseException:  # not fitted (__sklearn_is_fitted__) until the fit has finished
+                for name in ("net_", "nets_", "forest_"):
+                    self.__dict__.pop(name, None)
                 raise
         self.n_train_ = int(train_set.n_molecules)
         self.n_valid_ = 0 if valid_set is None else len(valid_set)
@@ -702,8 +703,11 @@ class SmilesNetBase(BaseEstimator):
         }
         # first, so a parameter config.json cannot hold (a callable, a RandomState) fails before
         # any file is written
+        histories = [_history_json(net.history) for net in self.nets_]
+        # which files hold this model's histories: load() reads no other (a folder saved into
+        # before by another version may hold an older one)
+        config["histories"] = [_history_file(i) for i in range(len(self.nets_))]
         config_text = json.dumps(config, indent=2, default=_json_default)
-        histories = [json.dumps(list(net.history), default=_history_default) for net in self.nets_]
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         for i, net in enumerate(self.nets_):
@@ -775,8 +779,8 @@ class SmilesNetBase(BaseEstimator):
                             precision=est.precision, pad_id=est.tokenizer_.pad_id)
             net.initialize()
             net.module_.load_state_dict(module.state_dict())
-            if (history := path / _history_file(i)).exists():  # (absent in folders saved before it was kept)
-                net.history_ = History.from_file(str(history))
+            if _history_file(i) in config.get("histories", ()):  # (not in folders saved before it was kept)
+                net.history_ = History.from_file(str(path / _history_file(i)))
             est.nets_.append(net)
         est.net_ = est.nets_[0]
         est.resume_info_ = None
@@ -857,14 +861,23 @@ def _history_file(member: int) -> str:
     return "history.json" if member == 0 else f"history_{member}.json"
 
 
-def _history_default(obj):
-    """JSON for what callbacks put in a history: numpy and torch numbers and arrays as Python ones."""
-    if isinstance(obj, torch.Tensor):
-        return obj.tolist()
-    if isinstance(obj, (np.ndarray, np.generic)):
-        return obj.tolist()
-    raise TypeError(f"cannot store {type(obj).__name__} in history.json (a callback recorded it in the training "
-                    "history; save() writes the history as JSON, as skorch's History.to_file)")
+def _history_json(history) -> str:
+    """A training history as JSON (skorch's ``History.to_file`` format): numpy and torch numbers
+    and arrays as Python ones; anything else a callback recorded (a datetime, an object) as its
+    text, with a warning naming the types, rather than a model that cannot be saved."""
+    as_text = set()
+
+    def default(obj):
+        if isinstance(obj, (torch.Tensor, np.ndarray, np.generic)):
+            return obj.tolist()
+        as_text.add(type(obj).__name__)
+        return str(obj)
+
+    text = json.dumps(list(history), default=default)
+    if as_text:
+        warnings.warn(f"history.json: the training history holds values JSON cannot (of types {sorted(as_text)}, "
+                      "recorded by a callback); they are saved as their text", UserWarning, stacklevel=3)
+    return text
 
 
 def _json_default(obj):

@@ -15,7 +15,7 @@ def _value(text: str):
     for parse in (ast.literal_eval, json.loads):
         try:
             return parse(text)
-        except (ValueError, SyntaxError):  # (json.JSONDecodeError is a ValueError)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):  # (JSONDecodeError: a ValueError)
             pass
     return text
 
@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _pretrain(pretrain, args, model_kwargs: dict) -> dict:
+def _pretrain(pretrain, args, model_kwargs: dict, callback) -> dict:
     return pretrain(
         args.corpus, args.output_dir, args.model, test_corpus=None if args.test_corpus == "none" else args.test_corpus,
         smiles_column=args.smiles_column, vocab_file=args.vocab_file, max_length=args.max_length, epochs=args.epochs, max_steps=args.max_steps,
@@ -78,7 +78,7 @@ def _pretrain(pretrain, args, model_kwargs: dict) -> dict:
         checkpoint_minutes=args.checkpoint_minutes, time_limit=args.time_limit, shard_size=args.shard_size,
         bucket_by_length=not args.no_bucket, cache_dir=args.cache_dir, seed=args.seed, device=args.device,
         precision=args.precision, n_jobs=args.jobs, objective=args.objective, max_smiles=args.max_smiles,
-        progress=not args.quiet, prepare_only=args.prepare_only, **model_kwargs)
+        progress=not args.quiet, prepare_only=args.prepare_only, callback=callback, **model_kwargs)
 
 
 def main(argv=None) -> int:
@@ -97,13 +97,17 @@ def main(argv=None) -> int:
     from .checkpoint import RunInProgressError
     from .trainer import pretrain
 
+    steps = []  # the callback runs after every training step
     try:
-        summary = _pretrain(pretrain, args, model_kwargs)
-    except (ValueError, FileNotFoundError, RunInProgressError) as exc:  # what is wrong with the arguments, in the flags' names
+        summary = _pretrain(pretrain, args, model_kwargs, callback=steps.append)
+    except (ValueError, FileNotFoundError, RunInProgressError) as exc:
+        if steps:  # raised while training: a failure to see whole, not a usage error
+            raise
+        # what is wrong with the arguments or the corpus, in the flags' names
         message = str(exc)
-        for keyword, flag in (("vocab_file=", "--vocab-file"), ("smiles_column=", "--smiles-column"),
-                              ("max_smiles=", "--max-smiles"), ("shard_size=", "--shard-size")):
-            message = message.replace(keyword, flag + " ")
+        for keyword, flag in (("vocab_file=", "--vocab-file PATH"), ("smiles_column=", "--smiles-column NAME"),
+                              ("max_smiles=", "--max-smiles N"), ("shard_size=", "--shard-size N")):
+            message = message.replace(keyword, flag)
         parser.error(message)
     if args.prepare_only:
         print(json.dumps(summary, indent=1))

@@ -29,6 +29,7 @@ import json
 import numbers
 import os
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -56,11 +57,18 @@ def build_lock(folder: Path):
         yield
         return
     with open(folder / ".lock", "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+        locked = True
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        except OSError as exc:  # a file system without flock (some NFS and Lustre mounts)
+            warnings.warn(f"{folder / '.lock'}: this file system cannot lock it ({exc}); building without the lock: "
+                          "build a shared cache from one process (prepare_only) first", UserWarning, stacklevel=3)
+            locked = False
         try:
             yield
         finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            if locked:
+                fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def encode_chunk(tokenizer, smiles: list[str], max_length: int | None):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import warnings
 from pathlib import Path
 
 import torch
@@ -38,16 +39,30 @@ def run_lock(output_dir: Path):
         yield
         return
     path = Path(output_dir) / ".run.lock"
-    with open(path, "a") as fh:
+    try:
+        fh = open(path, "a")
+    except OSError as exc:  # a read-only folder (a finished run, looked at again)
+        warnings.warn(f"{path}: cannot open the run's lock ({exc}); going on without it", UserWarning, stacklevel=3)
+        fh = None
+    if fh is None:
+        yield
+        return
+    with fh:
+        locked = True
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise RunInProgressError(f"{output_dir}: another process is training this run (it holds {path}); "
                                      "wait for it to stop, or use another output_dir") from None
+        except OSError as exc:  # a file system without flock (some NFS and Lustre mounts)
+            warnings.warn(f"{path}: this file system cannot lock it ({exc}); going on without the lock: "
+                          "train this folder from one process only", UserWarning, stacklevel=3)
+            locked = False
         try:
             yield
         finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            if locked:
+                fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def rng_state() -> dict:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import csv
 import gzip
 import os
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,17 +45,26 @@ def corpus_files(corpus, hold_out: bool = True) -> list[Path]:
             raise ValueError(f"{path}: not a SMILES corpus file (expected {', '.join(SUFFIXES)}, optionally .gz)")
         return [path]
     if path.is_dir():
-        corpus_like = sorted(p for p in path.iterdir() if p.is_file() and _kind(p) is not None)
-        files = [p for p in corpus_like if not (hold_out and p.name.lower().startswith(HELD_OUT_PREFIXES))]
+        files = sorted(p for p in _corpus_like(path) if not (hold_out and p.name.lower().startswith(HELD_OUT_PREFIXES)))
         if not files:
             raise ValueError(f"{path}: no SMILES corpus files ({', '.join(SUFFIXES)}, optionally .gz"
                              + (f"; names starting with {HELD_OUT_PREFIXES} are held out)" if hold_out else ")"))
-        left_out = [p.name for p in corpus_like if p not in files and p.name.lower().split(".")[0] != "test"]
-        if left_out:  # held out, but not the evaluation file either: said, not silently unused
-            warnings.warn(f"{path}: not trained on (names starting with {HELD_OUT_PREFIXES} are held out) and not "
-                          f"evaluated (only test.<ext> is): {left_out}", UserWarning, stacklevel=2)
         return files
     raise FileNotFoundError(f"SMILES corpus {path} does not exist")
+
+
+def _corpus_like(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_file() and _kind(p) is not None)
+
+
+def unused_files(corpus, used) -> list[str]:
+    """The corpus files of a folder ``corpus`` that are not in ``used`` (the files trained on and
+    evaluated): held out by name but not the evaluated set, so a run says it leaves them unused."""
+    path = Path(corpus)
+    if not path.is_dir():
+        return []
+    used = {Path(p).resolve() for p in used}
+    return [p.name for p in _corpus_like(path) if p.resolve() not in used]
 
 
 def held_out_file(corpus) -> Path | None:

@@ -74,6 +74,8 @@ def model_params(model: str, params: dict | None) -> dict:
         if not _same_kind(value, defaults[name]):
             raise ValueError(f"{model} model parameter {name} must be a {type(defaults[name]).__name__} "
                              f"(like its default {defaults[name]!r}), got {value!r}")
+        if isinstance(defaults[name], float):  # conj_shift=1 is the run conj_shift=1.0 (one fingerprint)
+            params[name] = float(value)
     return {**defaults, **params}
 
 

@@ -44,7 +44,7 @@ from ..tokenizer import SmilesTokenizer
 from .batches import BatchPlan, collate
 from .cache import EncodedCorpus, build_cache, cache_cost, vocab_digest
 from .checkpoint import load_checkpoint, rng_state, run_lock, save_checkpoint, set_rng_state
-from .corpus import corpus_files, describe, held_out_file
+from .corpus import HELD_OUT_PREFIXES, corpus_files, describe, held_out_file, unused_files
 from .masking import Masker, step_generator
 from .targets import DescriptorTargets, build_targets
 from .models import (OBJECTIVES, build_mlm, build_model, check_family, load_stored_state, model_params, read_config,
@@ -240,6 +240,9 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
     files = corpus_files(corpus)
     test_path = held_out_file(corpus) if test_corpus == "auto" else (None if test_corpus is None else Path(test_corpus))
     test_files = [] if test_path is None else corpus_files(test_path, hold_out=False)  # a folder: all of it
+    if unused := unused_files(corpus, files + test_files):  # held out by name, but not the evaluated set either
+        warnings.warn(f"{corpus}: neither trained on (names starting with {HELD_OUT_PREFIXES} are held out) nor "
+                      f"evaluated (test_corpus={test_corpus!r}): {unused}", UserWarning, stacklevel=2)
     build_mlm(model, tokenizer.vocab_size, tokenizer.pad_id, params)
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -313,8 +316,9 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
         if state is not None:
             if state["fingerprint"] != fingerprint:
                 stored = json.loads(state["definition"])
+                # compared as the fingerprint sees them (as JSON: 1 is not 1.0)
                 differ = {k: (stored.get(k), definition.get(k)) for k in sorted(set(stored) | set(definition))
-                          if stored.get(k) != definition.get(k)}
+                          if json.dumps(stored.get(k), sort_keys=True) != json.dumps(definition.get(k), sort_keys=True)}
                 raise ValueError(f"{output_dir} holds a run with other settings (stored, given: {differ}); "
                                  "use another output_dir, or the same arguments to resume it")
             load_stored_state(mlm, state["model"])
