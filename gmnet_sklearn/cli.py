@@ -114,7 +114,9 @@ def main(argv=None) -> int:
     unit = " (sigma units)" if args.dataset == "freesolv" else ""
     print(f"test {metric.upper()}{unit}: {score:.3f}   "
           f"paper: Chem-GMNet {paper_gm[0]:.3f} +- {paper_gm[1]:.3f}, ChemBERTa {paper_cb[0]:.3f} +- {paper_cb[1]:.3f}")
-    if getattr(est, "forest_", None) is not None:
+    if getattr(est, "forest_", None) is not None and est.forest_weight_ == 0:  # no blend to speak of
+        print("  (the network alone: the forest on the same molecule features got weight 0 on the validation split)")
+    elif getattr(est, "forest_", None) is not None:
         from .forest import network_alone
 
         with network_alone(est):
