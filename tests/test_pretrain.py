@@ -329,8 +329,8 @@ def test_a_file_system_without_locks_trains_without_one(corpus, tmp_path, monkey
     with pytest.warns(UserWarning) as caught:
         assert run(folder, tmp_path / "nfs", vocab, max_steps=2)["finished"]
     messages = [str(w.message) for w in caught]
-    assert any("cannot lock it" in m and "going on without the lock" in m for m in messages)  # the run's
-    assert any("cannot lock it" in m and "building without the lock" in m for m in messages)  # the cache's
+    assert any("cannot lock it" in m and "Train this folder from one process only" in m for m in messages)  # the run's
+    assert any("cannot lock it" in m and "Build a shared cache from one process" in m for m in messages)  # the cache's
 
 
 def test_a_finished_run_called_again_leaves_its_folder_as_written(corpus, tmp_path, monkeypatch):

@@ -23,18 +23,17 @@ one cache (the baseline ignores the flags but sees the same molecules).
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import numbers
 import os
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 
 from ..utils.files import write_json_atomic
+from ..utils.locks import exclusive_lock
 from .corpus import describe, iter_file, read_chunks
 
 CACHE_FORMAT = "gmnet_sklearn.smiles_cache.v1"
@@ -45,30 +44,12 @@ def vocab_digest(tokenizer) -> str:
     return tokenizer.vocabulary_digest()[:16]  # 16 hex digits: the caches' and checkpoints' identity
 
 
-@contextlib.contextmanager
 def build_lock(folder: Path):
     """Held while one process builds ``folder`` (a cache, descriptor targets): runs sharing a
     cache (``--cache-dir``, one per arm) take turns, the later one finding it complete, instead of
-    writing the same shard and manifest files at once. Without ``fcntl`` (Windows) there is no
-    lock: build a shared cache once first (``prepare_only``)."""
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
-    with open(folder / ".lock", "a") as fh:
-        locked = True
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        except OSError as exc:  # a file system without flock (some NFS and Lustre mounts)
-            warnings.warn(f"{folder / '.lock'}: this file system cannot lock it ({exc}); building without the lock: "
-                          "build a shared cache from one process (prepare_only) first", UserWarning, stacklevel=3)
-            locked = False
-        try:
-            yield
-        finally:
-            if locked:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+    writing the same shard and manifest files at once. Where there is no lock (Windows, some
+    network file systems), build a shared cache once first (``prepare_only``)."""
+    return exclusive_lock(folder / ".lock", without_lock="Build a shared cache from one process (prepare_only) first.")
 
 
 def encode_chunk(tokenizer, smiles: list[str], max_length: int | None):

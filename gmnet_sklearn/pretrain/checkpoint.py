@@ -12,13 +12,12 @@ and containers only, no code runs when it loads. One process trains a run folder
 
 from __future__ import annotations
 
-import contextlib
 import os
-import warnings
 from pathlib import Path
 
 import torch
 
+from ..utils.locks import exclusive_lock
 from ..utils.rng import set_cuda_rng_states
 
 CHECKPOINT_FORMAT = "gmnet_sklearn.pretrain_checkpoint.v1"
@@ -28,41 +27,14 @@ class RunInProgressError(RuntimeError):
     """Another process is training the same run folder."""
 
 
-@contextlib.contextmanager
 def run_lock(output_dir: Path):
     """Held while this process trains ``output_dir``; a second process on it fails at once rather
-    than waiting (a run may take hours) or writing the same checkpoint. Without ``fcntl``
-    (Windows) there is no lock."""
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
+    than waiting (a run may take hours) or writing the same checkpoint."""
     path = Path(output_dir) / ".run.lock"
-    try:
-        fh = open(path, "a")
-    except OSError as exc:  # a read-only folder (a finished run, looked at again)
-        warnings.warn(f"{path}: cannot open the run's lock ({exc}); going on without it", UserWarning, stacklevel=3)
-        fh = None
-    if fh is None:
-        yield
-        return
-    with fh:
-        locked = True
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise RunInProgressError(f"{output_dir}: another process is training this run (it holds {path}); "
-                                     "wait for it to stop, or use another output_dir") from None
-        except OSError as exc:  # a file system without flock (some NFS and Lustre mounts)
-            warnings.warn(f"{path}: this file system cannot lock it ({exc}); going on without the lock: "
-                          "train this folder from one process only", UserWarning, stacklevel=3)
-            locked = False
-        try:
-            yield
-        finally:
-            if locked:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+    return exclusive_lock(path, wait=False, without_lock="Train this folder from one process only.",
+                          held_error=lambda: RunInProgressError(
+                              f"{output_dir}: another process is training this run (it holds {path}); "
+                              "wait for it to stop, or use another output_dir"))
 
 
 def rng_state() -> dict:
