@@ -527,9 +527,12 @@ def cpu_label(hw: Dict[str, object]) -> str:
 
 
 def hardware_label(hw: Dict[str, object]) -> str:
-    """One-line description of a ``hardware`` record (used by the report)."""
+    """One-line description of a ``hardware`` record (used by the report). Its platform too: hosts
+    that share a CPU name (several "AMD EPYC") are told apart by it, as the fit-time table does."""
     cores = hw.get("cpu_affinity") or hw.get("cpu_count")
     s = f"{cpu_label(hw)}, {cores} cores, torch threads {hw.get('torch_threads')}"
+    if hw.get("platform"):
+        s += f", {str(hw['platform']).replace('-x86_64-with-', ', ').replace('Linux-', '')}"
     if hw.get("gpu_name"):
         s = f"{hw['gpu_name']} ({hw.get('device')}); host " + s
     else:

@@ -463,6 +463,10 @@ def test_hosts_with_one_model_name_and_different_vector_units_are_different_mach
     avx2, avx512 = C.hardware_label({**base, "cpu_isa": "AVX2"}), C.hardware_label({**base, "cpu_isa": "AVX-512"})
     assert avx2 != avx512 and "AVX2" in avx2
     assert C.hardware_label(base) == "CPU only: AMD EPYC, 2 cores, torch threads 1"
+    # and so does the platform: two AVX-512 "AMD EPYC" hosts of this project ran at different speeds
+    v595, v657 = (C.hardware_label({**base, "platform": f"Linux-6.18.44-fc-{v}-x86_64-with-glibc2.36"})
+                  for v in ("v595", "v657"))
+    assert v595 != v657 and v595.endswith("6.18.44-fc-v595, glibc2.36")
     cpu = C.cpu_info()
     assert cpu["isa"] in (None, "AVX-512", "AVX2", "AVX", "SSE4.2") and cpu["model"]
     assert cpu["isa"] != "AVX-512" or "avx512f" in cpu["flags"]

@@ -310,6 +310,12 @@ def test_report_shows_a_forest_blending_arm_beside_its_network_alone(tmp_path):
     assert "the network of Chem-GMNet `tuned` alone beats the best peer on 0 of 7" in section  # ... and says this
     summary = json.loads((results / "summary.json").read_text())["peers"]
     assert summary["endpoints"]["esol"]["best"] == ["gmnet@tuned"]
+    # the network alone has no fit time of its own (its fit is the blend's, the column before)
+    times = next(ln for ln in section.splitlines() if ln.startswith("| ESOL |") and "RMSE" not in ln)
+    header = next(ln for ln in section.splitlines() if ln.startswith("| Endpoint |") and "Metric" not in ln)
+    column = [c.strip() for c in header.split("|")].index("Chem-GMNet `tuned`, network alone")
+    assert [c.strip() for c in times.split("|")][column] == "—"
+    assert summary["endpoints"]["esol"]["columns"]["gmnet@tuned:network"]["mean_fit_s"] is None
     table2 = text.split("## Table 2: pretrained encoders")[1].split("\n## ")[0]
     row = next(ln for ln in table2.splitlines() if ln.startswith("| ESOL |"))
     assert [c.strip() for c in row.split("|")][5:8] == ["0.920 ± 0.000 (n=2)", "—", "1.000 ± 0.000 (n=2)"]
@@ -320,6 +326,7 @@ def test_report_never_averages_gpu_and_cpu_times_and_ranks_on_shared_seeds(tmp_p
     gpu = {"cpu_model": "Test CPU", "cpu_count": 16, "torch_threads": 1, "device": "cuda", "gpu_name": "Test GPU"}
     recs = [_peer_record("rf_ecfp", "esol", s, v) for s, v in enumerate((1.0, 0.6, 0.6))]
     recs += [_record("gmnet", "esol", 0, 0.8, protocol="tuned")]
+    recs += [{**_record("chemberta", "esol", 0, 0.85, protocol="tuned"), "hardware": gpu}]  # timed on the GPU only
     # ChemBERTa chemberta3: two seeds on the CPU, one on a GPU
     cb = [_record("chemberta", "esol", s, 1.0) for s in range(3)]
     for r, total, epoch in zip(cb, (600.0, 620.0, 30.0), (6.0, 6.2, 0.3)):
@@ -343,6 +350,11 @@ def test_report_never_averages_gpu_and_cpu_times_and_ranks_on_shared_seeds(tmp_p
     assert cb_time.startswith("10.2 min (H") and "; 29.0 s (H" in cb_time and cb_time.endswith(", GPU)")
     column = summary["peers"]["endpoints"]["esol"]["columns"]["chemberta@chemberta3"]
     assert column["mean_fit_s"] == pytest.approx(609.0) and column["fit_s_by_device"]["cuda"]["mean_fit_s"] == 29.0
+    # a column timed on the GPU only has no mean_fit_s: no ratio of two columns mixes GPU and CPU seconds
+    gpu_only = summary["peers"]["endpoints"]["bbbp"]["columns"]["gmnet@chemberta3"]
+    assert set(gpu_only["fit_s_by_device"]) == {"cpu", "cuda"} and gpu_only["mean_fit_s"] == pytest.approx(1200.0)
+    tuned_gpu = summary["peers"]["endpoints"]["esol"]["columns"]["chemberta@tuned"]
+    assert set(tuned_gpu["fit_s_by_device"]) == {"cuda"} and tuned_gpu["mean_fit_s"] is None
     # hardware: the GPU run has its own row
     hw = text.split("## Hardware and wall time")[1]
     assert "| chemberta3 | ChemBERTa | esol | 2 |" in hw and "| chemberta3 | ChemBERTa (GPU) | esol | 1 |" in hw

@@ -57,7 +57,7 @@ def peers_section(idx: Index, machine_ids: Dict[int, List[str]]) -> Tuple[str, d
             runs[NETWORK_ALONE_KEY, ep] = network_alone(runs["gmnet@tuned", ep])
     endpoints = list(TABLE1_ENDPOINTS) + [e for e in EXTRA_ENDPOINTS
                                           if any(runs[key, e] for key, _, p, _ in columns if p != "chemberta3")]
-    rows, time_rows, summary, best_count, split_issues, n_checked = [], [], {}, defaultdict(int), [], 0
+    rows, time_rows, summary, best_count, split_issues, n_checked, n_unmarked = [], [], {}, defaultdict(int), [], 0, 0
     for name in endpoints:
         ep = ENDPOINTS[name]
         stats_ = {key: summarise_runs(runs[key, name]) for key, *_ in columns}
@@ -75,6 +75,11 @@ def peers_section(idx: Index, machine_ids: Dict[int, List[str]]) -> Tuple[str, d
             st = stats_[key]
             row.append(fmt(st["mean"], st["sd"], ep.decimals, st["n"], bold=key in best) if st else DASH)
             recs = list(runs[key, name].values())
+            if key == NETWORK_ALONE_KEY:  # its fit is the blend's (the column before): no time of its own
+                trow.append(DASH)
+                esum["columns"][key] = {"protocol": protocol, "arm": arm, "test": st, "mean_fit_s": None,
+                                        "hardware": [], "fit_s_by_device": {}}
+                continue
             hw = sorted({i for r in recs for i in machine_ids.get(id(r), [])})
             times, by_dev = [], {}
             for device, group in by_device(recs).items():  # one mean per device, never across them
@@ -87,13 +92,16 @@ def peers_section(idx: Index, machine_ids: Dict[int, List[str]]) -> Tuple[str, d
                 times.append(f"{duration(float(np.mean(fits)))}" + (f" ({where})" if where else ""))
                 by_dev[device] = {"mean_fit_s": float(np.mean(fits)), "n": len(fits), "hardware": ids}
             trow.append("; ".join(times) or DASH)
-            # mean_fit_s: the CPU's (this project's machines), else the one device's
-            main = by_dev.get("cpu") or (next(iter(by_dev.values())) if len(by_dev) == 1 else None)
+            # mean_fit_s: the CPU's only (this project's machines), so that no ratio of two columns
+            # mixes a GPU's seconds with a CPU's; other devices' are in fit_s_by_device
+            main = by_dev.get("cpu")
             esum["columns"][key] = {"protocol": protocol, "arm": arm, "test": st,
                                     "mean_fit_s": main["mean_fit_s"] if main else None, "hardware": hw,
                                     "fit_s_by_device": by_dev}
         shas = {r["sizes"].get("split_sha256") for key, *_ in columns for r in runs[key, name].values()
                 if (r.get("sizes") or {}).get("split_sha256")}
+        n_unmarked += sum(not (r.get("sizes") or {}).get("split_sha256") for key, *_ in columns
+                          if key != NETWORK_ALONE_KEY for r in runs[key, name].values())
         if len(shas) > 1:
             split_issues.append(ep.label)
         n_checked += bool(shas)
@@ -118,9 +126,12 @@ def peers_section(idx: Index, machine_ids: Dict[int, List[str]]) -> Tuple[str, d
                  "`split_sha256`: some ran on another split.")
     elif n_checked:
         text += ("\n\nEvery record above that carries a split fingerprint (`sizes.split_sha256`) has the same one "
-                 "per endpoint: the arms trained and were scored on the same rows.")
+                 "per endpoint: those arms trained and were scored on the same rows"
+                 + (f" ({n_unmarked} record(s) above, made before the fingerprint was recorded, carry none: their "
+                    "split is DeepChem's by the same code, not checked here)." if n_unmarked else "."))
     return text, {"columns": {key: {"label": label, "protocol": p, "arm": arm} for key, label, p, arm in columns},
-                  "endpoints": summary, "best_count": dict(best_count), "split_mismatch": split_issues}
+                  "endpoints": summary, "best_count": dict(best_count), "split_mismatch": split_issues,
+                  "records_without_split_fingerprint": n_unmarked}
 
 
 def common_seed_means(columns: Dict[str, dict]) -> Dict[str, float]:
