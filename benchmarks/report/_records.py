@@ -82,6 +82,7 @@ def summarise_runs(runs: Dict[int, dict]) -> Optional[dict]:
     s["seeds"] = sorted(runs)
     s["values"] = [runs[k]["test_metric"] for k in sorted(runs)]
     s["valid"] = stats([runs[k].get("valid_metric") for k in sorted(runs)])
+    s["valid_values"] = [runs[k].get("valid_metric") for k in sorted(runs)]  # by seed, as "values"
     return s
 
 
@@ -123,15 +124,21 @@ def paired(a: Optional[dict], b: Optional[dict]) -> Optional[Tuple[float, float,
     seed 0 alone would compare different draws."""
     if not a or not b:
         return None
-    common = sorted(set(a["seeds"]) & set(b["seeds"]))
+    return paired_by_seed(dict(zip(a["seeds"], a["values"])), dict(zip(b["seeds"], b["values"])))
+
+
+def valid_by_seed(summary: Optional[dict]) -> Dict[int, float]:
+    """A ``summarise_runs`` summary's validation metric by seed."""
+    return dict(zip((summary or {}).get("seeds", []), (summary or {}).get("valid_values", [])))
+
+
+def paired_by_seed(a: Dict[int, float], b: Dict[int, float]) -> Optional[Tuple[float, float, List[int]]]:
+    """Means of two {seed: value} over the seeds both have, and those seeds; None when none. A
+    seed whose value is undefined (NaN, null in the JSON) on either side is not shared."""
+    common = sorted(s for s in set(a) & set(b) if all(v is not None and math.isfinite(v) for v in (a[s], b[s])))
     if not common:
         return None
-    va, vb = dict(zip(a["seeds"], a["values"])), dict(zip(b["seeds"], b["values"]))
-    # a seed whose metric is undefined (NaN, null in the JSON) on either side is not shared
-    common = [s for s in common if all(v is not None and math.isfinite(v) for v in (va[s], vb[s]))]
-    if not common:
-        return None
-    return float(np.mean([va[s] for s in common])), float(np.mean([vb[s] for s in common])), common
+    return float(np.mean([a[s] for s in common])), float(np.mean([b[s] for s in common])), common
 
 
 def seeds_text(seeds: Sequence[int]) -> str:

@@ -12,7 +12,7 @@ import numpy as np
 from ..peers import PEER_ARM_LABELS, PEER_ARMS, PEER_PROTOCOL
 from ..protocols import ARM_LABELS, ARMS, ENDPOINTS, PROTOCOLS, Protocol, error_ratio
 from ._format import DASH, better, duration, fmt, md_table, plain_cell
-from ._records import Index, paired, seeds_text, summarise_runs
+from ._records import Index, paired, paired_by_seed, seeds_text, summarise_runs, valid_by_seed
 from .peers import PEER_TARGET_ENDPOINTS, arm_runs, network_alone
 
 
@@ -149,7 +149,7 @@ def table2_section(idx: Index, results_dir: Path) -> Tuple[Optional[str], dict]:
         if valid:
             parts += [f"Validation (the split the defaults are chosen on), Chem-GMNet over the peer-target endpoints with "
                       f"runs of both: `{scratch}` has **{valid['ratio']:.3f}x** the validation error of `{pre}` (mean of "
-                      "the per-endpoint ratios of the seed-mean RMSE or 1 - ROC-AUC; above 1: the warm start is "
+                      "the per-endpoint ratios of the RMSE or 1 - ROC-AUC, each a mean over the seeds both have; above 1: the warm start is "
                       f"better); better on {', '.join(valid['better']) or 'none'}, worse on "
                       f"{', '.join(valid['worse']) or 'none'}.", ""]
         summary[pre] = {"scratch": scratch, "encoder": (pre_def.training.get("pretrained") if pre_def else None),
@@ -269,14 +269,15 @@ def encoders_line(encoders: Dict[str, Dict[str, dict]]) -> str:
 
 def warm_start_validation(idx: Index, pre: str, scratch: str) -> Optional[dict]:
     """Chem-GMNet's validation error from scratch over that from the warm start, per peer-target
-    endpoint (seed means) and their mean; None without an endpoint that has both."""
+    endpoint (means over the seeds both have) and their mean; None without an endpoint that has both."""
     ratios, better_, worse = {}, [], []
     for name in PEER_TARGET_ENDPOINTS:
         ep = ENDPOINTS[name]
         a, b = (summarise_runs(block_runs(idx, pre, p, "gmnet", name)) for p in (scratch, pre))
-        if not (a and b and a["valid"] and b["valid"]):
+        pair = paired_by_seed(valid_by_seed(a), valid_by_seed(b))
+        if pair is None:
             continue
-        ratios[name] = error_ratio(name, a["valid"]["mean"], b["valid"]["mean"])
+        ratios[name] = error_ratio(name, pair[0], pair[1])
         (better_ if ratios[name] > 1 else worse if ratios[name] < 1 else []).append(ep.label)
     if not ratios:
         return None

@@ -16,7 +16,7 @@ from ..peers import PEER_ARM_LABELS
 from ..protocols import ENDPOINTS
 from ..recipe_search import defaults_candidate, load_cells
 from ._format import DASH, better, fmt, md_table
-from ._records import paired, stats
+from ._records import paired, paired_by_seed, stats, valid_by_seed
 from .peers import PEER_TARGET_ENDPOINTS
 
 #: Which of our figures on the valid split each peer's is compared with: fitted the same way on it.
@@ -27,12 +27,18 @@ def _valid(cols: dict, key: str) -> Optional[dict]:
     return ((cols.get(key) or {}).get("test") or {}).get("valid")
 
 
+def _valid_by_seed(cols: dict, key: str) -> Dict[int, float]:
+    return valid_by_seed((cols.get(key) or {}).get("test"))
+
+
 def validation_section(peers_summary: dict, results_dir: Path) -> Tuple[str, dict]:
     name = defaults_candidate()
     values: Dict[str, list] = {}
+    by_seed: Dict[str, Dict[int, float]] = {}
     for rec in load_cells(Path(results_dir) / "recipe_search"):
         if rec["candidate"] == name:
             values.setdefault(rec["endpoint"], []).append(rec["valid_metric"])
+            by_seed.setdefault(rec["endpoint"], {})[rec["seed"]] = rec["valid_metric"]
     if not values:
         return "", {}
     rows, summary, notes = [], {}, []
@@ -52,16 +58,22 @@ def validation_section(peers_summary: dict, results_dir: Path) -> Tuple[str, dic
             if pair is None or better(pair[0], pair[1], ep.higher_is_better):
                 continue
             mine_test, peer_test = pair[0], pair[1]
-            if valid[ours] is None or valid[peer] is None:
+            # on the seeds both have, as on test (the search cells have more seeds than the peers)
+            mine_by_seed = by_seed.get(ep_name, {}) if ours == "defaults" else _valid_by_seed(cols, ours)
+            on_valid = paired_by_seed(mine_by_seed, _valid_by_seed(cols, peer))
+            if on_valid is None:
                 continue
-            ahead = better(valid[ours]["mean"], valid[peer]["mean"], ep.higher_is_better)
+            mine_valid, peer_valid, seeds = on_valid
+            ahead = better(mine_valid, peer_valid, ep.higher_is_better)
             what = "the defaults' search cells" if ours == "defaults" else "Chem-GMNet `tuned`"
             notes.append(
                 f"{ep.label}: behind {PEER_ARM_LABELS[peer]} on test ({mine_test:.{ep.decimals}f} vs "
-                f"{peer_test:.{ep.decimals}f}), " + ("ahead of it" if ahead else "behind it" if ahead is False else "level")
-                + f" on the valid split ({what} {valid[ours]['mean']:.{ep.decimals}f} vs "
-                f"{valid[peer]['mean']:.{ep.decimals}f})")
-            summary[ep_name].setdefault("test_gap_on_valid", {})[peer] = {"ahead_on_valid": ahead}
+                f"{peer_test:.{ep.decimals}f}, seeds {', '.join(map(str, pair[2]))}), "
+                + ("ahead of it" if ahead else "behind it" if ahead is False else "level")
+                + f" on the valid split ({what} {mine_valid:.{ep.decimals}f} vs {peer_valid:.{ep.decimals}f}, "
+                f"seeds {', '.join(map(str, seeds))})")
+            summary[ep_name].setdefault("test_gap_on_valid", {})[peer] = {
+                "ahead_on_valid": ahead, "valid": [mine_valid, peer_valid], "seeds": seeds}
     text = md_table(["Endpoint", "Metric", f"the defaults' search cells (`{name}`)", "RF-ECFP4",
                      "Chemprop (picks its epoch on it)", "Chem-GMNet `tuned` (picks epoch and forest weight on it)"],
                     rows, ["---", "---"] + ["---:"] * 4)
