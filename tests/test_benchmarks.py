@@ -814,6 +814,33 @@ def test_report_definition_check_compares_what_each_record_ran(tmp_path):
     assert "`chemberta3` 2 of 4" in section
 
 
+def test_report_checks_each_records_estimator_parameters_against_what_its_protocol_builds_today(tmp_path):
+    """A default the protocol's definition does not spell out (conj_shift) changed under a record:
+    the definition check cannot see it, the parameter check names it. A record that predates a
+    parameter (lr_schedule) counts as it ran then, the paper's recipe."""
+    from gmnet_sklearn.estimators import GMNetRegressor
+
+    results = tmp_path / "results"
+    recs = []
+    for seed in (0, 1):
+        r = _record("gmnet", "esol", seed, 1.0, protocol="tuned")
+        r["hyperparameters"] = {**GMNetRegressor(**PROTOCOLS["tuned"].estimator_params("gmnet", "esol", random_state=seed,
+                                                                                       k=8, L=3)).get_params(),
+                                "device": "cpu", "cuda_graphs": False}  # where and how it ran: not compared
+        del r["hyperparameters"]["callbacks"]
+        recs.append(r)
+    recs[1]["hyperparameters"]["conj_shift"] = 0.5
+    old = _record("gmnet", "esol", 0, 1.0)  # chemberta3, written before lr_schedule and friends were recorded
+    old["hyperparameters"] = {k: v for k, v in GMNetRegressor(**PROTOCOLS["chemberta3"].estimator_params(
+        "gmnet", "esol", random_state=0, k=8, L=3)).get_params().items() if k not in ("callbacks", "lr_schedule", "tta")}
+    _write_records(results, recs + [old])
+    _, section = _report_section(results, tmp_path, "Record checks")
+    assert ("`tuned` 1 of 2 (e.g. gmnet esol seed 1: conj_shift=0.5 (now 1.0))") in section
+    assert "`chemberta3`" not in section.split("**Warning:** transformer-arm")[1]
+    summary = json.loads((results / "summary.json").read_text())["hyperparameter_check"]
+    assert summary["chemberta3"]["differ"] == 0 and summary["tuned"]["differ"] == 1
+
+
 def test_report_compares_clearance_as_is_with_its_zscored_runs_on_shared_seeds(tmp_path):
     results = tmp_path / "results"
     recs = [_record("gmnet", "clearance", s, v) for s, v in enumerate((40.0, 44.0))]

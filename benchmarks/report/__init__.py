@@ -30,7 +30,8 @@ from .extras import EXTRAS_INTRO, extras_section
 from .fit_time import FIT_TIME_INTRO, fit_time_section
 from .hardware import commands_section, hardware_ids, hardware_section
 from .peers import PEERS_INTRO, peers_section
-from .table1 import definition_check, kl_grid, missing_runs, params_grid, protocol_section, table1, wins_text
+from .table1 import (definition_check, hyperparameter_check, kl_grid, missing_runs, params_grid, protocol_section,
+                     table1, wins_text)
 from .table2 import TABLE2_INTRO, table2_section
 from .target_scaling import TARGET_SCALING_INTRO, target_scaling_section
 from .throughput import fast_vs_reference_section, op_count_section, readout_tiles_section, throughput_section
@@ -205,6 +206,18 @@ def render(idx: Index, results_dir: Path, out_path: Path, primary: str) -> Tuple
     else:
         parts += [f"Every result file of the {len(definitions)} protocols defined in `benchmarks/protocols.py` (runs "
                   "without overrides) was written under that definition (its `protocol_definition`).", ""]
+    params = hyperparameter_check(idx)
+    summary["hyperparameter_check"] = {p: {"differ": a, "records": b, "examples": ex} for p, (a, b, ex) in params.items()}
+    other = {p: v for p, v in params.items() if v[0]}
+    if other:
+        parts += ["**Warning:** transformer-arm result files whose estimator parameters (`hyperparameters`) are not "
+                  "what their protocol builds today on the estimators' current defaults: " + "; ".join(
+                      f"`{p}` {a} of {b} (e.g. {ex[0]})" for p, (a, b, ex) in other.items()) + ".", ""]
+    else:
+        parts += [f"Every transformer-arm result file of those protocols ran with the estimator parameters its protocol "
+                  f"builds today on the estimators' current defaults ({sum(b for _, b, _ in params.values())} files; "
+                  "a parameter a record predates counts as it ran then, the paper's training recipe, "
+                  "`PAPER_TRAINING`).", ""]
     hw_text, hw = hardware_section(idx, protocols, out_dir, machines)
     summary["hardware_and_wall_time"] = hw
     parts += ["## Hardware and wall time", "", "Per group of runs: the machine(s) they ran on and the time they took "
