@@ -1232,6 +1232,18 @@ def test_fit_time_section_keeps_hosts_apart_and_checks_each_against_the_target(t
     assert summary["gmnet:bbbp@6.18-fc-v782, glibc2.36; AMD EPYC"]["within"] is False
     assert summary["gmnet:bbbp@6.18-fc-v657, glibc2.36; AMD EPYC"]["within"] is True
     assert summary["gmnet:bbbp@6.18-fc-v657, glibc2.36; Intel Xeon"]["fit_seconds"] == [100.0]
+    # a default fit of defaults that changed since (here 30 epochs, recorded without a variant):
+    # shown, with what differs, and not checked against the target
+    from gmnet_sklearn import GMNetClassifier
+
+    old = rec(90.0, "Linux-6.18-fc-v999-x86_64-with-glibc2.36")
+    old["hyperparameters"] = {**GMNetClassifier().get_params(), "max_epochs": 30, "random_state": 0, "device": "cpu"}
+    del old["hyperparameters"]["callbacks"]
+    (folder / "seed0_old_host.json").write_text(json.dumps(old))
+    text, summary = fit_time_section(tmp_path, tmp_path)
+    row = next(r for r in text.splitlines() if "fc-v999" in r)
+    assert "| 90 | — | — (ran other defaults than today's: max_epochs=30 (now 20)) |" in row
+    assert summary["gmnet:bbbp@6.18-fc-v999, glibc2.36; AMD EPYC"]["within"] is None
 
 
 def test_report_lists_readout_tile_settings_against_the_shipped_ones(tmp_path):

@@ -21,18 +21,23 @@ def fit_time_section(results_dir: Path, out_dir: Path) -> Tuple[Optional[str], d
             recs.append(rec)
     if not recs:
         return None, {}
-    # One row per host too: the same fit differs between hosts more than between the variants.
-    groups: Dict[Tuple[str, str, str, str], List[dict]] = defaultdict(list)
+    # One row per host too: the same fit differs between hosts more than between the variants; and
+    # per thread count and member count, which the row shows once.
+    groups: Dict[Tuple, List[dict]] = defaultdict(list)
     for rec in recs:
-        groups[rec["arm"], rec["endpoint"], rec.get("variant") or "", host(rec["hardware"])].append(rec)
+        groups[rec["arm"], rec["endpoint"], rec.get("variant") or "", host(rec["hardware"]), rec["torch_threads"],
+               rec["n_estimators"]].append(rec)
     rows, summary = [], {}
-    for (arm, name, variant, where), group in sorted(groups.items(), key=lambda kv: (
+    for (arm, name, variant, where, *_), group in sorted(groups.items(), key=lambda kv: (
             kv[0][0], ENDPOINT_ORDER.get(kv[0][1], 99), kv[0][2], -min(r["fit_seconds"] for r in kv[1]))):
         secs = [r["fit_seconds"] for r in group]
-        # a variant (e.g. the network alone, timed beside the defaults) is for comparison: no target
-        target = None if variant else group[0].get("target_seconds")
+        # a variant (e.g. the network alone, timed beside the defaults) is for comparison: no target;
+        # nor a default fit of defaults that have changed since
+        stale = None if variant else other_defaults(arm, name, group)
+        target = None if variant or stale else group[0].get("target_seconds")
         worst = max(secs)
-        within = DASH if target is None else ("yes" if worst <= target else f"**no** (+{worst - target:.0f} s)")
+        within = (f"— (ran other defaults than today's: {stale})" if stale else DASH if target is None
+                  else "yes" if worst <= target else f"**no** (+{worst - target:.0f} s)")
         load = max(r["load_average_before"][0] for r in group)
         hw = group[0]["hardware"]
         rows.append([ARM_LABELS.get(arm, arm) + (f", {variant}" if variant else ""), ENDPOINTS[name].label,
@@ -48,6 +53,23 @@ def fit_time_section(results_dir: Path, out_dir: Path) -> Tuple[Optional[str], d
 
 
 ENDPOINT_ORDER = {name: i for i, name in enumerate(ENDPOINTS)}
+
+
+def other_defaults(arm: str, endpoint: str, group: List[dict]) -> Optional[str]:
+    """How the default fits of ``group`` ran with other parameters than the estimators' defaults
+    today (where it ran and its seed aside), or None: a default changed since makes them stale."""
+    from .. import _common as C
+
+    left_out = ("callbacks", "random_state", "cuda_graphs")  # its seed, and how (not what) a fit runs
+    defaults = {k: v for k, v in C.estimator_class(arm, ENDPOINTS[endpoint])().get_params(deep=False).items()
+                if k not in left_out}
+    for rec in group:
+        if not rec.get("hyperparameters"):  # (not recorded: not checked)
+            continue
+        differ = C.params_differ({k: v for k, v in rec["hyperparameters"].items() if k not in left_out}, defaults)
+        if differ:
+            return differ
+    return None
 
 
 def host(hw: dict) -> str:
