@@ -231,3 +231,28 @@ def test_sfa_parallel_reads_nothing_on_the_host_while_a_cuda_graph_is_captured(m
     got = sfa_parallel(q, k, p, lg, 3, causal=False)
     assert direct
     torch.testing.assert_close(got, expected, atol=1e-12, rtol=0)
+
+
+def test_sfa_parallel_keeps_float32_gradients_finite_for_a_short_row_with_strong_decay():
+    """Padding gates are transparent, so a row shorter than half the batch length has its whole
+    decay before the mid position: centred there, the factors reached exp(span) and float32
+    gradients overflowed. Centred on the value range, each factor stays within exp(span / 2)."""
+    B, H, T, k, L = 2, 1, 64, 8, 3
+    g = torch.Generator().manual_seed(0)
+    q, kk, p = (torch.randn(B, H, T, k, generator=g) for _ in range(3))
+    mask = torch.ones(B, T, dtype=torch.bool)
+    mask[0, 20:] = False  # a 20-token row beside a full one
+    p = p * mask[:, None, :, None]
+    lg = torch.full((B, H, T, L + 1), -3.975) * mask[:, None, :, None]  # row 0's span: 79.5, under the factor limit
+    lg[1] = -0.5  # row 1: a mild decay
+    inputs = [t.clone().requires_grad_(True) for t in (q, kk, p, lg)]
+    out = on_sphere(lambda *a: bidir_sfa_parallel(*a, L))(*inputs)
+    w = 1e5 * torch.randn(out.shape, generator=g)  # large, to show the margin
+    grads = torch.autograd.grad((out * w).sum(), inputs)
+    assert all(torch.isfinite(t).all() for t in grads)
+    ref_inputs = [t.detach().double().requires_grad_(True) for t in (q, kk, p, lg)]
+    ref = on_sphere(lambda *a: bidir_sfa_scan(*a, L))(*ref_inputs)
+    ref_grads = torch.autograd.grad((ref * w.double()).sum(), ref_inputs)
+    torch.testing.assert_close(out.double(), ref, rtol=1e-4, atol=1e-4)
+    for a, b in zip(grads, ref_grads):
+        torch.testing.assert_close(a.double(), b, rtol=1e-3, atol=1e-3 * float(b.abs().max()))

@@ -184,6 +184,23 @@ def test_cuda_graphed_inference_follows_eager_and_outputs_stay(name):
 
 
 @needs_cuda
+def test_cuda_graphs_keep_gradients_in_eval_mode_and_float64_outputs():
+    """Eval mode with gradients on (attribution) runs eagerly, so its output has a gradient; a
+    float64 model's output stays float64 on the graphed path as on the eager one."""
+    m = gmnet().cuda().eval()
+    X = batch(8, 11, seed=3, device="cuda")
+    out = CUDAGraphs(m, pad_id=PAD)(**X)
+    assert out.requires_grad
+    out.sum().backward()
+    assert any(p.grad is not None for p in m.parameters())
+    m64 = gmnet().cuda().double().eval()
+    with torch.no_grad():
+        graphed, eager = CUDAGraphs(m64, pad_id=PAD)(**X), m64(**X)
+    assert graphed.dtype == eager.dtype == torch.float64
+    torch.testing.assert_close(graphed, eager)
+
+
+@needs_cuda
 @pytest.mark.parametrize("cls", [GMNetRegressor, ChemBERTaRegressor], ids=["gmnet", "chemberta"])
 def test_cuda_estimator_with_graphs_matches_without(cls):
     shape = dict(d_model=32, n_layers=1, n_heads=4, dropout=0.0) | (

@@ -72,7 +72,12 @@ class _Positional(nn.Module):
     def forward(self, *tensors):
         with autocast_context(tensors[0].device, self.precision):
             out = self.module(**dict(zip(self.names, tensors)))
-        return out.float()
+        return _full_precision(out)
+
+
+def _full_precision(out: torch.Tensor) -> torch.Tensor:
+    """Autocast's half-precision outputs as float32; float32 and float64 as they are."""
+    return out.float() if out.dtype in (torch.bfloat16, torch.float16) else out
 
 
 class CUDAGraphs:
@@ -109,11 +114,13 @@ class CUDAGraphs:
     # -- calls --------------------------------------------------------------------------------
     def __call__(self, **batch):
         tensors = list(batch.values())
+        # eval mode with gradients on (attribution, say) runs eagerly: an eval graph is captured
+        # without autograd, so its output would carry no gradient
         if (not self.enabled or not tensors or not all(isinstance(t, torch.Tensor) and t.is_cuda for t in tensors)
-                or torch.cuda.is_current_stream_capturing()):
+                or torch.cuda.is_current_stream_capturing() or (not self.module.training and torch.is_grad_enabled())):
             with autocast_context(tensors[0].device if tensors else "cpu", self.precision):
                 out = self.module(**batch)
-            return out.float() if out.dtype == torch.bfloat16 else out
+            return _full_precision(out)
         with torch.cuda.device(tensors[0].device):  # streams, pools and graphs of the batch's GPU (cuda:1 too)
             return self._replay(self.pad(batch))
 

@@ -13,7 +13,9 @@ class HarmonicMap(torch.nn.Module):
 
     Read-outs weight @ Phi(z) run through `sphere_readout` with the coefficient table A folded
     into the weight (Phi is linear in the monomials). The buffer follows ``.to()``/``.double()``;
-    no global cache is touched in forward.
+    forward reads (never writes after their first use) the read-out forms' index plans, cached per
+    (k, L) in ``gm/functional.py`` and the CPU kernels, which a CUDA graph's warm-up fills before
+    its capture.
     """
 
     def __init__(self, k: int, L: int):

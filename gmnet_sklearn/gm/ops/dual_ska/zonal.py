@@ -66,8 +66,9 @@ def sfa_parallel(q, k, p, log_gamma, L: int, causal: bool, terms: list | None = 
 
     The path weight factorises, exp(C_t - C_s) = exp(C_t - R) exp(R - C_s), so the exponentials
     act on (T x k) values instead of (T x T) pair tensors; only the triangular masks of the
-    zonal terms touch T^2 elements. R (the mid-sequence cumulative gate) centres the exponents;
-    when their span could overflow, the direct form `decay_weights` is used instead.
+    zonal terms touch T^2 elements. R (the middle of each row's cumulative-gate range) keeps the
+    exponents within about +-span/2; when the span could overflow, the direct form
+    `decay_weights` is used instead.
     """
     if terms is None:
         terms = zonal_terms(q @ k.transpose(-1, -2), q.shape[-1], L)
@@ -78,7 +79,9 @@ def sfa_parallel(q, k, p, log_gamma, L: int, causal: bool, terms: list | None = 
     if T == 0 or _capturing(q) or float(-C[:, :, -1].detach().min()) > _FACTOR_MAX_SPAN:
         W = sum(K * G for K, G in zip(_expand(terms, q), decay_weights(log_gamma, causal).unbind(2)))
         return W @ p
-    R = C[:, :, T // 2 : T // 2 + 1]
+    # centred on the value range, not a position: padding gates are transparent, so a row shorter
+    # than T/2 ends its decay before mid-sequence, and a positional centre put it all on one side
+    R = 0.5 * (C[:, :, :1] + C[:, :, -1:])
     lower = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
     zero = q.new_zeros(())
     y = 0
