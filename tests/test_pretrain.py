@@ -409,6 +409,13 @@ def test_killed_run_resumes_bit_for_bit(corpus, tmp_path, model):
         run(folder, out, vocab, model, cache_dir=cache, lr=1e-3)
     with pytest.raises(ValueError, match="other settings"):  # bf16 is part of a run's definition
         run(folder, out, vocab, model, cache_dir=cache, precision="bf16")
+    # refused before the corpus is encoded: a new cache folder is never built
+    with pytest.raises(ValueError, match=r"other settings \(stored, given: \{'lr'"):
+        run(folder, out, vocab, model, cache_dir=tmp_path / "fresh_cache", lr=1e-3)
+    assert not (tmp_path / "fresh_cache").exists()
+    # a longer run of the same settings (another total_steps) is refused once the length is known
+    with pytest.raises(ValueError, match=r"other settings \(stored, given: \{'total_steps': \(14, 20\)\}\)"):
+        run(folder, out, vocab, model, cache_dir=cache, max_steps=20)
 
 
 @pytest.mark.parametrize("lm_head", ["linear", "sphere"])

@@ -248,6 +248,26 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
     output_dir.mkdir(parents=True, exist_ok=True)
     with run_lock(output_dir):  # one process trains a run folder at a time: the checkpoint is one file
         cache_dir = Path(cache_dir) if cache_dir is not None else output_dir / "cache"
+        # the run's definition but its length (which needs the encoded corpus): an existing run with
+        # other settings is refused before the corpus is encoded (hours on MOSES)
+        definition = {"model": model, "params": params, "corpus": describe(files), "test": describe(test_files),
+                      "vocab": vocab_digest(tokenizer), "max_length": max_length,
+                      "batch_size": batch_size, "lr": lr, "weight_decay": weight_decay, "warmup": warmup,
+                      "lr_schedule": lr_schedule, "max_grad_norm": max_grad_norm, "mask_prob": mask_prob,
+                      "eval_every": eval_every, "eval_size": eval_size, "shard_size": shard_size,
+                      "bucket_by_length": bool(bucket_by_length), "seed": seed}
+        if precision != "float32":  # only then: runs (and checkpoints) from before the option keep their fingerprint
+            definition["precision"] = precision
+        if smiles_column is not None:  # the same
+            definition["smiles_column"] = smiles_column
+        if objective != "mlm":  # the same
+            definition["objective"] = objective
+        if max_smiles is not None:  # the same
+            definition["max_smiles"] = max_smiles
+        ckpt_path = output_dir / "checkpoint.pt"
+        state = None if prepare_only else load_checkpoint(ckpt_path)  # (preparing a cache trains nothing)
+        if state is not None:
+            _refuse_other_settings(output_dir, state, definition, but=("total_steps",))
 
         train_manifest = build_cache(files, tokenizer, cache_dir / "train", shard_size, max_length, limit=max_smiles,
                                      progress=progress, label="encoding corpus", n_jobs=n_jobs, smiles_column=smiles_column,
@@ -286,20 +306,7 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
         plan = BatchPlan(train.shard_sizes, batch_size, seed, bucket=bucket_by_length)
         total_steps = max_steps if max_steps is not None else epochs * plan.steps_per_epoch
         warmup_steps = int(round(warmup * total_steps))
-        definition = {"model": model, "params": params, "corpus": describe(files), "test": describe(test_files),
-                      "vocab": vocab_digest(tokenizer), "max_length": max_length, "total_steps": total_steps,
-                      "batch_size": batch_size, "lr": lr, "weight_decay": weight_decay, "warmup": warmup,
-                      "lr_schedule": lr_schedule, "max_grad_norm": max_grad_norm, "mask_prob": mask_prob,
-                      "eval_every": eval_every, "eval_size": eval_size, "shard_size": shard_size,
-                      "bucket_by_length": bool(bucket_by_length), "seed": seed}
-        if precision != "float32":  # only then: runs (and checkpoints) from before the option keep their fingerprint
-            definition["precision"] = precision
-        if smiles_column is not None:  # the same
-            definition["smiles_column"] = smiles_column
-        if objective != "mlm":  # the same
-            definition["objective"] = objective
-        if max_smiles is not None:  # the same
-            definition["max_smiles"] = max_smiles
+        definition["total_steps"] = total_steps
         fingerprint = hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()[:20]
 
         torch.manual_seed(seed)
@@ -308,19 +315,12 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
         optimizer = _optimizer(mlm, lr, weight_decay, device)
         scheduler = torch.optim.lr_scheduler.LambdaLR(
             optimizer, lambda s: lr_factor(s, total_steps, warmup_steps, lr_schedule))
-        ckpt_path = output_dir / "checkpoint.pt"
-        state = load_checkpoint(ckpt_path)
         counters = {"smiles_seen": 0, "tokens_seen": 0, "masked_seen": 0, "seconds": 0.0, "loss_sum": 0.0, "loss_n": 0}
         history: list[dict] = []
         start = 0
         if state is not None:
-            if state["fingerprint"] != fingerprint:
-                stored = json.loads(state["definition"])
-                # compared as the fingerprint sees them (as JSON: 1 is not 1.0)
-                differ = {k: (stored.get(k), definition.get(k)) for k in sorted(set(stored) | set(definition))
-                          if json.dumps(stored.get(k), sort_keys=True) != json.dumps(definition.get(k), sort_keys=True)}
-                raise ValueError(f"{output_dir} holds a run with other settings (stored, given: {differ}); "
-                                 "use another output_dir, or the same arguments to resume it")
+            if state["fingerprint"] != fingerprint:  # (the other settings were compared before the cache)
+                _refuse_other_settings(output_dir, state, definition)
             load_stored_state(mlm, state["model"])
             optimizer.load_state_dict(state["optimizer"])
             scheduler.load_state_dict(state["scheduler"])
@@ -421,6 +421,18 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
         elif finished:  # a finished run called again: its folder stays as written, with the hardware that trained it
             summary["hardware"] = read_config(output_dir)["training"].get("hardware", summary["hardware"])
         return summary
+
+
+def _refuse_other_settings(output_dir: Path, state: dict, definition: dict, but: tuple = ()) -> None:
+    """Raise if the checkpoint's run was defined otherwise than ``definition`` (keys in ``but``
+    aside), naming the settings that differ, compared as the fingerprint sees them (as JSON: 1 is
+    not 1.0)."""
+    stored = json.loads(state["definition"])
+    differ = {k: (stored.get(k), definition.get(k)) for k in sorted(set(stored) | set(definition))
+              if k not in but and json.dumps(stored.get(k), sort_keys=True) != json.dumps(definition.get(k), sort_keys=True)}
+    if differ:
+        raise ValueError(f"{output_dir} holds a run with other settings (stored, given: {differ}); "
+                         "use another output_dir, or the same arguments to resume it")
 
 
 __all__ = ["pretrain", "masked_lm_loss", "descriptor_loss"]
