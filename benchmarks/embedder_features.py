@@ -213,7 +213,7 @@ def stale_record(path: Path, est, features: Sequence[str]) -> Optional[str]:
     differ = C.params_differ(rec.get("hyperparameters", {}), C.estimator_params_record(est))
     if differ is not None:
         return "other estimator parameters: " + differ
-    if rec.get("embedder", {}).get("features") != list(features):
+    if sorted(rec.get("embedder", {}).get("features") or []) != sorted(features):  # (the order changes nothing)
         return f"other features {rec.get('embedder', {}).get('features')} (now {list(features)})"
     return None
 

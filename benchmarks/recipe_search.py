@@ -361,8 +361,10 @@ def summary(root=SEARCH_DIR) -> str:
         if rec["fit_seconds"] is not None:  # None: a failed fit ran before it (ValidScorer)
             seconds.setdefault(rec["candidate"], []).append(rec["fit_seconds"])
             hw = rec.get("hardware", {})
+            # paired only on one host, device and thread count: a GPU cell's seconds beside a CPU's,
+            # or one thread's beside four, are no fit-time ratio
             timed.setdefault(rec["candidate"], {})[(rec["endpoint"], rec["seed"])] = (
-                rec["fit_seconds"], tuple(hw.get(k) for k in C.HOST_KEYS))
+                rec["fit_seconds"], tuple(hw.get(k) for k in (*C.HOST_KEYS, "device", "gpu_name", "torch_threads")))
         if rec.get("forest"):
             blends.setdefault(rec["candidate"], {}).setdefault(rec["endpoint"], {})[rec["seed"]] = {
                 "blend": rec["valid_metric"], "network": rec["forest"]["network_valid_metric"],
@@ -645,8 +647,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         C.eprint(f"redo {path}: {stale}")
                     names.append(n)
                 if names:
-                    search = search_endpoint(data, names, seed, vocab_file, args.results_dir, command, args.device,
-                                             args.descriptor_cache)
+                    try:
+                        search = search_endpoint(data, names, seed, vocab_file, args.results_dir, command, args.device,
+                                                 args.descriptor_cache)
+                    except Exception as exc:  # every cell failed (scikit-learn raises): the other endpoints go on
+                        C.eprint(f"{ep} seed{seed}: {type(exc).__name__}: {exc}")
+                        failed += [f"{ep} {n} seed{seed}" for n in names]
+                        continue
                     scores = search.cv_results_["mean_test_score"]
                     failed += [f"{ep} {n} seed{seed}" for n, score in zip(names, scores) if not np.isfinite(score)]
     if failed:  # GridSearchCV warned and went on; the command says so too

@@ -152,7 +152,9 @@ def _per_epoch_if_made_alike(rec: dict, arm: str, *, threads: int, workers: int,
     if not per_epoch or hw.get("torch_threads") != threads or rec.get("sweep_workers") != workers:
         return None
     same = ("device", "cpu_model", "gpu_name") + (("gmnet_path",) if arm == "gmnet" else ())
-    if any(hw.get(key) != here.get(key) for key in same):
+    # a run resumed from a snapshot averages the epochs of every part: each part must match too
+    parts = [(p.get("meta") or {}).get("hardware") or {} for p in ((rec.get("resumed") or {}).get("parts") or [])]
+    if any(h.get(key) != here.get(key) for h in (hw, *parts) for key in same):
         return None
     return float(per_epoch)
 
@@ -522,10 +524,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                                                      if hasattr(os, "sched_getaffinity") else os.cpu_count()))
     results_dir = Path(args.results_dir).resolve()
     extra = []
+    # the runs start in the repository (cwd=C.REPO): paths given relative to here are made absolute
     if args.data_home:
-        extra += ["--data-home", args.data_home]
+        extra += ["--data-home", str(Path(args.data_home).resolve())]
     if args.vocab_file:
-        extra += ["--vocab-file", args.vocab_file]
+        extra += ["--vocab-file", str(Path(args.vocab_file).resolve())]
     if args.cuda_graphs:
         extra += ["--cuda-graphs"]
     if args.descriptor_cache:

@@ -49,6 +49,7 @@ def test_embedder_features_run_resume_and_report(tmp_path, moleculenet_path, dee
     features = ["pooled", "head", "moments"]
     assert embedder_features.stale_record(path, est, features) is None  # where the vocabulary lies is no matter
     assert "other features" in embedder_features.stale_record(path, est, ["pooled"])
+    assert embedder_features.stale_record(path, est, features[::-1]) is None  # the same features, another order
     assert "max_epochs=1 (now 2)" in embedder_features.stale_record(path, est.set_params(max_epochs=2), features)
     # a record written before a parameter existed ran as its default does: still this run's ...
     rec = json.loads(path.read_text())

@@ -199,6 +199,11 @@ def test_plan_predicts_from_measured_runs_made_the_same_way(tmp_path):
     record(6, 500.0, cpu_model="Intel Xeon")
     record(7, 500.0, gmnet_path="eager zonal forms")
     record(8, 500.0, device="cuda")
+    # a run resumed from a snapshot whose first part ran elsewhere: its epochs average both parts
+    C.write_json_atomic(C.result_path(tmp_path, "chemberta3", "gmnet", "bbbp", 12, 10, 4), {
+        "k": 10, "L": 4, "sweep_workers": 1, "wall_time_s": {"per_epoch_mean": 500.0},
+        "hardware": {**here, "torch_threads": 2},
+        "resumed": {"parts": [{"meta": {"hardware": {**here, "device": "cuda", "gpu_name": "H100"}}}]}})
     C.result_path(tmp_path, "chemberta3", "gmnet", "bbbp", 9, 10, 4).write_text("{not json")
     for seed, fields in ((10, {"wall_time_s": [80.0]}), (11, {"hardware": "AMD EPYC"})):  # not mappings: not measurements
         C.write_json_atomic(C.result_path(tmp_path, "chemberta3", "gmnet", "bbbp", seed, 10, 4), {
