@@ -114,15 +114,15 @@ def main(argv=None) -> int:
     unit = " (sigma units)" if args.dataset == "freesolv" else ""
     print(f"test {metric.upper()}{unit}: {score:.3f}   "
           f"paper: Chem-GMNet {paper_gm[0]:.3f} +- {paper_gm[1]:.3f}, ChemBERTa {paper_cb[0]:.3f} +- {paper_cb[1]:.3f}")
-    if getattr(est, "forest_", None) is not None and est.forest_weight_ == 0:  # no blend to speak of
+    weight = est.forest_weight_ if getattr(est, "forest_", None) is not None else None
+    if weight == 0:  # no blend to speak of
         print("  (the network alone: the forest on the same molecule features got weight 0 on the validation split)")
-    elif getattr(est, "forest_", None) is not None:
+    elif weight is not None:
         from .forest import network_alone
 
         with network_alone(est):
             alone = _test_score(metric, y[test], est.predict(smiles[test]) if metric == "rmse"
                                 else est.predict_proba(smiles[test])[:, 1])
-        weight = est.forest_weight_
         print(f"  (a blend: the network with weight {1 - weight:.1f}, the forest on the same molecule features "
               f"{weight:.1f}, chosen on the validation split; the network alone: {alone:.3f})")
     if not args.no_peers:
