@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -149,6 +150,7 @@ def load_endpoint(endpoint: Endpoint, data_home=None, limit: Optional[int] = Non
     """Load, scaffold-split (DeepChem-exact, 200-character filter after the split) and, for
     single-task classification, drop missing labels after the split."""
     from gmnet_sklearn.datasets import fetch_moleculenet
+    from gmnet_sklearn.exceptions import InvalidSmilesWarning
     from gmnet_sklearn.model_selection import murcko_scaffold, scaffold_split
 
     t0 = time.perf_counter()
@@ -158,7 +160,9 @@ def load_endpoint(endpoint: Endpoint, data_home=None, limit: Optional[int] = Non
     n_file = len(smiles)
     if limit is not None:
         smiles, target = smiles[:limit], target[:limit]
-    parts = scaffold_split(smiles, *SPLIT_FRACTIONS, max_smiles_length=MAX_SMILES_LENGTH)
+    with warnings.catch_warnings():  # the rows it leaves out are counted below, into the record
+        warnings.simplefilter("ignore", InvalidSmilesWarning)
+        parts = scaffold_split(smiles, *SPLIT_FRACTIONS, max_smiles_length=MAX_SMILES_LENGTH)
     # The split leaves unparsable SMILES out (DeepChem's protocol); count them, never silently.
     # murcko_scaffold is None exactly for those (scaffolds are cached: no second parse).
     invalid_rows = [i for i, s in enumerate(smiles) if murcko_scaffold(s) is None]

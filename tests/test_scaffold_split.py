@@ -621,3 +621,73 @@ def test_scaffold_split_refuses_an_empty_part():
         list(ScaffoldSplit(part="valid").split(X))
     with pytest.raises(ValueError, match="the test part .* is empty"):
         list(ScaffoldSplit(frac_train=0.9, frac_valid=0.1).split(X))
+
+
+def test_scaffold_split_names_the_rows_it_leaves_out():
+    """Found in review: the public split dropped unparsable and over-long rows without a word
+    (the CV splitters warned); a caller indexing X[train] should know."""
+    from gmnet_sklearn.exceptions import InvalidSmilesWarning
+
+    X = ["c1ccccc1O", "CCO", "not a smiles", "C1CCCCC1N", "C" * 201, "c1ccncc1"]
+    with pytest.warns(InvalidSmilesWarning, match=r"2 of 6 SMILES are in no part.*1 RDKit cannot parse \(rows 2\); "
+                                                   r"1 longer than max_smiles_length=200 \(rows 4\)"):
+        parts = scaffold_split(X)
+    assert sorted(np.concatenate(parts).tolist()) == [0, 1, 3, 5]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scaffold_split(X[:2] + X[3:4])  # every row placed: no warning
+        # the estimators' internal split re-places such rows itself: no warning from it either
+        from gmnet_sklearn import GMNetRegressor
+
+        train, valid = GMNetRegressor(valid_size=0.2)._internal_split(X, 0)
+        assert sorted([*train, *valid]) == list(range(6))
+
+
+def test_numbers_are_no_smiles_for_the_splitters():
+    """Found in review: integer labels passed as groups= (scaffold_groups' output) were read as
+    unparsable SMILES, and on_invalid='skip', which the error suggested, dropped every row."""
+    X = ["c1ccccc1O", "CCO", "C1CCCCC1N", "CCN", "c1ccncc1", "C1CCOC1"]
+    with pytest.raises(TypeError, match=r"groups must hold SMILES strings; row 0 is .*GroupKFold"):
+        list(ScaffoldKFold(2).split(np.zeros((6, 2)), groups=scaffold_groups(X)))
+    with pytest.raises(TypeError, match=r"X must hold SMILES strings; row 0 is 0.5.*groups="):
+        list(ScaffoldSplit(part="valid").split(np.full((6, 1), 0.5)))
+    with pytest.raises(TypeError, match="got int"):
+        murcko_scaffold(3)
+    assert murcko_scaffold(np.float64("nan")) is None and murcko_scaffold(pd.NA) is None
+    # a missing value stays an unparsable row, as DeepChem's featurizer drops it
+    with pytest.raises(ValueError, match=r"RDKit cannot parse 1 of 6 SMILES, at rows 1 \(nan\)"):
+        list(ScaffoldKFold(2).split(np.array([X[0], np.nan, *X[2:]], dtype=object)))
+
+
+def test_split_parameters_are_checked_by_name():
+    X = ["c1ccccc1O", "CCO", "C1CCCCC1N", "CCN", "c1ccncc1", "C1CCOC1", "c1ccoc1", "c1ccsc1", "C1CCNC1", "CC"]
+    for cv in (ScaffoldSplit(max_smiles_length=-1), ScaffoldKFold(2, max_smiles_length=-1)):
+        with pytest.raises(ValueError, match="max_smiles_length must be >= 0 or None, got -1"):
+            list(cv.split(X))
+    for cv in (ScaffoldSplit(max_smiles_length="200"), ScaffoldKFold(2, max_smiles_length=2.5)):
+        with pytest.raises(TypeError, match="max_smiles_length must be an int"):
+            list(cv.split(X))
+    with pytest.raises(TypeError, match="frac_train must be a real number in \\[0, 1\\], got None"):
+        list(ScaffoldSplit(frac_train=None).split(X))
+    with pytest.raises(TypeError, match="frac_valid must be a real number"):
+        list(ScaffoldSplit(frac_valid="0.1").split(X))
+    with pytest.raises(ValueError, match=r"frac_train \+ frac_valid must be at most 1, got 0.9 \+ 0.2"):
+        list(ScaffoldSplit(frac_train=0.9, frac_valid=0.2).split(X))
+    with pytest.raises(TypeError, match="frac_test must be a real number"):
+        scaffold_split(X, 0.8, 0.1, None)
+
+
+def test_balanced_scaffold_split_refuses_an_empty_validation_part():
+    """Found in review: with every scaffold set 'big' and none fitting the validation size the
+    balanced split returned an empty validation part; the estimators then keep DeepChem's."""
+    from gmnet_sklearn import GMNetClassifier
+    from gmnet_sklearn.model_selection import balanced_scaffold_split
+
+    smiles = [f"c1ccccc1{'C' * i}" for i in range(1, 6)] + [f"C1CCCCC1{'C' * i}" for i in range(1, 6)]
+    with pytest.raises(ValueError, match=r"no scaffold set fits a validation part of 1 molecules \(set sizes \[5, 5\]\)"):
+        balanced_scaffold_split(smiles, frac_valid=0.1)
+    y = np.array([0, 1] * 5)
+    train, valid = GMNetClassifier(valid_size=0.1)._internal_split(smiles, 0, y)
+    assert len(valid) and sorted([*train, *valid]) == list(range(10))

@@ -198,12 +198,12 @@ class SmilesNetBase(BaseEstimator):
         are ordered as Chemprop's balanced scaffold split does instead (seeded)."""
         n = len(smiles)
         if self.valid_split == "scaffold":
-            from ..model_selection import balanced_scaffold_split, scaffold_split
+            from ..model_selection import balanced_scaffold_split
+            from ..model_selection.scaffold import _deepchem_split, _scaffolds
 
-            train, valid, _ = scaffold_split(
-                smiles, frac_train=1 - self.valid_size, frac_valid=self.valid_size, frac_test=0.0,
-                max_smiles_length=None,
-            )
+            smiles = np.asarray(smiles, dtype=object)
+            train, valid, _ = _deepchem_split(smiles, _scaffolds(smiles), 1 - self.valid_size, self.valid_size,
+                                              max_smiles_length=None, drop_invalid=True)
             if y is not None and len(valid) and not self._can_rank(y[valid]):
                 try:
                     train, valid = balanced_scaffold_split(smiles, frac_valid=self.valid_size, random_state=seed)

@@ -8,8 +8,9 @@ The protocol (docs/protocol.md, "chemberta3-faithful"):
    includeChirality=False)``, exactly DeepChem's ``_generate_scaffold``);
 3. sort the groups by ``(size, first index)`` in *descending* order (so among groups of
    equal size the one that appears *later* in the file comes first);
-4. fill train while it stays ``<= frac_train * n``, then valid while train + valid stays
-   ``<= (frac_train + frac_valid) * n``; every other group goes to test;
+4. each group in that order goes to train if train stays ``<= frac_train * n``, else to valid
+   if train + valid stays ``<= (frac_train + frac_valid) * n``, else to test (every group is
+   tried: a small one after a refused large one can still go to train);
 5. **then** drop the SMILES longer than 200 characters from each of the three parts.
 
 Indices are returned into the *original* input (unparsable rows included), in DeepChem's
@@ -107,14 +108,19 @@ def murcko_scaffold(smiles, include_chirality: bool = False) -> Optional[str]:
     Returns
     -------
     str or None
-        The scaffold SMILES, or None when RDKit cannot parse ``smiles`` (or it is not a
-        string, e.g. NaN from an empty CSV cell). Results for strings are cached.
+        The scaffold SMILES, or None when RDKit cannot parse ``smiles`` or it is a missing
+        value (None, NaN from an empty CSV cell, ``pd.NA``). Results for strings are cached.
+
+    Raises
+    ------
+    TypeError
+        For anything else (a number, bytes, ...): it is no molecule.
     """
     if isinstance(smiles, str):
         with _QuietRDKit():
             sc = _scaffold_of_str(smiles, bool(include_chirality))
         return None if sc is _UNPARSABLE else sc
-    if smiles is None or isinstance(smiles, numbers.Number) or _is_missing(smiles):
+    if smiles is None or _is_missing(smiles):
         return None
     Chem, MurckoScaffoldSmiles = _rdkit()
     if isinstance(smiles, Chem.Mol):
@@ -156,11 +162,17 @@ def _as_smiles_array(X, smiles_column: str = "smiles", name: str = "smiles") -> 
     return np.asarray(check_smiles_input(X, name, smiles_column=smiles_column, ensure_min_samples=0), dtype=object)
 
 
+def _check_fraction(name: str, v) -> None:
+    if not isinstance(v, numbers.Real) or isinstance(v, bool):
+        raise TypeError(f"{name} must be a real number in [0, 1], got {v!r}")
+    # (a rounding error's worth below 0 is 0: 1 - 0.8 - 0.2 is -5.6e-17 in floating point)
+    if not (-1e-12 <= float(v) <= 1.0):
+        raise ValueError(f"{name} must be in [0, 1], got {v!r}")
+
+
 def _check_fractions(frac_train, frac_valid, frac_test):
     for name, v in (("frac_train", frac_train), ("frac_valid", frac_valid), ("frac_test", frac_test)):
-        # (a rounding error's worth below 0 is 0: 1 - 0.8 - 0.2 is -5.6e-17 in floating point)
-        if not (-1e-12 <= float(v) <= 1.0):
-            raise ValueError(f"{name} must be in [0, 1], got {v!r}")
+        _check_fraction(name, v)
     # DeepChem: np.testing.assert_almost_equal(frac_train + frac_valid + frac_test, 1.)
     if abs(frac_train + frac_valid + frac_test - 1.0) >= 1.5e-7:
         raise ValueError(
@@ -184,13 +196,24 @@ def scaffold_groups(smiles, include_chirality: bool = False) -> np.ndarray:
     """Integer scaffold label per molecule (``-1`` for unparsable SMILES, or no scaffold).
 
     Labels number the scaffold groups in DeepChem's order (0 = largest group), so they
-    can be passed as ``groups=`` to e.g. :class:`sklearn.model_selection.GroupKFold`.
+    can be passed as ``groups=`` to e.g. :class:`sklearn.model_selection.GroupKFold` (not to
+    this module's splitters, whose ``groups=`` are SMILES). Keep the rows with ``labels >= 0``
+    first: ``GroupKFold`` would take every ``-1`` row for one scaffold.
     """
     smiles = _as_smiles_array(smiles)
     labels = np.full(len(smiles), -1, dtype=np.int64)
     for k, group in enumerate(_sorted_scaffold_sets(_scaffolds(smiles, include_chirality))):
         labels[group] = k
     return labels
+
+
+def _check_max_length(max_smiles_length) -> None:
+    if max_smiles_length is None:
+        return
+    if not isinstance(max_smiles_length, numbers.Integral) or isinstance(max_smiles_length, bool):
+        raise TypeError(f"max_smiles_length must be an int >= 0 or None, got {max_smiles_length!r}")
+    if max_smiles_length < 0:
+        raise ValueError(f"max_smiles_length must be >= 0 or None, got {max_smiles_length!r}")
 
 
 def _within_length(item, max_len: int) -> bool:
@@ -247,12 +270,48 @@ def scaffold_split(
     train_idx, valid_idx, test_idx : np.ndarray of int64
         Positions in the input ``smiles`` (unparsable rows included in the numbering), in
         DeepChem's order (see the module docstring).
+
+    Warns
+    -----
+    InvalidSmilesWarning
+        Naming the rows in no part (unparsable, without a scaffold, or past the length cut):
+        the protocol leaves them out, and a caller indexing ``X[train_idx]`` should know.
     """
     _check_fractions(frac_train, frac_valid, frac_test)
-    if max_smiles_length is not None and max_smiles_length < 0:
-        raise ValueError(f"max_smiles_length must be >= 0 or None, got {max_smiles_length!r}")
+    _check_max_length(max_smiles_length)
     smiles = _as_smiles_array(smiles)
     scaffolds = _scaffolds(smiles)
+    parts = _deepchem_split(smiles, scaffolds, frac_train, frac_valid, max_smiles_length, drop_invalid)
+    _warn_left_out(smiles, scaffolds, parts, max_smiles_length)
+    return parts
+
+
+def _warn_left_out(smiles: np.ndarray, scaffolds: list, parts, max_smiles_length) -> None:
+    from ..exceptions import InvalidSmilesWarning
+
+    placed = np.zeros(len(smiles), dtype=bool)
+    for idx in parts:
+        placed[idx] = True
+    if placed.all():
+        return
+    unparsable = [i for i, sc in enumerate(scaffolds) if sc is _UNPARSABLE]
+    no_scaffold = [i for i, sc in enumerate(scaffolds) if sc is None]
+    too_long = [i for i in np.flatnonzero(~placed) if scaffolds[i] is not _UNPARSABLE and scaffolds[i] is not None]
+    said = [f"{len(rows)} {what} (rows {_shown(rows)})" for rows, what in
+            ((unparsable, "RDKit cannot parse"), (no_scaffold, "without a Murcko scaffold"),
+             (too_long, f"longer than max_smiles_length={max_smiles_length}")) if rows]
+    warnings.warn(f"scaffold_split: {int((~placed).sum())} of {len(smiles)} SMILES are in no part, as the "
+                  f"protocol leaves them out: {'; '.join(said)}", InvalidSmilesWarning, stacklevel=3)
+
+
+def _shown(rows) -> str:
+    return ", ".join(str(int(i)) for i in rows[:5]) + (f", ... ({len(rows) - 5} more)" if len(rows) > 5 else "")
+
+
+def _deepchem_split(smiles: np.ndarray, scaffolds: list, frac_train: float, frac_valid: float,
+                    max_smiles_length: Optional[int], drop_invalid: bool) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`scaffold_split` on checked input and its scaffolds, without the warning (for the
+    callers that report or re-place the rows left out themselves)."""
     n_total = sum(sc is not _UNPARSABLE for sc in scaffolds) if drop_invalid else len(smiles)
     # Positions into the parsable subset map monotonically onto original positions, so
     # sorting by (size, first original index) gives DeepChem's order on the subset.
@@ -307,6 +366,9 @@ def balanced_scaffold_split(smiles, frac_valid: float = 0.1, random_state=0) -> 
         (valid if to_valid else train).extend(scaffold_set)
     for scaffold_set in small:
         (valid if len(valid) + len(scaffold_set) <= n_valid else train).extend(scaffold_set)
+    if not valid:  # every set larger than half the validation part, none fitting it
+        raise ValueError(f"no scaffold set fits a validation part of {n_valid} molecules (set sizes "
+                         f"{sorted((len(s) for s in sets), reverse=True)[:10]}): the validation part would be empty")
     return np.sort(np.asarray(train, dtype=np.int64)), np.sort(np.asarray(valid, dtype=np.int64))
 
 
@@ -339,6 +401,9 @@ class _ParamsMixin:
         return self
 
 
+_FEATURIZED_HINT = "For featurized X, pass the SMILES as `groups=` to split()."
+
+
 def _smiles_from(X, groups, smiles_column):
     """SMILES come from ``groups`` when given (useful when X is a feature matrix),
     else from X."""
@@ -346,11 +411,23 @@ def _smiles_from(X, groups, smiles_column):
         smiles = _as_smiles_array(groups, smiles_column, name="groups")
         if X is not None and _num_samples(X) != len(smiles):  # GroupKFold's check: no row left in no fold
             raise ValueError(f"groups holds {len(smiles)} SMILES for {_num_samples(X)} rows of X: one per row")
+        _refuse_numbers(smiles, "groups", "(integer group labels, such as scaffold_groups', are for "
+                                          "GroupKFold; the scaffold splitters read SMILES)")
         return smiles
     try:
-        return _as_smiles_array(X, smiles_column, name="X")
+        smiles = _as_smiles_array(X, smiles_column, name="X")
     except ValueError as exc:
-        raise ValueError(f"{exc}. For featurized X, pass the SMILES as `groups=` to split().") from None
+        raise ValueError(f"{exc}. {_FEATURIZED_HINT}") from None
+    _refuse_numbers(smiles, "X", _FEATURIZED_HINT)
+    return smiles
+
+
+def _refuse_numbers(smiles: np.ndarray, name: str, hint: str) -> None:
+    """A number is no molecule; reading it as an unparsable SMILES would suggest
+    ``on_invalid="skip"``, which drops every row. Missing values (NaN) stay unparsable rows."""
+    for i, s in enumerate(smiles):
+        if isinstance(s, (numbers.Number, np.bool_)) and not _is_missing(s):
+            raise TypeError(f"{name} must hold SMILES strings; row {i} is {s!r}. {hint}")
 
 
 def _check_parsable(splitter, smiles: np.ndarray, scaffolds: list) -> None:
@@ -360,11 +437,15 @@ def _check_parsable(splitter, smiles: np.ndarray, scaffolds: list) -> None:
 
     if splitter.on_invalid not in ON_INVALID:
         raise ValueError(f"on_invalid must be one of {ON_INVALID}, got {splitter.on_invalid!r}")
+    name = type(splitter).__name__
+    no_scaffold = [i for i, sc in enumerate(scaffolds) if sc is None]
+    if no_scaffold:  # parsable, but RDKit made no scaffold (some versions): DeepChem leaves them out
+        warnings.warn(f"{name}: {len(no_scaffold)} of {len(smiles)} SMILES have no Murcko scaffold and are in no "
+                      f"fold (rows {_shown(no_scaffold)})", InvalidSmilesWarning, stacklevel=3)
     bad = [i for i, sc in enumerate(scaffolds) if sc is _UNPARSABLE]
     if not bad:
         return
     shown = ", ".join(f"{i} ({smiles[i]!r})" for i in bad[:5]) + (f", ... ({len(bad) - 5} more)" if len(bad) > 5 else "")
-    name = type(splitter).__name__
     if splitter.on_invalid == "raise":
         raise ValueError(f"{name}: RDKit cannot parse {len(bad)} of {len(smiles)} SMILES, at rows {shown}; "
                          "pass on_invalid='skip' to leave them out of every fold")
@@ -439,18 +520,18 @@ class ScaffoldSplit(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
     def split(self, X, y=None, groups=None) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
         if self.part not in ("test", "valid"):
             raise ValueError(f"part must be 'test' or 'valid', got {self.part!r}")
+        _check_fraction("frac_train", self.frac_train)
+        _check_fraction("frac_valid", self.frac_valid)
+        if self.frac_train + self.frac_valid > 1.0 + 1.5e-7:
+            raise ValueError(f"frac_train + frac_valid must be at most 1, got {self.frac_train} + "
+                             f"{self.frac_valid} = {self.frac_train + self.frac_valid}")
+        _check_max_length(self.max_smiles_length)
         smiles = _smiles_from(X, groups, self.smiles_column)
-        scaffolds = _scaffolds(smiles)  # cached: the split reuses them
+        scaffolds = _scaffolds(smiles)
         _check_parsable(self, smiles, scaffolds)
         _warn_length_cut(self, smiles, scaffolds)
-        train, valid, test = scaffold_split(
-            smiles,
-            frac_train=self.frac_train,
-            frac_valid=self.frac_valid,
-            frac_test=max(0.0, 1.0 - self.frac_train - self.frac_valid),
-            max_smiles_length=self.max_smiles_length,
-            drop_invalid=self.drop_invalid,
-        )
+        train, valid, test = _deepchem_split(smiles, scaffolds, self.frac_train, self.frac_valid,
+                                             self.max_smiles_length, self.drop_invalid)
         held_out = test if self.part == "test" else valid
         for part, rows in (("train", train), (self.part, held_out)):
             if len(rows) == 0:  # scikit-learn's splitters refuse an empty side too
@@ -505,6 +586,7 @@ class ScaffoldKFold(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
 
     def split(self, X, y=None, groups=None) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
         n_splits = self._checked_n_splits()
+        _check_max_length(self.max_smiles_length)
         smiles = _smiles_from(X, groups, self.smiles_column)
         scaffolds = _scaffolds(smiles)
         _check_parsable(self, smiles, scaffolds)
