@@ -27,6 +27,7 @@ most the cell in progress. ``--resume`` builds the grid from the missing cells o
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -216,7 +217,8 @@ def _main(argv: Optional[Sequence[str]]) -> int:
         for cell in all_cells:
             path = C.result_path(args.results_dir, pname, "gmnet", ep, cell[2], cell[0], cell[1])
             if args.resume and path.exists():
-                print(f"skip (exists): {path}", flush=True)
+                verified = (json.loads(path.read_text()).get("grid_search") or {}).get("cv_results_verified")
+                print(f"skip (exists{'' if verified is not False else ', from a grid that stopped: its time is the epochs and scoring only'}): {path}", flush=True)
             else:
                 todo.append(cell)
         if args.dry_run:

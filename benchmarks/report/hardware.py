@@ -83,6 +83,14 @@ def hardware_section(idx: Index, protocols: Sequence[str], out_dir: Path,
                     + " (parts written before the snapshots timed a part's data preparation)"
                     + (f", and whole time for the other {whole}" if whole else ""))
                  + "; an epoch a kill cut short is not counted.")
+    provisional = [r for r in idx.records if r["protocol"] in protocols
+                   and (r.get("grid_search") or {}).get("cv_results_verified") is False]
+    if provisional:
+        text += (f"\n\n{len(provisional)} run(s) are cells of an ablation grid that stopped before it finished "
+                 "(`grid_search.cv_results_verified` false: their metrics are the scorer's, their time the "
+                 "epochs' and the scoring's only, without data preparation and the rest of the fit): "
+                 + ", ".join(sorted(f"{r['protocol']} {r['endpoint']} seed {r['seed']} k={r.get('k')} L={r.get('L')}"
+                                    for r in provisional)) + ".")
     return text, {"hardware": {i: label for label, i in labels.items()}, "rows": summary}
 
 
