@@ -34,7 +34,8 @@ def replay(curve: Sequence[float], patience: Optional[int], higher_is_better: bo
     early stopping with ``patience`` (None: never stops)."""
     best, best_epoch, misses = None, 0, 0
     for epoch, value in enumerate(curve, start=1):
-        if best is None or (value > best if higher_is_better else value < best):
+        # a NaN metric (None in a record) is never an improvement, as for skorch's best flags
+        if value is not None and (best is None or (value > best if higher_is_better else value < best)):
             best, best_epoch, misses = value, epoch, 0
             continue
         misses += 1
@@ -66,10 +67,18 @@ def replay_records(records: list, patiences: Sequence[int]) -> dict:
     return summary
 
 
+#: The selection metrics whose values `protocols.error_ratio` compares (the endpoint's metric); a
+#: run that selected on ``valid_loss`` (a validation part that could not rank) is left out.
+ENDPOINT_METRICS = ("valid_rmse", "valid_roc_auc")
+
+
 def load_records(protocol_dir: Path) -> list:
     records = []
     for path in sorted(protocol_dir.glob("*/*/*.json")):
         rec = json.loads(path.read_text())
+        if rec.get("selection_metric") not in (None, *ENDPOINT_METRICS):  # (older records: the endpoint's)
+            print(f"left out (selected on {rec['selection_metric']}, not the endpoint's metric): {path}")
+            continue
         if rec.get("valid_curve") and rec.get("best_epoch") is not None:
             if replay(rec["valid_curve"], None, rec["higher_is_better"])[0] != rec["best_epoch"]:
                 raise ValueError(f"{path}: its curve's best epoch is not the recorded best_epoch {rec['best_epoch']}")

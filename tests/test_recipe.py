@@ -108,6 +108,24 @@ def test_early_stopping_replayed_from_a_full_run_is_the_early_stopped_run():
     assert stopped_early  # at least one patience stopped before the end, so the replay was tested
 
 
+def test_patience_replay_takes_a_nan_epoch_for_no_improvement_and_leaves_out_loss_selected_runs(tmp_path):
+    """Found in review: a NaN validation metric (None in a record) stopped the whole replay with a
+    TypeError, and a run that selected on valid_loss was replayed in the endpoint's direction."""
+    import json
+
+    from benchmarks.patience_replay import load_records, replay
+
+    assert replay([None, 0.7, None, 0.8, 0.6], None, higher_is_better=True) == (4, 5)
+    assert replay([0.7, None, None, 0.8], 2, higher_is_better=True) == (1, 3)
+    base = {"endpoint": "bace_classification", "arm": "gmnet", "higher_is_better": True}
+    for name, extra in (("a", {"selection_metric": "valid_roc_auc", "valid_curve": [0.6, None, 0.7], "best_epoch": 3}),
+                        ("b", {"selection_metric": "valid_loss", "valid_curve": [0.6, 0.5, 0.7], "best_epoch": 2})):
+        path = tmp_path / "tuned" / "gmnet" / "bace_classification" / f"seed_{name}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({**base, **extra, "seed": name}))
+    assert [r["seed"] for r in load_records(tmp_path / "tuned")] == ["a"]
+
+
 def test_early_stopped_fit_resumes_exactly(tmp_path):
     from .test_training_snapshot import KillAtEpoch, Killed, _assert_same_fit
 
