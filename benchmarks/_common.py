@@ -154,7 +154,8 @@ def load_endpoint(endpoint: Endpoint, data_home=None, limit: Optional[int] = Non
     from gmnet_sklearn.model_selection import murcko_scaffold, scaffold_split
 
     t0 = time.perf_counter()
-    bunch = fetch_moleculenet(endpoint.dataset, data_home=data_home, download=download)
+    # every command finds ../shared's files the same way, whether or not it resolved --data-home first
+    bunch = fetch_moleculenet(endpoint.dataset, data_home=resolve_data_home(data_home), download=download)
     smiles = np.asarray(bunch.smiles, dtype=object)
     target = np.asarray(bunch.target, dtype=np.float64)
     n_file = len(smiles)

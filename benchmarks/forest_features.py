@@ -58,11 +58,11 @@ def feature_sets(X_train, X_valid) -> Dict[str, Dict[str, np.ndarray]]:
     return out
 
 
-def run_endpoint(name: str, seeds: Sequence[int], threads: int) -> Dict[str, object]:
+def run_endpoint(name: str, seeds: Sequence[int], threads: int, data_home=None) -> Dict[str, object]:
     from gmnet_sklearn.forest import MoleculeForest
 
     endpoint = ENDPOINTS[name]
-    data = C.load_endpoint(endpoint)
+    data = C.load_endpoint(endpoint, data_home=data_home)
     if data.y_train.ndim != 1:
         raise ValueError(f"{name}: single-task endpoints only")
     t0 = time.perf_counter()
@@ -108,6 +108,7 @@ def main(argv=None) -> int:
     parser.add_argument("--endpoints", nargs="+", default=list(DEFAULT_ENDPOINTS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--data-home", default=None, help="MoleculeNet files (default: GMNET_DATA, else ../shared)")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
     args = parser.parse_args(argv)
     unknown = [e for e in args.endpoints if e not in ENDPOINTS]
@@ -115,7 +116,7 @@ def main(argv=None) -> int:
         parser.error(f"unknown endpoints {unknown}; known: {sorted(ENDPOINTS)}")
     C.set_threads(args.threads)
     started, git = C.utc_now(), C.git_info()  # the commit the run started from (the tree may move on)
-    per_endpoint = {name: run_endpoint(name, args.seeds, args.threads) for name in args.endpoints}
+    per_endpoint = {name: run_endpoint(name, args.seeds, args.threads, args.data_home) for name in args.endpoints}
     record = {
         "schema": SCHEMA,
         "command": C.command_line("benchmarks.forest_features", sys.argv[1:] if argv is None else argv),

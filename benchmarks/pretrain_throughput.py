@@ -8,7 +8,7 @@ the corpus, encoded through ``gmnet_sklearn.pretrain``'s cache, length-bucketed 
 batches are made before the clock starts: they cost little next to a step). A timed step is the
 model's work per batch in ``pretrain``: forward, the masked-LM loss on the masked positions,
 backward, gradient clipping, AdamW. Steps are
-timed interleaved (A, B, A, B, ...) after one untimed warm-up step each, so a noisy machine slows
+timed interleaved (A, B, A, B, ...) after untimed warm-up steps, one per batch width, so a noisy machine slows
 both alike; the SMILES/s are batch rows over the median step time, and the MOSES epoch time is
 1,584,663 SMILES over that rate. Each figure comes twice: wall time, and this process's CPU time
 (``*_cpu_*``), which on a shared machine is what the step costs a core of its own at ``--threads``.
@@ -25,6 +25,10 @@ variant (another read-out, bf16, TF32, slice or batch size) needs ``--output``.
 """
 
 from __future__ import annotations
+
+#: What the records say of the warm-up (records without it warmed up on the first batch only, so a
+#: timed step at a width first seen could include its compilation: the report marks them).
+WARMUP = "one untimed step per distinct batch width timed"
 
 import argparse
 import contextlib
@@ -193,8 +197,12 @@ def main(argv=None) -> int:
             torch.cuda.synchronize()
         return time.perf_counter() - t0, time.process_time() - c0
 
-    for name in models:  # warm-up (kernel build/load, allocator)
-        step(name, 0)
+    # warm-up (kernel build/load, allocator, and on a GPU the compilation and autotuning each new
+    # batch width costs): one untimed step per distinct width among the batches timed after it
+    widths = {masked[i][0].shape[1]: i for i in range(args.steps, -1, -1)}
+    for name in models:
+        for i in sorted(widths.values()):
+            step(name, i)
     times = {name: [] for name in models}
     cpu_times = {name: [] for name in models}
     for i in range(1, args.steps + 1):
@@ -207,7 +215,7 @@ def main(argv=None) -> int:
               "git": git_info(), "hardware": hardware(args.device), "threads": args.threads,
               "load_average_at_end": load, "note": args.note, "corpus": str(args.corpus), "n_smiles": len(smiles),
               "command": " ".join([sys.executable, "-m", "benchmarks.pretrain_throughput", *sys.argv[1:]]),
-              "batch_size": args.batch_size, "timed_steps": args.steps,
+              "batch_size": args.batch_size, "timed_steps": args.steps, "warmup": WARMUP,
               "mean_tokens_per_smiles": float(np.mean([b[2].sum(1).float().mean().item() for b in batches])),
               "mean_padded_width": float(np.mean([b[0].shape[1] for b in batches])),
               "shape_preset": args.shape, "shape": {"paper_shape": dict(PAPER_SHAPE), **shape}, "gmnet_path": gmnet_path(args.device),

@@ -4,7 +4,7 @@
 
 Times ``--steps`` training steps (forward, backward, Adam step) of one arm of
 ``benchmarks.throughput`` on real ESOL batches under ``torch.profiler``, after ``--warmup``
-untimed ones, and prints the ops with the most self time (device time on CUDA, CPU time on CPU)
+untimed ones (at least one per batch: every width is seen before the profile), and prints the ops with the most self time (device time on CUDA, CPU time on CPU)
 and how many ran per step: what to fuse next. ``--readout`` runs Chem-GMNet's read-outs on one
 form (``gm.ops.prefer``). Writes the table as JSON too with ``--out``. A diagnostic, not a
 benchmark: the profiler's own overhead is in the times, so ratios come from ``benchmarks.throughput``.
@@ -39,8 +39,9 @@ def profile_steps(arm: str, device: str, batch_size: int, steps: int, warmup: in
     cuda = device.startswith("cuda")
     forms = {} if readout is None else {"sphere_readout": readout}
     with prefer(**forms):
-        if warmup:
-            time_steps(model, opt, batches, device, True, warmup)
+        if warmup:  # every batch at least once: a width first seen under the profiler would put its
+            # graph capture or compilation in the profile
+            time_steps(model, opt, batches, device, True, max(warmup, len(batches)))
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
         with profile(activities=activities) as prof:
             time_steps(model, opt, batches, device, True, steps)

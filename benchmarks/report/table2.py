@@ -317,8 +317,24 @@ def pretrain_throughput_rows(records: List[Tuple[str, dict]]) -> List[List[str]]
                      str(r["threads"]), f"{g['smiles_per_second']:.0f}", f"{c['smiles_per_second']:.0f}",
                      f"{r['gmnet_over_chemberta_speed']:.2f}x",
                      f"{minutes(g['moses_epoch_minutes'])} / {minutes(c['moses_epoch_minutes'])} min",
-                     other_arms_cell(r["models"]), plain_cell(r.get("note") or None)])
+                     other_arms_cell(r["models"]), plain_cell(first_seen_widths_note(r, r.get("note")) or None)])
     return rows
+
+
+def first_seen_widths_note(record: dict, note) -> str:
+    """A record made before the warm-up took every batch width (no ``warmup`` field) timed steps
+    at widths its models had not seen; the arms whose slowest step is over three times their
+    fastest are named with their step times, since their median can be such a step."""
+    if record.get("warmup"):
+        return note or ""
+    slow = [f"{name} {min(m['step_seconds']):.2f}-{max(m['step_seconds']):.2f} s"
+            for name, m in record["models"].items()
+            if m.get("step_seconds") and max(m["step_seconds"]) > 3 * min(m["step_seconds"])]
+    if not slow:
+        return note or ""
+    said = ("warm-up on the first batch only, so a timed step at a width not seen before includes its "
+            f"compilation; steps of {', '.join(slow)}: their figures understate the speed")
+    return f"{note}; {said}" if note else said
 
 
 def other_arms_cell(models: dict) -> str:
