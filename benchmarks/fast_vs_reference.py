@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ._common import git_info
 from .throughput import RESULTS, gmnet_path, hardware
 
 
@@ -109,7 +110,7 @@ def main(argv=None) -> int:
         "abs_diff_train_loss_per_step": np.abs(np.array(runs[args.fast_impl]["train_loss_per_step"])
                                                - np.array(runs["reference"]["train_loss_per_step"])).tolist(),
         "command": " ".join([sys.executable, "-m", "benchmarks.fast_vs_reference", *sys.argv[1:]]),
-        "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git": git_info(),
     }
     print("epoch  fast     reference")
     for e, (a, b) in enumerate(zip(fast, ref), 1):

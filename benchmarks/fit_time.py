@@ -127,15 +127,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         p.error("--without-forest and --max-epochs are separate variants: time them one at a time")
     variant = NETWORK_ALONE if args.without_forest else None if args.max_epochs is None else max_epochs_variant(args.max_epochs)
     C.set_threads(args.threads)
-    vocab_file = C.resolve_vocab_file(args.vocab_file)
-    data_home = C.resolve_data_home(args.data_home)
-    command = C.command_line("benchmarks.fit_time", list(sys.argv[1:] if argv is None else argv))
     others = other_hosts_records([record_path(arm, endpoint, seed, args.results_dir, variant, args.host_label)
                                   for arm in args.arm for endpoint in resolve_endpoints(args.endpoints)
                                   for seed in args.seeds], C.hardware_info("cpu"))
     if others:  # a record is one host's timing: another host's is kept, not replaced
         p.error(f"{len(others)} record(s) were timed on another host ({', '.join(map(str, others[:3]))}"
                 f"{', ...' if len(others) > 3 else ''}): pass --host-label to keep them beside this host's")
+    vocab_file = C.resolve_vocab_file(args.vocab_file)
+    data_home = C.resolve_data_home(args.data_home)
+    command = C.command_line("benchmarks.fit_time", list(sys.argv[1:] if argv is None else argv))
     with C.git_at_start():
         for arm in args.arm:
             warm_up(arm, vocab_file)

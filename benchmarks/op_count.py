@@ -25,6 +25,8 @@ from pathlib import Path
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from ._common import git_info, versions
+
 RESULTS = Path(__file__).resolve().parent / "results"
 # Ops that only make a new view of existing storage: no kernel on a GPU.
 VIEW_OPS = {"view", "_unsafe_view", "reshape", "detach", "alias", "as_strided", "permute", "transpose", "t", "unsqueeze",
@@ -94,6 +96,7 @@ def main(argv=None) -> int:
     report = {"benchmark": "op_count", "batch": {"B": 32, "T": 40, "padding": "rows 1..31 padded from position 30"},
               "command": " ".join(["python -m benchmarks.op_count", *(argv if argv is not None else sys.argv[1:])]),
               "torch": torch.__version__, "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "git": git_info(), "versions": versions(),
               "counts": {}}
     # The labels name the read-out forms as the records always have: "gather" is the reference
     # form (auto on CUDA), "slice-wise torch" the eager one ("parallel").

@@ -199,6 +199,11 @@ class ChempropNotFound(RuntimeError):
     """No Chemprop executable: the chemprop arm cannot run here."""
 
 
+#: A ``chemprop`` command that runs longer is stopped (a hung process would hold the whole run):
+#: far above the longest fit measured (Lipophilicity, minutes on one thread).
+CHEMPROP_TIMEOUT_S = 6 * 3600
+
+
 def resolve_chemprop_bin(explicit: Optional[str] = None) -> str:
     """``--chemprop-bin``, else ``GMNET_CHEMPROP_BIN``, else ``.venv-chemprop/bin/chemprop`` in the
     checkout when present, else ``chemprop`` on PATH."""
@@ -335,6 +340,10 @@ def run_chemprop(data: C.EndpointData, seed: int, threads: int = 1, chemprop_bin
         if not model.is_file():
             raise RuntimeError(f"chemprop train left no {model.relative_to(tmp)}")
         curve, best = _chemprop_curve(model.parent)
+        trained_sizes = _chemprop_split_sizes(tmp)
+        expected = [len(data.X_train), len(data.X_valid), len(data.X_test)]
+        if trained_sizes is not None and trained_sizes != expected:  # its RDKit dropped rows of our split
+            raise RuntimeError(f"chemprop train used {trained_sizes} train/valid/test rows of our split's {expected}")
         preds, predict_s, cmds = {}, 0.0, [train_cmd]
         for part in ("valid", "test"):
             cmd = [exe, "predict", "--test-path", f"{part}_smiles.csv", "--smiles-columns", "smiles",
@@ -361,6 +370,8 @@ def run_chemprop(data: C.EndpointData, seed: int, threads: int = 1, chemprop_bin
         "peer": {"chemprop_env": dict(env_info), "task_columns": dict(zip(cols, data.target_names)),
                  "commands": [shlex.join([exe_shown, *c[1:]]) for c in cmds], "threads": threads,
                  "trainable_params_reported": n_params,
+                 # the sizes its log reports it trained and validated on (None: no such line found)
+                 "chemprop_split_sizes": trained_sizes,
                  "note": "fit = wall time of `chemprop train` (process start, featurisation, training, "
                          "its own test evaluation); predictions from `chemprop predict` with best.pt"},
         "warnings": [],
@@ -368,6 +379,18 @@ def run_chemprop(data: C.EndpointData, seed: int, threads: int = 1, chemprop_bin
         "selection_metric": "chemprop val_loss (its default tracking metric: its training loss on the valid split, "
                             "regression targets scaled)",
     }
+
+
+def _chemprop_split_sizes(workdir: Path) -> Optional[List[int]]:
+    """The train/valid/test sizes ``chemprop train`` logs (``train/val/test split_0 sizes: [a, b, c]``,
+    Chemprop 2's ``split_data_by_indices``), from its output or the log files it writes under the
+    working folder; None when no log holds the line."""
+    pattern = re.compile(r"train/val/test split_0 sizes: \[(\d+), (\d+), (\d+)\]")
+    for log in sorted(workdir.rglob("*.log")):
+        m = pattern.search(log.read_text(errors="replace"))
+        if m:
+            return [int(g) for g in m.groups()]
+    return None
 
 
 def _display_path(p: str) -> str:
@@ -386,7 +409,7 @@ def run_peer(arm: str, data: C.EndpointData, seed: int, *, threads: int = 1, com
     if arm == "rf_ecfp":
         out = run_rf(data, seed, threads)
     elif arm == "chemprop":
-        out = run_chemprop(data, seed, threads, chemprop_bin)
+        out = run_chemprop(data, seed, threads, chemprop_bin, timeout=CHEMPROP_TIMEOUT_S)
     else:
         raise ValueError(f"unknown peer arm {arm!r}; choose from {PEER_ARMS}")
     t0 = time.perf_counter()

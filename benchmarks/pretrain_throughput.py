@@ -21,7 +21,7 @@ extrapolated to the 1.58M training SMILES.
                                              [--steps 4] [--threads 1] [--note TEXT]
 
 Writes benchmarks/results/pretrain_throughput_<device>[_library_shape]_<threads>threads.json; a
-variant (another read-out, bf16, TF32, slice or batch size) needs ``--output``.
+variant (another read-out, bf16, TF32, corpus, slice, step count or batch size) needs ``--output``.
 """
 
 from __future__ import annotations
@@ -116,7 +116,9 @@ def main(argv=None) -> int:
     variant = [flag for flag, on in (("--gmnet-readout", args.gmnet_readout), ("--readout-backward", args.readout_backward),
                                      ("--readout-form", args.readout_form), ("--bf16", args.bf16),
                                      ("--matmul-precision", args.matmul_precision != "highest"),
-                                     ("--n-smiles", args.n_smiles != 3000), ("--batch-size", args.batch_size != 256))
+                                     ("--n-smiles", args.n_smiles != 3000), ("--batch-size", args.batch_size != 256),
+                                     ("--steps", args.steps != 4),
+                                     ("--corpus", Path(args.corpus).resolve() != (SHARED / "data" / "pretrain" / "moses").resolve()))
                if on]
     if variant and args.output is None:  # the default file is the baseline's record, not a variant's
         p.error(f"{', '.join(variant)} make a variant of the measurement: name its file with --output")

@@ -56,7 +56,7 @@ def hardware(device: str) -> dict:
     info["cpu"] = cpu["model"]
     info["cpu_isa"] = cpu["isa"]  # hosts named alike differ in it, and in speed (the C++ kernels' build)
     if device.startswith("cuda"):
-        info["gpu"] = torch.cuda.get_device_name(0)
+        info["gpu"] = torch.cuda.get_device_name(torch.device(device))  # the one timed, not the first
     # other jobs on the machine slow every arm alike (the rounds interleave), but the absolute figures with them
     info["load_average_1_5_15min"] = [round(x, 2) for x in os.getloadavg()]
     return info

@@ -408,3 +408,17 @@ def test_whitespace_inside_a_smiles_is_no_molecule_for_the_featurisers():
     with pytest.raises(ValueError, match=r"rows 1 \('CC O'\)"):
         compute_descriptors(["CC", "CC O"])
     assert randomized_smiles(["CC O"], 2, random_state=0) == [["CC O", "CC O"]]  # passed through, as invalid
+
+
+def test_chemprop_split_sizes_read_from_its_logs(tmp_path):
+    """Found in review: nothing checked that Chemprop trained on all of our train/valid rows (its own
+    RDKit could drop some); the sizes it logs are compared with the split's."""
+    from benchmarks.peers import _chemprop_split_sizes
+
+    assert _chemprop_split_sizes(tmp_path) is None
+    (tmp_path / "chemprop.log").write_text("$ chemprop train ...\nno sizes here\n")
+    assert _chemprop_split_sizes(tmp_path) is None
+    logs = tmp_path / "chemprop_logs" / "train"
+    logs.mkdir(parents=True)
+    (logs / "2026.log").write_text("INFO:chemprop.cli.utils - train/val/test split_0 sizes: [902, 113, 113]\n")
+    assert _chemprop_split_sizes(tmp_path) == [902, 113, 113]
