@@ -144,6 +144,9 @@ def test_dual_ska_module_auto_takes_the_kernel_on_cpu():
 
 def test_disabled_kernel_falls_back_to_eager(monkeypatch):
     monkeypatch.setenv("GMNET_CPU_KERNELS", "0")
+    # (found in review: once loaded, the module was returned whatever the variable said)
+    monkeypatch.setattr(cpu_kernels, "_module", object())
+    assert not cpu_kernels.cpu_kernels_available()
     monkeypatch.setattr(cpu_kernels, "_module", None)
     assert not cpu_kernels.cpu_kernels_available()
     with pytest.raises(RuntimeError, match="GMNET_CPU_KERNELS=0"):
@@ -225,3 +228,18 @@ def test_load_extension_builds_under_the_lock_in_torchs_build_folder(tmp_path, m
     monkeypatch.setattr(cpp_extension, "load", fake_load)
     assert cpu_kernels.load_extension() == "module"
     assert calls == [(str(tmp_path), False)]
+
+
+@needs_kernel
+def test_the_kernels_refuse_tensors_off_the_cpu():
+    """Found in review: only the first tensor's device was checked; the kernel would read another
+    device's memory as the host's."""
+    from gmnet_sklearn.gm.ops.dual_ska.cpu import dual_ska_cpu_fm
+
+    qkp = torch.zeros(1, 2, 3, 1, 3)
+    with pytest.raises(ValueError, match="log_gamma on meta"):
+        dual_ska_cpu_fm(qkp, torch.zeros(1, 1, 2, 2, device="meta"), torch.ones(1, 2, dtype=torch.bool), 1)
+    from gmnet_sklearn.gm.ops.sphere_readout import sphere_readout
+
+    with pytest.raises(RuntimeError, match="CPU extension is not available"):
+        sphere_readout(torch.zeros(1, 2, 4), [torch.zeros(1, 3, 5, device="meta")], impl="cpu")

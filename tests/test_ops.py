@@ -237,3 +237,21 @@ def test_prefer_changes_what_auto_runs_inside_the_block_only():
     with pytest.raises(ValueError, match="impl must be one of"):
         with prefer(dual_ska="fused"):
             pass
+
+
+def test_an_l0_read_out_under_cpu_autocast_and_an_empty_batch_in_the_zonal_form():
+    """Found in review: at L = 0 the mixed-dtype rule (bf16 inputs, a float32 weight: the reference
+    form) was undone, and the eager form's backward failed; the zonal form's span check reduced
+    an empty batch."""
+    from gmnet_sklearn.gm.ops.dual_ska.zonal import sfa_parallel
+
+    w = torch.randn(2, 3, 1, requires_grad=True)
+    z = torch.randn(2, 4, 5, dtype=torch.bfloat16, requires_grad=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert readout_op.select("auto", w, [z], 0) == "reference"
+        out = readout_op.sphere_readout(w, [z])
+    out.float().sum().backward()
+    assert w.grad.shape == w.shape
+    q = torch.zeros(0, 2, 5, 3)
+    y = sfa_parallel(q, q, q, torch.zeros(0, 2, 5, 3), L=2, causal=False)
+    assert y.shape == (0, 2, 5, 3)

@@ -32,7 +32,13 @@ def _enabled() -> bool:
 
 
 def _cpu_tag() -> str:
-    """Builds use -march=native, so the build folder is keyed by the CPU's feature flags."""
+    """Builds use -march=native, so the build folder is keyed by the CPU's feature flags; and by
+    torch's and Python's versions: ninja tracks the sources, not torch's headers (``-isystem``),
+    so a torch upgraded in place would otherwise load the old build against the new ABI."""
+    import sys
+
+    import torch
+
     try:
         text = Path("/proc/cpuinfo").read_text()
         flags = next((line for line in text.splitlines() if line.startswith("flags")), text[:200])
@@ -40,7 +46,8 @@ def _cpu_tag() -> str:
         import platform
 
         flags = platform.processor() or platform.machine()
-    return hashlib.sha1(flags.encode()).hexdigest()[:10]
+    key = f"{flags}|torch {torch.__version__}|python {sys.version_info[:2]}"
+    return hashlib.sha1(key.encode()).hexdigest()[:10]
 
 
 @contextmanager
@@ -99,9 +106,9 @@ def load_extension():
     """The compiled extension module (gm/cpu/extension.cpp), built once per machine; None when it
     cannot be built or is disabled (``GMNET_CPU_KERNELS=0``, `kernels_disabled`)."""
     global _module, _failed
-    if _disabled:
+    if _disabled or not _enabled():  # the variable is read on every call: setting it later still counts
         return None
-    if _module is not None or _failed is not None or not _enabled():
+    if _module is not None or _failed is not None:
         return _module
     with _lock:
         if _module is None and _failed is None:

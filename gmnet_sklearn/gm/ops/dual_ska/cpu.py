@@ -64,6 +64,9 @@ def dual_ska_cpu_fm(qkp: torch.Tensor, log_gamma: torch.Tensor, mask: torch.Tens
     cpu_extension.check_available()
     if qkp.device.type != "cpu" or qkp.dtype not in (torch.float32, torch.float64):
         raise ValueError(f"the CPU kernel takes float32/float64 CPU tensors, got {qkp.dtype} on {qkp.device}")
+    for name, t in (("log_gamma", log_gamma), ("mask", mask)):  # the kernel reads their memory as the host's
+        if t.device.type != "cpu":
+            raise ValueError(f"the CPU kernel takes CPU tensors, got {name} on {t.device}")
     return _DualSKACPU.apply(qkp.contiguous(), log_gamma.to(qkp.dtype).contiguous(), mask.bool().contiguous(), L, eps)
 
 

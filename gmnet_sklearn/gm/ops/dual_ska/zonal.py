@@ -76,7 +76,7 @@ def sfa_parallel(q, k, p, log_gamma, L: int, causal: bool, terms: list | None = 
     C = log_gamma.cumsum(2)  # (B, H, T, L+1)
     # The span is read on the host, which a CUDA graph's capture forbids: captured, the direct
     # form (safe at any span) runs without reading it.
-    if T == 0 or _capturing(q) or float(-C[:, :, -1].detach().min()) > _FACTOR_MAX_SPAN:
+    if C.numel() == 0 or _capturing(q) or float(-C[:, :, -1].detach().min()) > _FACTOR_MAX_SPAN:
         W = sum(K * G for K, G in zip(_expand(terms, q), decay_weights(log_gamma, causal).unbind(2)))
         return W @ p
     # centred on the value range, not a position: padding gates are transparent, so a row shorter

@@ -52,7 +52,7 @@ def select(impl: str, weight: torch.Tensor, zs, L: int) -> str:
             impl = "reference"
         else:
             impl = "cpu" if extension_for(weight, *zs) is not None else "parallel"
-    if impl == "reference" and L == 0:
+    if impl == "reference" and L == 0 and len({weight.dtype, *(z.dtype for z in zs)}) == 1:
         # L = 0 reads no direction: the constant needs no monomials, and the eager form gives its zero gradients.
         impl = "parallel"
     return impl
@@ -89,7 +89,7 @@ def sphere_readout(weight: torch.Tensor, zs, scales=None, eps: float = 1e-6, imp
 
         return sphere_readout_triton(weight, zs, scales, eps, L)
     if form == "cpu":
-        if extension_for(weight) is None:
+        if extension_for(weight, *zs, *(s for s in scales if s is not None)) is None:
             raise RuntimeError("the CPU extension is not available for these tensors "
                                "(CPU float tensors and a built extension needed)")
         return SphereReadoutCPU.apply(suffix_starts(k, L), eps, weight, *zs, *scales)
