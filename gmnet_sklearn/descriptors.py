@@ -140,6 +140,11 @@ def compute_descriptors(smiles, on_invalid: str = "raise", n_jobs=None) -> np.nd
     return out
 
 
+#: Bumped whenever this module computes the rows otherwise (NaN handling, shared computations):
+#: joblib's key hashes `_descriptors_keyed`'s own source, not the functions it calls.
+_ROWS_VERSION = 1
+
+
 def _descriptors_keyed(smiles: list, on_invalid: str, descriptor_set: tuple, n_jobs=None) -> np.ndarray:
     """``compute_descriptors`` with what its values depend on beyond the SMILES in the arguments,
     so joblib's cache key holds it: a cache filled under another RDKit or another descriptor
@@ -150,7 +155,7 @@ def _descriptors_keyed(smiles: list, on_invalid: str, descriptor_set: tuple, n_j
 def cached_descriptors(memory, smiles, on_invalid: str = "raise", n_jobs=None) -> np.ndarray:
     """``compute_descriptors(smiles, on_invalid, n_jobs)`` through ``memory`` (None: no cache; a
     folder (str or path) or a ``joblib.Memory``, ``sklearn.utils.validation.check_memory``'s meaning). The key is
-    the list of SMILES, ``on_invalid``, RDKit's version and the descriptor names (the values are
+    the list of SMILES, ``on_invalid``, RDKit's version, the descriptor names and `_ROWS_VERSION` (the values are
     RDKit's own, bit for bit: tests/test_descriptors.py); not ``n_jobs``, which they do not depend on."""
     import os
 
@@ -161,7 +166,7 @@ def cached_descriptors(memory, smiles, on_invalid: str = "raise", n_jobs=None) -
         return compute_descriptors(smiles, on_invalid, n_jobs=n_jobs)
     import rdkit
 
-    descriptor_set = (rdkit.__version__, tuple(descriptor_names()))
+    descriptor_set = (rdkit.__version__, tuple(descriptor_names()), _ROWS_VERSION)
     return memory.cache(_descriptors_keyed, ignore=["n_jobs"])(list(smiles), on_invalid, descriptor_set, n_jobs=n_jobs)
 
 
@@ -176,7 +181,7 @@ def _warn_invalid_rows(smiles: list, raw: np.ndarray) -> None:
     if bad.size:
         shown = ", ".join(f"{i} ({smiles[i]!r})" for i in bad[:5]) + (f", ... ({bad.size - 5} more)" if bad.size > 5 else "")
         warnings.warn(f"RDKitDescriptors(on_invalid='nan'): {bad.size} of {len(smiles)} SMILES RDKit cannot parse "
-                      f"get NaN descriptors (0 once scaled): rows {shown}", InvalidSmilesWarning, stacklevel=3)
+                      f"get NaN descriptors (0 once scaled): rows {shown}", InvalidSmilesWarning, stacklevel=4)
 
 
 class RDKitDescriptors(TransformerMixin, BaseEstimator):
@@ -243,7 +248,10 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
         if not self.kept_.any():  # one molecule, or copies of one: nothing to scale (or learn from)
             raise ValueError(f"no RDKit descriptor varies across the {len(raw)} training SMILES: the descriptors "
                              "need at least two different molecules")
+        import rdkit
+
         self.names_ = np.asarray(descriptor_names(), dtype=object)
+        self.rdkit_version_ = rdkit.__version__  # named should another RDKit list other descriptors
         self.quantiles_ = QuantileTransformer(n_quantiles=max(2, min(self.n_quantiles, len(raw))),
                                               output_distribution="normal", subsample=None).fit(raw[:, self.kept_])
         self.n_features_out_ = int(self.kept_.sum())
@@ -258,6 +266,7 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
             _check_descriptor_names(names, source, rdkit_version)
         self.kept_ = np.asarray(kept, dtype=bool)
         self.names_ = np.asarray(here, dtype=object)
+        self.rdkit_version_ = rdkit_version
         qt = QuantileTransformer(n_quantiles=len(references), output_distribution="normal", subsample=None)
         qt.quantiles_, qt.references_ = np.asarray(quantiles), np.asarray(references)
         qt.n_quantiles_, qt.n_features_in_ = len(references), int(self.kept_.sum())
@@ -272,7 +281,7 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
         # a pickle (joblib) carries no RDKit: one that lists its descriptors otherwise would index
         # the wrong columns, or fail on their number
         if getattr(self, "names_", None) is not None:  # (recorded by every fit and load since they existed)
-            _check_descriptor_names(self.names_, f"this {type(self).__name__}")
+            _check_descriptor_names(self.names_, f"this {type(self).__name__}", getattr(self, "rdkit_version_", None))
         z = self.quantiles_.transform(raw[:, self.kept_])
         return np.nan_to_num(z, nan=0.0).astype(np.float32)
 

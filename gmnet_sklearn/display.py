@@ -5,7 +5,8 @@
 For parity and ROC plots use scikit-learn's own displays, which take the estimators as they are:
 ``sklearn.metrics.PredictionErrorDisplay.from_estimator(est, smiles, y)`` and
 ``RocCurveDisplay.from_estimator(clf, smiles, y)`` (``examples/plot_regression.py``, ``examples/plot_roc.py``).
-matplotlib is an optional dependency (``pip install "gmnet_sklearn[plot]"``), imported on use.
+matplotlib is an optional dependency (the ``plot`` extra: ``pip install -e ".[plot]"`` in a checkout,
+or ``pip install matplotlib``), imported on use.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ def _require_matplotlib(caller: str):
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise ImportError(f"{caller} needs matplotlib, an optional dependency: "
-                          'pip install "gmnet_sklearn[plot]" (or pip install matplotlib)') from exc
+                          'pip install matplotlib (the "plot" extra: pip install -e ".[plot]" in a checkout)') from exc
     return plt
 
 
@@ -48,11 +49,18 @@ class TrainingCurveDisplay:
     best_epoch : the epoch restored (None: not marked).
     estimator_name : shown in the title.
 
-    Attributes (after ``plot``)
-    ---------------------------
-    ax_ : the loss axes. metric_ax_ : the metric's twin axes (None without a metric).
-    figure_ : the figure. lines_ : dict of the Line2D artists ("train_loss", "valid_loss", the
-    metric's key). best_epoch_line_ : the vertical line at ``best_epoch`` (None if unmarked).
+    Attributes
+    ----------
+    ax_ : matplotlib Axes
+        The loss axes (set by :meth:`plot`, as every attribute below).
+    metric_ax_ : matplotlib Axes or None
+        The metric's twin axes (None without a metric).
+    figure_ : matplotlib Figure
+        The figure.
+    lines_ : dict of Line2D
+        The lines, by "train_loss", "valid_loss" and the metric's key.
+    best_epoch_line_ : Line2D or None
+        The vertical line at ``best_epoch`` (None if unmarked).
     """
 
     def __init__(self, *, epochs, train_loss, valid_loss=None, metric=None, metric_name=None, best_epoch=None,
@@ -66,8 +74,10 @@ class TrainingCurveDisplay:
         self.estimator_name = estimator_name
 
     @classmethod
-    def from_estimator(cls, estimator, *, member: int = 0, ax=None, name=None):
-        """Read ``history`` of ``estimator``'s net (ensemble member ``member``) and plot it.
+    def from_estimator(cls, estimator, *, member: int = 0, ax=None, name=None, loss_kwargs=None,
+                       valid_loss_kwargs=None, metric_kwargs=None):
+        """Read ``history`` of ``estimator``'s net (ensemble member ``member``) and plot it
+        (the ``*_kwargs`` style the lines, as in :meth:`plot`).
 
         The best epoch is the one ``estimator.best_epoch_`` restored (member 0) or, for another
         member, the last epoch its history flags best; it is marked only when the fit selected
@@ -108,7 +118,8 @@ class TrainingCurveDisplay:
             best_epoch=best,
             estimator_name=name or type(estimator).__name__,
         )
-        return display.plot(ax=ax)
+        return display.plot(ax=ax, loss_kwargs=loss_kwargs, valid_loss_kwargs=valid_loss_kwargs,
+                            metric_kwargs=metric_kwargs)
 
     def plot(self, ax=None, *, name=None, loss_kwargs=None, valid_loss_kwargs=None, metric_kwargs=None):
         """Draw on ``ax`` (a new figure if None); returns the display with its artists set.
@@ -117,17 +128,23 @@ class TrainingCurveDisplay:
         training line's only (the two lines must stay apart); ``valid_loss_kwargs`` style the
         validation line on top of that; ``metric_kwargs`` the metric's line."""
         plt = _require_matplotlib(f"{type(self).__name__}.plot")
+        from matplotlib.cbook import normalize_kwargs
+        from matplotlib.lines import Line2D
         from matplotlib.ticker import MaxNLocator
+
+        # the caller's styles override the defaults, as in scikit-learn's displays; matplotlib's
+        # aliases ("c", "ms", "lw") are spelled out first, or a default and an alias would clash
+        loss_kwargs, valid_loss_kwargs, metric_kwargs = (normalize_kwargs(kw or {}, Line2D)
+                                                         for kw in (loss_kwargs, valid_loss_kwargs, metric_kwargs))
         if ax is None:
             _, ax = plt.subplots()
-        loss_kwargs = loss_kwargs or {}  # the caller's styles override the defaults, as in scikit-learn's displays
         epochs = np.asarray(self.epochs)
         self.lines_ = {}
         (self.lines_["train_loss"],) = ax.plot(epochs, self.train_loss, **{"label": "train loss", "color": "C0", **loss_kwargs})
         if self.valid_loss is not None:
-            shared = {k: v for k, v in loss_kwargs.items() if k not in ("label", "color", "c")}
+            shared = {k: v for k, v in loss_kwargs.items() if k not in ("label", "color")}
             (self.lines_["valid_loss"],) = ax.plot(epochs, self.valid_loss, **{
-                "label": "validation loss", "color": "C1", **shared, **(valid_loss_kwargs or {})})
+                "label": "validation loss", "color": "C1", **shared, **valid_loss_kwargs})
         ax.set_xlabel("epoch")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel("loss")
@@ -136,7 +153,7 @@ class TrainingCurveDisplay:
             self.metric_ax_ = ax.twinx()
             label = _METRIC_LABELS.get(self.metric_name, self.metric_name)
             (self.lines_[self.metric_name],) = self.metric_ax_.plot(
-                epochs, self.metric, **{"label": label, "color": "C2", "marker": "o", "markersize": 3, **(metric_kwargs or {})})
+                epochs, self.metric, **{"label": label, "color": "C2", "marker": "o", "markersize": 3, **metric_kwargs})
             self.metric_ax_.set_ylabel(label)
         self.best_epoch_line_ = None
         if self.best_epoch is not None:
@@ -144,6 +161,9 @@ class TrainingCurveDisplay:
                                                label=f"best epoch ({self.best_epoch})")
         handles = list(self.lines_.values()) + ([self.best_epoch_line_] if self.best_epoch_line_ is not None else [])
         ax.legend(handles=handles, labels=[h.get_label() for h in handles], loc="upper right")
+        if self.metric_ax_ is not None:  # the legend (on ax) above the twin axes' line and markers
+            ax.set_zorder(self.metric_ax_.get_zorder() + 1)
+            ax.patch.set_visible(False)
         title = name or self.estimator_name
         if title:
             ax.set_title(title)

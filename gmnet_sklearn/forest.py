@@ -41,7 +41,7 @@ class MoleculeForest:
     predictions (n, n_tasks). "classification" with ``multi_label=False``: ``y`` (n,) class indices
     0..n_classes-1; predictions (n, n_classes) probabilities. With ``multi_label=True``: ``y``
     (n, n_tasks) 0/1/NaN; predictions (n, n_tasks) P(label = 1) (a task with one class in the
-    training data predicts that class's frequency).
+    training data predicts the fraction of positives there: 0 or 1).
     """
 
     def __init__(self, kind: str, multi_label: bool = False, random_state: int = 0, n_jobs: int = 1):
@@ -154,7 +154,12 @@ def network_alone(est):
 
 
 def blend(network: np.ndarray, forest: np.ndarray, weight: float) -> np.ndarray:
-    """``(1 - weight) * network + weight * forest`` (``network`` may carry a leading members axis)."""
+    """``(1 - weight) * network + weight * forest`` (``network`` may carry a leading members axis).
+    At 0 and 1 one side alone: a non-finite prediction of the other (0 * inf is NaN) does not count."""
+    if weight == 0.0:
+        return network + 0.0 * np.nan_to_num(forest)  # (the broadcast shape either way)
+    if weight == 1.0:
+        return forest + 0.0 * np.nan_to_num(network)
     return (1.0 - weight) * network + weight * forest
 
 

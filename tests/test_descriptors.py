@@ -72,8 +72,9 @@ def test_a_blank_smiles_is_invalid_not_a_molecule_without_atoms():
 def test_on_invalid_nan_names_the_rows_and_compute_descriptors_checks_it():
     from gmnet_sklearn.exceptions import InvalidSmilesWarning
 
-    with pytest.warns(InvalidSmilesWarning, match=r"1 of 5 SMILES .* rows 4 \('C1CC'\)"):
+    with pytest.warns(InvalidSmilesWarning, match=r"1 of 5 SMILES .* rows 4 \('C1CC'\)") as caught:
         fitted = RDKitDescriptors(on_invalid="nan").fit(SMILES[:4] + ["C1CC"])
+    assert caught[0].filename == __file__  # the caller's line (found in review: it was the library's)
     with pytest.warns(InvalidSmilesWarning, match=r"2 of 3 SMILES .* rows 1 \('C1CC'\), 2 \(None\)"):
         z = fitted.transform(["CCO", "C1CC", None])
     assert (z[1:] == 0).all() and (z[0] != 0).any()
@@ -154,7 +155,9 @@ def test_a_pickled_scaling_refuses_an_rdkit_that_lists_other_descriptors(monkeyp
     here = D.descriptor_names()
     expected = fitted.transform(SMILES[:3])
     monkeypatch.setattr(D, "descriptor_names", lambda: ["NewDescriptor", *here])
-    with pytest.raises(ValueError, match=rf"this RDKitDescriptors was fitted on the descriptors of RDKit \(unknown\), "
+    import rdkit
+
+    with pytest.raises(ValueError, match=rf"this RDKitDescriptors was fitted on the descriptors of RDKit {rdkit.__version__}, "
                                          rf"which RDKit .* lists otherwise \(column 0: '{here[0]}' there, 'NewDescriptor' here\)"):
         fitted.transform(SMILES[:3])
     monkeypatch.setattr(D, "descriptor_names", lambda: here)

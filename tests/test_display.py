@@ -87,6 +87,13 @@ def test_training_curve_follows_the_selection_metric_beside_a_users_scorer_and_t
     assert valid.get_linewidth() == 3 and valid.get_label() == "validation loss" and valid.get_color() != "k"
     disp = disp.plot(loss_kwargs={"color": "k"}, valid_loss_kwargs={"color": "r", "label": "held out"})
     assert disp.lines_["valid_loss"].get_color() == "r" and disp.lines_["valid_loss"].get_label() == "held out"
+    # matplotlib's aliases (found in review: "c" beside the default "color" raised), and from_estimator
+    # passes the styles on
+    disp = TrainingCurveDisplay.from_estimator(est, loss_kwargs={"c": "k", "lw": 2}, valid_loss_kwargs={"c": "r"},
+                                               metric_kwargs={"ms": 6})
+    assert disp.lines_["train_loss"].get_color() == "k" and disp.lines_["valid_loss"].get_color() == "r"
+    assert disp.lines_["valid_loss"].get_linewidth() == 2 and disp.lines_["valid_rmse"].get_markersize() == 6
+    assert disp.ax_.get_zorder() > disp.metric_ax_.get_zorder()  # the legend is drawn above the metric's line
 
 
 def test_a_loaded_estimator_plots_the_training_curve_it_was_saved_with(regressor, classifier, tmp_path):
@@ -135,7 +142,7 @@ def test_sklearn_parity_and_roc_displays_take_smiles(regressor, classifier):
 def test_clear_error_without_matplotlib(regressor, monkeypatch):
     for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
         monkeypatch.setitem(sys.modules, name, None)
-    with pytest.raises(ImportError, match=r"gmnet_sklearn\[plot\]"):
+    with pytest.raises(ImportError, match=r"pip install matplotlib"):
         TrainingCurveDisplay.from_estimator(regressor)
 
 

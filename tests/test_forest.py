@@ -219,3 +219,18 @@ def test_blend_weight_refuses_a_weight_it_cannot_give():
     with pytest.raises(ValueError, match=r"weight must be in \[0, 1\], got 1.5"):
         with blend_weight(GMNetRegressor(**TINY, forest=True), 1.5):
             pass
+
+
+def test_blend_at_the_ends_is_one_side_alone_even_where_the_other_is_not_finite():
+    """Found in review: 0 * NaN is NaN, so weight 1 was not the forest alone for a network that gave
+    non-finite outputs, and the weight choice fell back to 0.5."""
+    import numpy as np
+
+    from gmnet_sklearn.forest import blend, choose_blend_weight
+
+    network, forest = np.array([[np.nan], [np.inf]]), np.array([[0.3], [0.7]])
+    np.testing.assert_array_equal(blend(network, forest, 1.0), forest)
+    np.testing.assert_array_equal(blend(forest, network, 0.0), forest)
+    assert blend(network[None], forest, 1.0).shape == (1, 2, 1)
+    y = np.array([[0.3], [0.7]])
+    assert choose_blend_weight(network, forest, lambda p: -np.sqrt(np.mean((p - y) ** 2))) == 1.0

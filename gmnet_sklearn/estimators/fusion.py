@@ -29,7 +29,8 @@ class DescriptorFusion(nn.Module):
         """What the head gets: the pooled state plus the projected molecule features (B, d)."""
         z = self.model.pool(input_ids, conj_flags, attention_mask)
         if descriptors is None:
-            raise ValueError("this model was fitted with descriptors=True: pass the descriptor rows")
+            raise ValueError("this model was fitted with molecule features (descriptors and/or fingerprint): "
+                             "pass their rows as `descriptors`")
         return z + self.descriptor_proj(descriptors.to(z.dtype))
 
     def n_parameters(self, trainable_only: bool = True) -> int:
