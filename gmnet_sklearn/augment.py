@@ -13,9 +13,10 @@ import numpy as np
 
 
 def _molecule_seed(random_state: int, smiles: str) -> int:
-    """RDKit's seed for one SMILES's variants: from ``random_state`` and the string alone, never 0
-    (RDKit reads 0 as "unseeded")."""
-    state = np.random.SeedSequence([random_state, zlib.crc32(smiles.encode())]).generate_state(1)[0]
+    """RDKit's seed for one SMILES's variants: from ``random_state`` and the string alone (without
+    surrounding whitespace, which the tokenizer and RDKit ignore: "CCO " is "CCO"), never 0 (RDKit
+    reads 0 as "unseeded")."""
+    state = np.random.SeedSequence([random_state, zlib.crc32(smiles.strip().encode())]).generate_state(1)[0]
     return int(state) % (2**31 - 2) + 1
 
 

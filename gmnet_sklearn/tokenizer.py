@@ -71,6 +71,10 @@ def tokenize_smiles(smiles: str) -> list[str]:
     # Surrounding whitespace is not part of a SMILES (RDKit and DeepChem ignore it; ESOL has
     # trailing spaces); whitespace inside one is still an error.
     smiles = smiles.strip()
+    inner = next((i for i, ch in enumerate(smiles) if ch.isspace()), None)
+    if inner is not None:  # (the regex's bracket atoms would take "[N H4+]" whole)
+        raise ValueError(f"cannot tokenize SMILES {_short_repr(smiles)}: whitespace {smiles[inner]!r} at {inner} "
+                         "inside it (a name or a CXSMILES extension after the SMILES?)")
     tokens = SMILES_PATTERN.findall(smiles)
     if sum(map(len, tokens)) != len(smiles):  # cheap check first; findall never overlaps
         raise ValueError(f"cannot tokenize SMILES {smiles!r}: {_describe_unmatched(smiles)}")
@@ -85,8 +89,7 @@ def _describe_unmatched(smiles: str) -> str:
     bad = [(i, smiles[i]) for i in np.flatnonzero(~covered)]
     shown = ", ".join(f"{ch!r} at {i}" for i, ch in bad[:_MAX_REPORTED])
     more = f" (+{len(bad) - _MAX_REPORTED} more)" if len(bad) > _MAX_REPORTED else ""
-    hint = "; strip whitespace first" if any(ch.isspace() for _, ch in bad) else ""
-    return f"unmatched characters {shown}{more}{hint}"
+    return f"unmatched characters {shown}{more}"
 
 
 def is_atom_token(tok: str) -> bool:

@@ -724,14 +724,18 @@ def test_save_writes_the_parameters_the_fit_ran_with_and_tta_predicts_repeat(tmp
 def test_validation_without_labels_or_without_a_finite_metric():
     with pytest.raises(ValueError, match="y_valid has no observed labels"):
         GMNetRegressor(**TINY).fit(X[:16], Y[:16], X_valid=X[16:24], y_valid=np.full(8, np.nan))
-    # an internal split whose rows have no labels: no epoch has a finite validation RMSE, so none
-    # is restored (the last epoch stays) rather than a missing checkpoint file failing the fit
+    # an internal split whose rows have no labels (sparse multi-task labels): no epoch could be
+    # ranked, so the fit trains on every row without selection (found in review: it scored NaN
+    # every epoch; a classifier's loss of 0 on no label restored epoch 1)
     held_out = GMNetRegressor(**TINY, valid_split="random")._internal_split(X, 0)[1]
     Y2 = np.stack([Y, -Y], 1)
     Y2[held_out] = np.nan
-    with pytest.warns(UserWarning, match="was not finite in any epoch"):
+    with pytest.warns(UserWarning, match=rf"internal validation split's {len(held_out)} rows have no observed label"):
         est = GMNetRegressor(**TINY, valid_split="random").fit(X, Y2)
-    assert est.best_epoch_ == len(est.history_) and np.isfinite(est.predict(X)).all()
+    assert "valid_loss" not in est.history_[-1] and est.n_train_ == len(X) and np.isfinite(est.predict(X)).all()
+    # y_valid whose labelled rows all leave as invalid SMILES: refused after the skip, not before
+    with pytest.warns(UserWarning, match="X_valid"), pytest.raises(ValueError, match="no observed labels on the rows kept"):
+        GMNetRegressor(**TINY, on_invalid="skip").fit(X[:16], Y[:16], X_valid=["C1CC", "CCO"], y_valid=[1.0, np.nan])
 
 
 def test_predict_follows_the_fitted_molecule_features_not_later_set_params():
@@ -817,3 +821,14 @@ def test_score_leaves_out_rows_of_invalid_smiles_and_names_them(fitted_regressor
     with_invalid = pd.concat([frame, frame.iloc[:1]], ignore_index=True)
     with pytest.warns(InvalidSmilesWarning, match="rows 40"):
         assert clf.score(X[:40] + ["C1CC"], with_invalid) == pytest.approx(expected)
+
+
+def test_a_non_numeric_regression_target_is_named_by_its_row():
+    y = list(Y[:16].astype(object))
+    y[3], y[9] = "n/a", "?"
+    with pytest.raises(ValueError, match=r"y: regression targets must be numeric; not a number at rows \[3\] 'n/a', \[9\] '\?'"):
+        GMNetRegressor(**TINY).fit(X[:16], y)
+    Y2 = np.stack([Y[:16], Y[:16]], 1).astype(object)
+    Y2[5, 1] = "x"
+    with pytest.raises(ValueError, match=r"not a number at rows \[5\] 'x'"):
+        GMNetRegressor(**TINY).fit(X[:16], Y2)

@@ -351,3 +351,13 @@ def test_a_diverged_classifier_keeps_its_best_finite_epoch_as_the_regressor_does
     aucs = [row["valid_roc_auc"] for row in est.history_]
     assert any(np.isnan(aucs))  # it diverged, and the fit went on
     assert np.isfinite(est.predict_proba(X)).all()
+
+
+def test_test_time_variants_ignore_surrounding_whitespace():
+    """Found in review: the per-molecule seed hashed the string as given, so "CCO " (which encodes
+    as "CCO") got other variants, and another TTA prediction."""
+    from gmnet_sklearn.augment import randomized_smiles
+
+    a = randomized_smiles(["c1ccccc1CCO", "CCN"], 4, 7, per_molecule=True)
+    b = randomized_smiles(["c1ccccc1CCO  ", "\tCCN"], 4, 7, per_molecule=True)
+    assert a == b

@@ -407,8 +407,12 @@ def test_surrounding_whitespace_is_ignored_inner_whitespace_is_an_error():
     tok = SmilesTokenizer().fit(["CCO"])
     batch = tok.encode_batch(["CCO ", "\tCCO"])
     assert [list(a) for a in batch.ids] == [tok.encode("CCO")] * 2
-    with pytest.raises(ValueError, match="strip whitespace"):
+    with pytest.raises(ValueError, match=r"whitespace ' ' at 2 inside it"):
         tokenize_smiles("CC O")
+    with pytest.raises(ValueError, match=r"whitespace ' ' at 3 inside it"):  # (bracket atoms took it whole)
+        tokenize_smiles("C[N H4+]")
+    with pytest.raises(ValueError, match="inside it"):
+        SmilesTokenizer().fit(["C[N\nH4+]"])
     with pytest.raises(ValueError, match="empty"):
         tok.encode_batch(["  "])
 

@@ -318,15 +318,23 @@ class SmilesNetBase(BaseEstimator):
             n_columns = (1 if y.ndim == 1 else y.shape[1], 1 if y_valid.ndim == 1 else y_valid.shape[1])
             if n_columns[0] != n_columns[1]:
                 raise ValueError(f"y_valid has {n_columns[1]} target column(s) and y {n_columns[0]}: they must match")
+            no_labels = ("y_valid has no observed labels{}: nothing to select the best epoch by (pass labelled "
+                         "validation rows, or neither X_valid nor y_valid)")
             if missing_labels(np.asarray(y_valid, dtype=object).ravel()).all():
-                raise ValueError("y_valid has no observed labels: nothing to select the best epoch by (pass labelled "
-                                 "validation rows, or neither X_valid nor y_valid)")
+                raise ValueError(no_labels.format(""))
             warn_missing_targets(y_valid, name="y_valid")
             valid_X, y_valid, self.invalid_valid_rows_ = self._skip_invalid(valid_X, y_valid, "X_valid")
+            if missing_labels(np.asarray(y_valid, dtype=object).ravel()).all():  # its labelled rows were skipped
+                raise ValueError(no_labels.format(" on the rows kept"))
         elif self.valid_split is not None:
             train_idx, valid_idx = self._internal_split(X, seed, y)
             if len(valid_idx) == 0 or len(train_idx) == 0:
                 warnings.warn("the internal validation split is empty; training without best-epoch selection")
+                train_idx = np.arange(len(X))
+            elif missing_labels(np.asarray(y[valid_idx], dtype=object).ravel()).all():
+                # (sparse multi-task labels) every epoch would score NaN, or a loss of 0 on no label
+                warnings.warn(f"the internal validation split's {len(valid_idx)} rows have no observed label; "
+                              "training on all rows without best-epoch selection")
                 train_idx = np.arange(len(X))
             else:
                 valid_X, y_valid = [X[i] for i in valid_idx], y[valid_idx]

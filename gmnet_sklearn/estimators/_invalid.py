@@ -38,7 +38,9 @@ def skip_invalid_rows(smiles: list, y: np.ndarray, max_length: int | None = None
     rows = np.array(sorted(errors), dtype=np.int64)
     if rows.size == 0:
         return smiles, y, rows
-    shown = "; ".join(f"[{r}] {smiles[r]!r}: {errors[r]}" for r in rows[:_SHOWN_ROWS])
+    from ..tokenizer import _short_repr  # (a 3,000-character polymer named in full made a 15 kB warning)
+
+    shown = "; ".join(f"[{r}] {_short_repr(smiles[r])}: {errors[r]}" for r in rows[:_SHOWN_ROWS])
     more = f"; ... ({rows.size - _SHOWN_ROWS} more)" if rows.size > _SHOWN_ROWS else ""
     if rows.size == len(smiles):
         left = ("nothing left to fit" if name == "X" else

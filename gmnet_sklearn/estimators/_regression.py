@@ -32,7 +32,17 @@ class SmilesRegressorMixin(RegressorMixin):
         try:
             y = y.astype(np.float64)
         except (TypeError, ValueError):
-            raise ValueError(f"{name}: regression targets must be numeric") from None
+            bad = []
+            for row, value in zip(range(n), y.reshape(n, -1)):
+                for v in np.atleast_1d(value):
+                    try:
+                        float(v)
+                    except (TypeError, ValueError):
+                        bad.append(f"[{row}] {(v.item() if isinstance(v, np.generic) else v)!r}"[:60])
+                        break
+                if len(bad) == 5:
+                    break
+            raise ValueError(f"{name}: regression targets must be numeric; not a number at rows {', '.join(bad)}") from None
         if np.isinf(y).any():
             rows = np.nonzero(np.isinf(y).reshape(n, -1).any(1))[0]
             raise ValueError(f"{name} has infinite values at rows {rows[:10].tolist()}")
