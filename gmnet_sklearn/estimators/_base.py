@@ -631,9 +631,10 @@ class SmilesNetBase(BaseEstimator):
             enc = self._encode(view, self.on_invalid)
             if view is X and features is None:
                 features = self._molecule_features(X)  # the given SMILES' own: also the forest's input
-            view_features = features if view is X else self._molecule_features(view)
+            # a variant is the same molecule: its features are the given SMILES' (as in training,
+            # where the variants share their molecule's rows), not computed again per view
             ds = EncodedSmilesDataset(enc, order=np.argsort(enc.lengths, kind="stable"), device=self.device_,
-                                      descriptors=view_features)
+                                      descriptors=features)
             outs = np.stack([self._average_space(self._module_outputs(net, ds)) for net in self.nets_])
             out = np.empty_like(outs)
             out[:, ds.order.numpy()] = outs
