@@ -832,3 +832,16 @@ def test_a_non_numeric_regression_target_is_named_by_its_row():
     Y2[5, 1] = "x"
     with pytest.raises(ValueError, match=r"not a number at rows \[5\] 'x'"):
         GMNetRegressor(**TINY).fit(X[:16], Y2)
+
+
+def test_a_saved_model_predicts_as_the_one_saved_after_set_params(tmp_path):
+    """Found in review: save wrote the fit's tta and on_invalid, while predict reads the current
+    ones, so a model given tta=2 after its fit predicted otherwise once loaded."""
+    est = GMNetRegressor(**TINY).fit(X, Y)
+    est.set_params(tta=2, on_invalid="nan")
+    loaded = load_model(est.save(tmp_path / "m"))
+    assert (loaded.tta, loaded.on_invalid) == (2, "nan") and loaded._params_at_fit["tta"] == 0
+    probe = list(X[:6]) + ["C1CC"]
+    np.testing.assert_allclose(loaded.predict(probe), est.predict(probe), rtol=1e-5)
+    assert np.isnan(loaded.predict(probe)[-1])
+    assert json.loads((tmp_path / "m" / "config.json").read_text())["params"]["tta"] == 0  # the fit's, for a refit

@@ -275,3 +275,38 @@ def test_snapshot_infos_come_oldest_first(tmp_path):
         os.utime(p, (1_000_000 + when, 1_000_000 + when))
     expected = [json.loads(p.read_text())["fit"]["seed"] for p in files]
     assert [info["fit"]["seed"] for info in read_snapshot_infos(tmp_path)] == expected
+
+
+class InterruptAtEpoch(Callback):
+    """Ctrl-C at the end of an epoch (skorch ends training quietly on a KeyboardInterrupt)."""
+
+    def __init__(self, epoch):
+        self.epoch = epoch
+
+    def on_epoch_end(self, net, **kwargs):
+        if len(net.history) == self.epoch:
+            raise KeyboardInterrupt
+
+
+def test_what_a_fit_cannot_do_is_said(tmp_path):
+    """Found in review: a Ctrl-C'd fit came back looking finished; patience without validation data
+    and a snapshot under random_state=None (a new seed each fit: never resumed) did nothing, silently;
+    an unreadable snapshot raised torch's own error."""
+    import warnings
+
+    with pytest.warns(UserWarning, match="stopped after 2 of 4 epochs"):
+        GMNetRegressor(**{**TINY, "max_epochs": 4}, callbacks=[InterruptAtEpoch(2)]).fit(X, Y)
+    with warnings.catch_warnings():  # early stopping is no interruption
+        warnings.simplefilter("error")
+        est = GMNetRegressor(**{**TINY, "max_epochs": 30, "lr": 3e-3, "patience": 1}).fit(X, Y)
+    assert len(est.history_) < 30
+    with pytest.warns(UserWarning, match="patience=2 stops on the validation metric"):
+        GMNetRegressor(**TINY, patience=2, valid_split=None).fit(X, Y)
+    with pytest.warns(UserWarning, match="random_state=None draws another seed"):
+        GMNetRegressor(**{**TINY, "random_state": None}, callbacks=[TrainingSnapshot(tmp_path / "a")]).fit(X, Y)
+    snap = TrainingSnapshot(tmp_path / "b")
+    with pytest.raises(Killed):
+        GMNetRegressor(**TINY, callbacks=[snap, KillAtEpoch(2)]).fit(X, Y)
+    snap.path_.write_bytes(snap.path_.read_bytes()[:100])  # a copy cut short
+    with pytest.raises(ValueError, match=r"is not a readable training snapshot .*delete it to start afresh"):
+        GMNetRegressor(**TINY, callbacks=[TrainingSnapshot(tmp_path / "b")]).fit(X, Y)

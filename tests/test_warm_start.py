@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from pathlib import Path
 
 import joblib
 import numpy as np
@@ -470,3 +471,28 @@ def test_a_snapshot_is_not_resumed_once_the_pretrained_folder_was_rewritten(pret
     # and the rewritten folder's own snapshot resumes as usual
     resumed = GMNetRegressor(**params, callbacks=[TrainingSnapshot(tmp_path / "snaps")]).fit(SMILES, y)
     assert resumed.resume_info_["resumed_from_epoch"] == 3
+
+
+def test_a_named_encoder_beside_a_folder_of_that_name_and_a_saved_folder_path(pretrained, tmp_path, monkeypatch):
+    """Found in review: pretrained="moses" silently ignored a ./moses folder, save() wrote
+    Path("moses") as "moses" (the shipped encoder's name once loaded), and the snapshot digest
+    hashed every file of the folder (a pretraining run's optimizer state, a README)."""
+    import shutil
+
+    from gmnet_sklearn.estimators import load_model
+    from gmnet_sklearn.estimators.warm_start import resolve_path, source_digest
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(pretrained["gmnet"], tmp_path / "moses")
+    with pytest.warns(UserWarning, match=r"names the shipped encoder, not the folder 'moses' here"):
+        resolve_path("moses", "gmnet")
+    est = GMNetRegressor(pretrained=Path("moses"), **TINY["gmnet"], **FIT).fit(SMILES[:40], regression_target(SMILES[:40]))
+    config = json.loads((est.save(tmp_path / "saved") / "config.json").read_text())
+    assert config["params"]["pretrained"] == str(tmp_path / "moses")
+    assert load_model(tmp_path / "saved").pretrained == str(tmp_path / "moses")
+    source = {"path": str(tmp_path / "moses")}
+    before = source_digest(source)
+    (tmp_path / "moses" / "README.md").write_text("notes")
+    assert source_digest(source) == before
+    (tmp_path / "moses" / "vocab.txt").write_text((tmp_path / "moses" / "vocab.txt").read_text() + "\n")
+    assert source_digest(source) != before

@@ -479,6 +479,9 @@ class SmilesNetBase(BaseEstimator):
         callbacks = [cb for cb in (self.callbacks or []) if _snapshot_in(cb) is None]
         if valid_set is not None:
             callbacks += self._selection_callbacks(valid_set)
+        elif self.patience is not None:
+            warnings.warn(f"patience={self.patience} stops on the validation metric, and this fit has no validation "
+                          "data (valid_split=None, or nothing to split off): every epoch runs", UserWarning)
         if self.freeze_encoder_epochs:
             from .warm_start import encoder_freeze_callbacks
 
@@ -525,6 +528,9 @@ class SmilesNetBase(BaseEstimator):
             n_batches = -(-int(train_set.n_molecules) // self.batch_size)  # one row per molecule an epoch
             callbacks = self._callbacks(valid_set, n_batches)
             snapshot = snapshots[0] if snapshots else None
+            if snapshot is not None and self.random_state is None and not member:
+                warnings.warn("TrainingSnapshot: random_state=None draws another seed for every fit, so no later fit "
+                              "can resume this one: pass an int random_state", UserWarning)
             if snapshot is not None:  # last, so it sees this epoch's scores and best weights
                 # how a fit runs (device, graphs, threads) is not what it computes; parameters at their old
                 # defaults stay out so snapshots from before they existed still fit
@@ -549,6 +555,7 @@ class SmilesNetBase(BaseEstimator):
             epochs_done = snapshot.prepare() if snapshot is not None else 0
             finished = snapshot is not None and snapshot.finished_  # it stopped early: nothing left to train
             net.partial_fit(train_set, y=None, epochs=0 if finished else self.max_epochs - epochs_done)
+            _warn_if_interrupted(net, self.max_epochs, member)
             # predefined_split holds the validation set (tokens, fused features): a fitted model
             # (and its pickle) does not need it
             net.train_split = None
@@ -701,6 +708,13 @@ class SmilesNetBase(BaseEstimator):
         # vocab_file stays as fitted (a clone of the loaded model refits as this fit did); the
         # loaded model itself reads its vocabulary from vocab.txt
         params["memory"] = None  # a cache folder of this machine's, not part of the model
+        pretrained = params.get("pretrained")
+        from .warm_start import NAMED
+
+        if pretrained is not None and not (isinstance(pretrained, str) and pretrained in NAMED):
+            # a folder, as an absolute path: written as its text, Path("moses") would read back as the
+            # shipped encoder's name, and a relative path from another working folder as another folder
+            params["pretrained"] = str(Path(pretrained).resolve())
         if isinstance(params.get("random_state"), np.random.RandomState):
             params["random_state"] = self._tta_seed  # the seed the fit drew from it: a refit repeats the fit
         config = {
@@ -710,6 +724,12 @@ class SmilesNetBase(BaseEstimator):
             "params": params,
             "fitted": self._fitted_metadata(),
         }
+        # how it predicts now, where set_params changed it since the fit (tta, on_invalid): the
+        # loaded model predicts as this one does, and its _params_at_fit stay the fit's
+        current = self.get_params(deep=False)
+        changed = {k: current[k] for k in PREDICT_PARAMETERS if k in current and current[k] != params.get(k)}
+        if changed:
+            config["predict_params"] = changed
         # first, so a parameter config.json cannot hold (a callable, a RandomState) fails before
         # any file is written
         histories = [_history_json(net.history) for net in self.nets_]
@@ -766,8 +786,14 @@ class SmilesNetBase(BaseEstimator):
         # save writes or tta's variants (save wrote random_state as an int or None)
         est._params_at_fit = est.get_params(deep=False)
         est._tta_seed = est.random_state if est.random_state is not None else 0
+        est.set_params(**config.get("predict_params", {}))
         est._restore_fitted_metadata(config["fitted"])
         est.device_ = resolve_device(est.device)
+        if str(est.device_).startswith("cuda") and not torch.cuda.is_available():
+            # as an unpickled model does (skorch maps its nets to the CPU): it predicts on this machine
+            warnings.warn(f"{path} holds a model fitted with device={est.device!r} and this machine has no CUDA: "
+                          "loaded on the CPU (load(path, device=...) chooses)", UserWarning, stacklevel=2)
+            est.device_ = "cpu"
         if est.descriptors:
             from safetensors import safe_open
 
@@ -887,6 +913,26 @@ def _history_json(history) -> str:
         warnings.warn(f"history.json: the training history holds values JSON cannot (of types {sorted(as_text)}, "
                       "recorded by a callback); they are saved as their text", UserWarning, stacklevel=3)
     return text
+
+
+def _warn_if_interrupted(net, max_epochs: int, member: int) -> None:
+    """skorch ends training quietly on a KeyboardInterrupt (Ctrl-C, or a callback stopping it) and
+    restores the best weights: the model looks finished. Early stopping raises one too, so the
+    epochs short of ``max_epochs`` are named only when no EarlyStopping ran out of patience."""
+    from skorch.callbacks import EarlyStopping
+
+    done = len(net.history)
+    stopped_early = any(isinstance(cb, EarlyStopping) and getattr(cb, "misses_", 0) >= cb.patience
+                        for _, cb in net.callbacks_)
+    if done < max_epochs and not stopped_early:
+        warnings.warn(f"training{f' of ensemble member {member}' if member else ''} stopped after {done} of "
+                      f"{max_epochs} epochs (interrupted: Ctrl-C, or a callback); the model is the best of those "
+                      "epochs. A TrainingSnapshot in callbacks lets a later fit resume it", UserWarning, stacklevel=4)
+
+
+#: Parameters ``predict`` reads as they are now (not as the fit ran with them): ``save`` keeps
+#: their current values beside the fit's.
+PREDICT_PARAMETERS = ("tta", "on_invalid")
 
 
 def _json_default(obj):

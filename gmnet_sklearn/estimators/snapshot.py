@@ -113,8 +113,12 @@ class TrainingSnapshot(Callback):
         """The snapshot of this fit, or None when there is none."""
         if not self.path_.exists():
             return None
-        state = torch.load(self.path_, map_location="cpu", weights_only=False)
-        if state.get("format") != SNAPSHOT_FORMAT or state.get("fingerprint") != self.fingerprint_:
+        try:
+            state = torch.load(self.path_, map_location="cpu", weights_only=False)
+        except Exception as exc:  # a copy cut short, another torch's or numpy's pickle
+            raise ValueError(f"{self.path_} is not a readable training snapshot ({type(exc).__name__}: "
+                             f"{str(exc).splitlines()[0] if str(exc) else ''}); delete it to start afresh") from exc
+        if not isinstance(state, dict) or state.get("format") != SNAPSHOT_FORMAT or state.get("fingerprint") != self.fingerprint_:
             raise ValueError(f"{self.path_} is not a training snapshot of this fit; delete it to start afresh")
         return state
 

@@ -20,6 +20,7 @@ Hugging Face ``pytorch_model.bin``, read with ``torch.load(weights_only=True)``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -52,6 +53,11 @@ def resolve_path(pretrained, family: str) -> Path:
     if not isinstance(pretrained, (str, os.PathLike)):
         raise TypeError(f"pretrained must be None, a folder path or one of {sorted(NAMED)}, got {pretrained!r}")
     if isinstance(pretrained, str) and pretrained in NAMED:
+        if Path(pretrained).is_dir():
+            import warnings
+
+            warnings.warn(f"pretrained={pretrained!r} names the shipped encoder, not the folder {pretrained!r} here "
+                          f"(pass pathlib.Path({pretrained!r}) or './{pretrained}' for that one)", UserWarning, stacklevel=4)
         path = PACKAGE_DIR / NAMED[pretrained][family]
         if not (path / "config.json").is_file():
             raise FileNotFoundError(
@@ -101,16 +107,30 @@ def read_source(pretrained, family: str) -> dict:
                      "Hugging Face RoBERTa config")
 
 
-def source_digest(source: dict) -> str:
-    """sha256 over the checkpoint folder's files (names and contents): what a training snapshot
-    compares, so a folder rewritten in place (pretraining run again) is not taken for the old one."""
+#: The files of a checkpoint folder a warm start reads (the rest, e.g. a pretraining run's
+#: checkpoint.pt with its optimizer state, or a Hugging Face folder's other weight formats, not).
+READ_FILES = ("config.json", "vocab.txt", "model.safetensors", "pytorch_model.bin")
+
+
+@functools.lru_cache(maxsize=16)
+def _digest_of(files: tuple) -> str:
     h = hashlib.sha256()
-    for file in sorted(p for p in Path(source["path"]).iterdir() if p.is_file()):
+    for file, _, _ in files:
         h.update(file.name.encode() + b"\0")
         with open(file, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 h.update(block)
     return h.hexdigest()
+
+
+def source_digest(source: dict) -> str:
+    """sha256 over the files of the checkpoint folder a warm start reads (`READ_FILES`: names and
+    contents): what a training snapshot compares, so a folder rewritten in place (pretraining run
+    again) is not taken for the old one. Cached by the files' paths, sizes and modification times
+    (a grid search's every fit of every member would hash the weights again)."""
+    files = sorted(p for p in (Path(source["path"]) / name for name in READ_FILES) if p.is_file())
+    key = tuple((file, file.stat().st_size, file.stat().st_mtime_ns) for file in files)
+    return _digest_of(key)
 
 
 def _comparable(value):
