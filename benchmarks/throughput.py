@@ -348,6 +348,8 @@ def main(argv=None) -> int:
             print(f"{name:14s} {mode:9s} " + "   ".join(f"{arm} {args.batch_size / med[arm]:7.1f} mol/s" for arm in models)
                   + f"   ratio {entry[mode]['ratio_gmnet_over_chemberta']:.2f} (eager {entry[mode]['ratio_gmnet_eager_over_chemberta']:.2f})",
                   flush=True)
+            report["datasets"][name] = entry  # after each mode: a run its time limit stops keeps the training figures
+            write_report(report, out)
         entry["peak_memory"] = {}
         for arm in [] if args.no_peak_memory else [a for a in models if not a.endswith("_compiled")]:  # (compiling again per process)
             try:

@@ -37,6 +37,10 @@ def chemberta(**kw):
 MODELS = {"gmnet": gmnet, "chemberta": chemberta,
           "gmnet_gated_sfa": lambda **kw: gmnet(attention="gated_sfa", **kw),
           "gmnet_bidir_sfa": lambda **kw: gmnet(attention="bidir_sfa", **kw)}
+# Their captured call takes the direct form (`decay_weights`), the eager one the factorised form: the
+# same function by two algorithms, so they agree to rounding, not bit for bit (and Adam's normalised
+# step can turn a near-zero gradient's rounding into a step of lr).
+OTHER_FORM_WHEN_CAPTURED = {"gmnet_gated_sfa", "gmnet_bidir_sfa"}
 
 
 def batch(B, T, seed, device="cpu", chemberta_model=False):
@@ -108,7 +112,10 @@ def test_cuda_bf16_autocast_stays_near_float32(name):
         graphed = CUDAGraphs(m, precision="bf16")(**X)
     assert out.dtype == torch.float32 == graphed.dtype
     assert ((out - ref).norm() / ref.norm()).item() < 0.05
-    torch.testing.assert_close(graphed, out, rtol=1e-3, atol=1e-3)
+    if name in OTHER_FORM_WHEN_CAPTURED:  # two algorithms at bf16's precision: as close as bf16 allows
+        assert ((graphed - out).norm() / out.norm()).item() < 0.02
+    else:
+        torch.testing.assert_close(graphed, out, rtol=1e-3, atol=1e-3)
 
 
 @pytest.mark.parametrize("cls", [GMNetRegressor, ChemBERTaRegressor], ids=["gmnet", "chemberta"])
@@ -163,8 +170,9 @@ def test_cuda_graphed_training_follows_eager(name):
     graphed, graphs = _train(graph_model, batches, targets, graphed=True)
     assert graphs.captures == 5  # (8,16), (8,24), (8,32), (8,8), (5,24)
     np.testing.assert_allclose(graphed, eager, rtol=1e-4)
+    atol = 5e-3 if name in OTHER_FORM_WHEN_CAPTURED else 1e-5  # (7 Adam steps of lr 1e-3)
     for (n, a), b in zip(eager_model.named_parameters(), graph_model.parameters()):
-        torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-5, msg=n)
+        torch.testing.assert_close(b, a, rtol=1e-4, atol=atol, msg=n)
     assert eager[-1] != eager[0]
 
 

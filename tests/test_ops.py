@@ -147,6 +147,9 @@ def test_sphere_readout_auto_on_cuda():
     assert readout_op.cuda_auto_form({torch.float64}, 1, True) == "reference"
     assert readout_op.cuda_auto_form(f32, 3, True) == "reference"
     assert readout_op.cuda_auto_form(f32, 1, False) == "reference"
+    # more token blocks than a CUDA grid axis holds: the reference form (found in review)
+    assert readout_op.cuda_auto_form(f32, 1, True, readout_op.MAX_TRITON_TOKENS) == "triton"
+    assert readout_op.cuda_auto_form(f32, 1, True, readout_op.MAX_TRITON_TOKENS + 1) == "reference"
 
 
 def test_dropout_dispatch():

@@ -19,15 +19,29 @@ python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --
 tmp=$(mktemp -d); (cd "$tmp" && unzip -q "$OLDPWD"/.gpu/whl/rdkit-*.whl && rm -rf rdkit/Contrib \
     && find . -name '*.so*' -exec strip --strip-unneeded {} + && tar cf - . | xz -9 -T2 > "$OLDPWD/.gpu/site.tar.xz")
 rm -rf "$tmp" .gpu/whl/rdkit-*.whl
-files=${*:-delaney-processed.csv freesolv.csv Lipophilicity.csv HIV.csv bace.csv BBBP.csv clintox.csv.gz sider.csv.gz tox21.csv clearance.csv}
+if [ "${PRETRAIN_CORPUS:-0}" = 1 ]; then
+  files=${*:-}  # a pretrain call reads MOSES only: the room goes to the corpus and a stopped run's pieces
+else
+  files=${*:-delaney-processed.csv freesolv.csv Lipophilicity.csv HIV.csv bace.csv BBBP.csv clintox.csv.gz sider.csv.gz tox21.csv clearance.csv}
+fi
 for f in $files; do
   case $f in *.gz) cp "$SHARED/data/moleculenet/$f" .gpu/data/ ;; *) gzip -9c "$SHARED/data/moleculenet/$f" > ".gpu/data/$f.gz" ;; esac
 done
 cp "$SHARED/data/tokenizer/deepchem_smiles_vocab.txt" .gpu/data/
-{ zcat "$SHARED/data/pretrain/moses/train.csv.gz" || true; } | head -20001 | gzip > .gpu/moses/train.csv.gz  # (zcat stops early: SIGPIPE)
 if [ "${PRETRAIN_CORPUS:-0}" = 1 ]; then  # the pretrain phase: the whole corpus, and the pieces of stopped runs
   mkdir -p .gpu/moses_full .gpu/pretrain && cp "$SHARED/data/pretrain/moses/"{train,test}.csv.gz .gpu/moses_full/
-  cp runs/gpu_pretrain/*.tar.gz.part-* .gpu/pretrain/ 2>/dev/null || true
+  for first in runs/gpu_pretrain/*.tar.gz.part-aa; do
+    [ -f "$first" ] || continue
+    stem=${first%.part-aa}
+    # a finished run (its encoder written) needs no more training: its pieces stay here (grep without
+    # -q reads to the end: under pipefail an early exit would fail tar with SIGPIPE)
+    if cat "$stem".part-* | tar tzf - | grep '/model.safetensors$' > /dev/null; then
+      echo "finished, not carried: $stem"; continue
+    fi
+    cp "$stem".part-* .gpu/pretrain/
+  done
+else
+  { zcat "$SHARED/data/pretrain/moses/train.csv.gz" || true; } | head -20001 | gzip > .gpu/moses/train.csv.gz  # (zcat stops early: SIGPIPE)
 fi
 git rev-parse HEAD > .gpu/commit  # commit first: records name this code
 carried=$(du -sb .gpu | cut -f1)

@@ -22,8 +22,8 @@
 #   profile   the kernels of a Chem-GMNet step by time at batch 1024 and 32 (PROFILE_BATCHES)
 #   pretrain  masked-LM pretraining of both arms side by side on the whole MOSES corpus (prepare.sh with
 #             PRETRAIN_CORPUS=1 carries it), the shipped runs' recipe and shape for PRETRAIN_EPOCHS (4)
-#             epochs at batch PRETRAIN_BATCH (1024), stopped with a checkpoint after PRETRAIN_SECONDS
-#             (420) if not done; each run folder (the encoder once finished, its checkpoint either way,
+#             epochs at batch PRETRAIN_BATCH (1024), stopped with a checkpoint when the call's time
+#             less PRETRAIN_RESERVE (60 s, for packing) is spent (or PRETRAIN_SECONDS, if less); each run folder (the encoder once finished, its checkpoint either way,
 #             its log) comes back as $OUT/moses<E>_<arm>.tar.gz.part-* (15 MB pieces; prepare.sh carries
 #             the pieces found in runs/gpu_pretrain/ back, and this phase resumes from them)
 # Then:
@@ -60,13 +60,13 @@ if has seeds; then
       --esol-seed-bf16 --out $OUT/throughput_cuda_esol_seeds.json >> $OUT/throughput.log 2>&1; echo "ESOL seeds rc=$? at $(elapsed) s"
 fi
 if has compiled; then  # the graphed arms were measured before (throughput_cuda.json); here the ratio terms beside both models compiled
-  timeout $(cap 600) python3 -m benchmarks.throughput --device cuda --threads 4 --no-peak-memory --datasets esol \
-      --arms gmnet_compiled chemberta_compiled --out $OUT/throughput_cuda_compiled.json >> $OUT/throughput.log 2>&1
+  timeout $(cap ${COMPILED_SECONDS:-200}) python3 -m benchmarks.throughput --device cuda --threads 4 --no-peak-memory --datasets esol \
+      --rounds 3 --arms gmnet_compiled chemberta_compiled --out $OUT/throughput_cuda_compiled.json >> $OUT/throughput.log 2>&1
   echo "compiled rc=$? at $(elapsed) s"
 fi
 if has remeasure; then
-  timeout $(cap 60) python3 -m benchmarks.throughput --device cuda --threads 4 --batch-size 512 --rounds 3 --steps 4 --datasets esol \
-      --no-peak-memory --out $OUT/throughput_cuda_batch512.json >> $OUT/throughput.log 2>&1; echo "batch 512 rc=$? at $(elapsed) s"
+  timeout $(cap 120) python3 -m benchmarks.throughput --device cuda --threads 4 --batch-size 512 --rounds 3 --steps 4 --datasets esol \
+      --arms gmnet_graphs chemberta_graphs --no-peak-memory --out $OUT/throughput_cuda_batch512.json >> $OUT/throughput.log 2>&1; echo "batch 512 rc=$? at $(elapsed) s"
   timeout $(cap 90) python3 -m benchmarks.pretrain_throughput --device cuda --threads 4 --corpus .gpu/moses --n-smiles 20000 \
       --batch-size 1024 --steps 6 --gmnet-readout triton --bf16 --note "GPU device call, alone" \
       --output $OUT/pretrain_throughput_cuda.json >> $OUT/throughput.log 2>&1; echo "pretrain rc=$? at $(elapsed) s"
@@ -97,23 +97,38 @@ if has profile; then  # where a step's device time goes (the kernels by time)
     [ "$(left)" -gt 30 ] && timeout 45 python3 -m benchmarks.profile_step --arm gmnet --device cuda --batch-size $b --threads 4 >> $OUT/throughput.log 2>&1
   done; echo "profiles done at $(elapsed) s"
 fi
-if has pretrain && [ -d .gpu/moses_full ]; then  # the corpus is encoded once (16 cores), then both arms train at once
-  E=${PRETRAIN_EPOCHS:-4}; B=${PRETRAIN_BATCH:-1024}; P0=$(elapsed); PD=$(cap ${PRETRAIN_SECONDS:-420})
+if has pretrain && [ ! -d .gpu/moses_full ]; then
+  echo "pretrain phase skipped: .gpu/moses_full is missing (run prepare.sh with PRETRAIN_CORPUS=1)"
+elif has pretrain; then  # the corpus is encoded once (16 cores), then both arms train at once
+  E=${PRETRAIN_EPOCHS:-4}; B=${PRETRAIN_BATCH:-1024}; P0=$(elapsed)
+  PD=$(( $(left) - ${PRETRAIN_RESERVE:-60} ))  # all the call has left but the packing's share (and the tests')
+  [ -n "$PRETRAIN_SECONDS" ] && [ "$PRETRAIN_SECONDS" -lt "$PD" ] && PD=$PRETRAIN_SECONDS
+  pack() {  # each run folder back as 15 MB pieces, whenever the phase ends (a timeout's kill included)
+    for arm in gmnet chemberta; do
+      [ -d /tmp/moses$E-$arm ] || continue
+      tail -2 /tmp/moses$E-$arm/train.log; cp /tmp/moses$E-$arm/train.log $OUT/moses${E}_$arm.train.log 2>/dev/null
+      rm -f $OUT/moses${E}_$arm.tar.gz.part-*
+      tar czf - -C /tmp moses$E-$arm | split -b 15M - $OUT/moses${E}_$arm.tar.gz.part-
+    done
+  }
   for arm in gmnet chemberta; do  # a run stopped in an earlier call goes on from its checkpoint
     ls .gpu/pretrain/moses${E}_$arm.tar.gz.part-* > /dev/null 2>&1 && cat .gpu/pretrain/moses${E}_$arm.tar.gz.part-* | tar xzf - -C /tmp
   done
   timeout $PD python3 -m gmnet_sklearn.pretrain .gpu/moses_full /tmp/moses-prepare --cache-dir /tmp/moses-cache \
-      --prepare-only --jobs -1 --quiet > $OUT/pretrain_prepare.log 2>&1; echo "corpus encoded rc=$? at $(elapsed) s"
-  for arm in gmnet chemberta; do
-    mkdir -p /tmp/moses$E-$arm
-    python3 -m gmnet_sklearn.pretrain .gpu/moses_full /tmp/moses$E-$arm --model $arm --shape library --cache-dir /tmp/moses-cache \
-        --epochs $E --batch-size $B --eval-every 500 --checkpoint-minutes 1 --device cuda --threads 2 --quiet \
-        --time-limit $(( PD - ($(elapsed) - P0) - 45 )) >> /tmp/moses$E-$arm/train.log 2>&1 &
-  done; wait; echo "pretraining stopped at $(elapsed) s"
-  for arm in gmnet chemberta; do
-    tail -2 /tmp/moses$E-$arm/train.log
-    tar czf - -C /tmp moses$E-$arm | split -b 15M - $OUT/moses${E}_$arm.tar.gz.part-
-  done
+      --prepare-only --jobs -1 --quiet > $OUT/pretrain_prepare.log 2>&1; rc=$?; echo "corpus encoded rc=$rc at $(elapsed) s"
+  if [ $rc -ne 0 ]; then  # without the cache each arm would encode MOSES itself on one core
+    echo "pretraining not started: the corpus was not encoded (pretrain_prepare.log)"
+  else
+    trap pack EXIT  # the call's own timeout kills this script: pack first
+    TL=$(( PD - ($(elapsed) - P0) - 45 ))
+    for arm in gmnet chemberta; do
+      mkdir -p /tmp/moses$E-$arm
+      timeout $(( TL + 40 )) python3 -m gmnet_sklearn.pretrain .gpu/moses_full /tmp/moses$E-$arm --model $arm --shape library \
+          --cache-dir /tmp/moses-cache --epochs $E --batch-size $B --eval-every 500 --checkpoint-minutes 1 --device cuda \
+          --threads 2 --quiet --time-limit $TL >> /tmp/moses$E-$arm/train.log 2>&1 &
+    done; wait; echo "pretraining stopped at $(elapsed) s"
+    trap - EXIT; pack
+  fi
 fi
 if has sweep && [ "$(left)" -gt 60 ]; then
   D=$(left); echo "sweep deadline $D s"
@@ -124,7 +139,8 @@ if has sweep && [ "$(left)" -gt 60 ]; then
   SWEEP=$!
 fi
 if has tests && [ "$(left)" -gt 30 ]; then
-  timeout $(( $(left) > 300 ? 300 : $(left) )) python3 -m pytest -q -p no:cacheprovider -rfE -k cuda tests/test_cuda_graphs.py \
+  # -v: a test per line as it ends, so a log cut by the timeout still names what ran
+  timeout $(( $(left) > 300 ? 300 : $(left) )) python3 -m pytest -v -p no:cacheprovider -rfE -k cuda tests/test_cuda_graphs.py \
       tests/test_triton.py tests/test_triton_readout.py tests/test_model.py tests/test_estimators.py > $OUT/cuda_tests.log 2>&1
   echo "tests rc=$? at $(elapsed) s"; tail -3 $OUT/cuda_tests.log
 fi

@@ -45,7 +45,7 @@ def select(impl: str, weight: torch.Tensor, zs, L: int) -> str:
         if weight.is_cuda and L == 0:
             impl = "reference"  # (the eager form below)
         elif weight.is_cuda:
-            impl = cuda_auto_form({weight.dtype, *(z.dtype for z in zs)}, len(zs), triton_available())
+            impl = cuda_auto_form({weight.dtype, *(z.dtype for z in zs)}, len(zs), triton_available(), zs[0].shape[-1])
         elif len({weight.dtype, *(z.dtype for z in zs)}) > 1:
             # mixed dtypes (CPU autocast: bf16 inputs, a float32 weight): the eager form's in-place
             # matmuls need one
@@ -58,11 +58,15 @@ def select(impl: str, weight: torch.Tensor, zs, L: int) -> str:
     return impl
 
 
-def cuda_auto_form(dtypes, n_branches: int, triton: bool) -> str:
+#: The Triton kernels put blocks of 32 tokens (`triton.BN`) on a grid axis CUDA caps at 65,535 blocks.
+MAX_TRITON_TOKENS = 65535 * 32
+
+
+def cuda_auto_form(dtypes, n_branches: int, triton: bool, n_tokens: int = 0) -> str:
     """What "auto" runs on CUDA: the Triton form for float32 inputs of one or two branches, in
-    training and inference; else the reference (fewest kernel launches of the torch forms; also
-    what float64 checks and bf16 autocast get)."""
-    if triton and n_branches <= 2 and set(dtypes) == {torch.float32}:
+    training and inference, up to `MAX_TRITON_TOKENS` tokens a call; else the reference (fewest
+    kernel launches of the torch forms; also what float64 checks and bf16 autocast get)."""
+    if triton and n_branches <= 2 and set(dtypes) == {torch.float32} and n_tokens <= MAX_TRITON_TOKENS:
         return "triton"
     return "reference"
 

@@ -499,6 +499,9 @@ def sphere_readout_triton(weight, zs, scales, eps: float, L: int) -> torch.Tenso
     if not (weight.is_cuda or INTERPRETED):
         raise RuntimeError("sphere_readout_triton needs CUDA tensors, or TRITON_INTERPRET=1 (set before importing "
                            "gmnet_sklearn.gm.ops.sphere_readout.triton) to run the interpreter on CPU tensors")
+    if triton.cdiv(zs[0].shape[-1], BN) > 65535:  # the token blocks' grid axis (`MAX_TRITON_TOKENS`)
+        raise ValueError(f"the Triton read-out takes at most {65535 * BN} tokens a call, got {zs[0].shape[-1]}: "
+                         "split the batch, or impl='reference'")
     scales = list(scales)
     if any(s is None for s in scales) and not all(s is None for s in scales):
         raise ValueError("give a scale for every branch or for none")

@@ -1,4 +1,4 @@
-"""The Triton read-out with its three matmuls on cuBLAS (`triton.FORM = "gemm"`; "fused" is the default).
+"""The Triton read-out with its three matmuls on cuBLAS (`triton.FORM = "gemm"`, the form that ships; "fused" is the other).
 
 Why a second form: the fused kernels (`triton.py`) never write a monomial to memory, but they
 rebuild each chunk of monomials for every block of output channels, and their backward builds
