@@ -43,11 +43,20 @@ class TrainingCurveDisplay:
 
     Parameters
     ----------
-    epochs : 1-based epoch numbers.
-    train_loss, valid_loss : losses per epoch (``valid_loss`` None without validation).
-    metric, metric_name : the validation metric per epoch and its history key (e.g. "valid_rmse").
-    best_epoch : the epoch restored (None: not marked).
-    estimator_name : shown in the title.
+    epochs : array-like of int
+        1-based epoch numbers.
+    train_loss : array-like of float
+        The training loss per epoch.
+    valid_loss : array-like of float, default=None
+        The validation loss per epoch (None without validation).
+    metric : array-like of float, default=None
+        The validation metric per epoch.
+    metric_name : str, default=None
+        Its history key (e.g. "valid_rmse").
+    best_epoch : int, default=None
+        The epoch restored (None: not marked).
+    estimator_name : str, default=None
+        Shown in the title.
 
     Attributes
     ----------
@@ -76,8 +85,9 @@ class TrainingCurveDisplay:
     @classmethod
     def from_estimator(cls, estimator, *, member: int = 0, ax=None, name=None, loss_kwargs=None,
                        valid_loss_kwargs=None, metric_kwargs=None):
-        """Read ``history`` of ``estimator``'s net (ensemble member ``member``) and plot it
-        (the ``*_kwargs`` style the lines, as in :meth:`plot`).
+        """Read ``history`` of ``estimator``'s net (ensemble member ``member``) and plot it on
+        ``ax`` (a new figure if None), titled ``name`` (default: the estimator's class name); the
+        ``*_kwargs`` style the lines, as in :meth:`plot`.
 
         The best epoch is the one ``estimator.best_epoch_`` restored (member 0) or, for another
         member, the last epoch its history flags best; it is marked only when the fit selected
@@ -124,9 +134,10 @@ class TrainingCurveDisplay:
     def plot(self, ax=None, *, name=None, loss_kwargs=None, valid_loss_kwargs=None, metric_kwargs=None):
         """Draw on ``ax`` (a new figure if None); returns the display with its artists set.
 
-        ``loss_kwargs`` style both loss lines, except its ``label`` and ``color``, which are the
-        training line's only (the two lines must stay apart); ``valid_loss_kwargs`` style the
-        validation line on top of that; ``metric_kwargs`` the metric's line."""
+        ``name`` replaces the title (default: ``estimator_name``). ``loss_kwargs`` style both loss
+        lines, except its ``label`` and ``color``, which are the training line's only (the two
+        lines must stay apart); ``valid_loss_kwargs`` style the validation line on top of that;
+        ``metric_kwargs`` the metric's line."""
         plt = _require_matplotlib(f"{type(self).__name__}.plot")
         from matplotlib.cbook import normalize_kwargs
         from matplotlib.lines import Line2D

@@ -79,24 +79,34 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
 
     Parameters
     ----------
-    estimator : a ``GMNetRegressor`` / ``GMNetClassifier`` (for "pooled" and "head" also a
-        ChemBERTa estimator). With ``prefit=False`` (default)
+    estimator : GMNetRegressor or GMNetClassifier
+        For "pooled" and "head" also a ChemBERTa estimator. With ``prefit=False`` (default)
         ``fit(X, y)`` trains a clone of it on ``X, y``; with ``prefit=True`` it must be fitted
         already and ``fit`` only checks it (``sklearn.frozen.FrozenEstimator(est)`` also keeps a
         fitted estimator through ``clone``, e.g. in ``cross_val_score``).
-    features : "pooled" (default), "head" or "moments" (module docstring).
-    moments : which terminal state for "moments": "mean" (the paper's M_mol = (forward +
-        backward) / 2), "forward" or "backward".
-    layers : encoder layers whose moments are kept (list of indices; None: all).
-    member : the ensemble member (``n_estimators > 1``) whose encoder is used, an index
-        (default 0, the first), or "all" for the members' features side by side.
-    batch_size : molecules per forward pass in ``transform``.
-    prefit : whether ``estimator`` is already fitted.
+    features : {"pooled", "head", "moments"}, default="pooled"
+        What each SMILES becomes (module docstring).
+    moments : {"mean", "forward", "backward"}, default="mean"
+        Which terminal state for "moments": "mean" (the paper's M_mol = (forward + backward) / 2),
+        "forward" or "backward".
+    layers : list of int, default=None
+        Encoder layers whose moments are kept (None: all).
+    member : int or "all", default=0
+        The ensemble member (``n_estimators > 1``) whose encoder is used, or "all" for the
+        members' features side by side.
+    batch_size : int, default=128
+        Molecules per forward pass in ``transform``.
+    prefit : bool, default=False
+        Whether ``estimator`` is already fitted.
 
     Attributes
     ----------
-    estimator_ : the fitted estimator used. members_ : member indices used.
-    n_features_out_ : features per SMILES.
+    estimator_ : estimator
+        The fitted estimator used.
+    members_ : list of int
+        The member indices used.
+    n_features_out_ : int
+        Features per SMILES.
     """
 
     def __init__(self, estimator, features="pooled", moments="mean", layers=None, member=0, batch_size=128,
