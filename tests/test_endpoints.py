@@ -41,7 +41,10 @@ def test_columns_task_type_and_transform_come_from_the_dataset_table():
 @pytest.mark.parametrize("name", ["freesolv", "bace_classification", "clintox", "tox21_sr_p53"])
 def test_endpoint_columns_match_the_files(name, moleculenet_path):
     e = ENDPOINTS[name]
-    bunch = fetch_moleculenet(e.dataset, data_home=moleculenet_path)
+    try:  # (a data folder without this file: skipped, never downloaded)
+        bunch = fetch_moleculenet(e.dataset, data_home=moleculenet_path, download=False)
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))
     assert tuple(bunch.target_names) == e.tasks and bunch.smiles_column == e.smiles_column
     assert len(bunch.smiles) == e.n_rows
     assert bunch.target.shape[1:] == (() if len(e.tasks) == 1 else (len(e.tasks),))

@@ -25,25 +25,13 @@ REPO = Path(__file__).resolve().parents[1]
 N_REAL = 250  # SMILES taken from each MoleculeNet file
 
 
-def _vocab_path() -> Path:
-    env = os.environ.get("GMNET_TOKENIZER_VOCAB")
-    return Path(env) if env else REPO.parent / "shared" / "data" / "tokenizer" / "deepchem_smiles_vocab.txt"
-
-
-def _moleculenet_dir() -> Path:
-    # GMNET_DATA may point at the moleculenet folder itself or at its parent data folder.
-    env = os.environ.get("GMNET_DATA")
-    if env:
-        base = Path(env)
-        return base / "moleculenet" if (base / "moleculenet").is_dir() else base
-    return REPO.parent / "shared" / "data" / "moleculenet"
-
-
 @pytest.fixture(scope="module")
 def vocab_file() -> Path:
-    path = _vocab_path()
-    if not path.is_file():
-        pytest.skip(f"DeepChem vocab file not found at {path} (set GMNET_TOKENIZER_VOCAB)")
+    from .conftest import vocab_file as find_vocab_file  # the suite's one lookup
+
+    path = find_vocab_file()
+    if path is None:
+        pytest.skip("DeepChem vocab file not found (set GMNET_TOKENIZER_VOCAB)")
     return path
 
 
@@ -55,9 +43,11 @@ def tok(vocab_file: Path) -> SmilesTokenizer:
 @pytest.fixture(scope="module")
 def real_smiles() -> list[str]:
     """Leading rows of ESOL and BBBP (stripped; DeepChem's loaders strip as well)."""
+    from .conftest import moleculenet_dir
+
     out: list[str] = []
     for name in ("delaney-processed.csv", "BBBP.csv"):
-        path = _moleculenet_dir() / name
+        path = (moleculenet_dir() or Path("/nonexistent")) / name
         if not path.is_file():
             pytest.skip(f"{path} not found (set GMNET_DATA)")
         with open(path, newline="") as fh:
@@ -75,7 +65,8 @@ def valid_real_smiles(real_smiles: list[str]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def deepchem_tok(vocab_file: Path):
-    pytest.importorskip("deepchem")  # slow import (~10 s): once per module
+    # slow import (~10 s): once per module; the tokenizer needs transformers too, which may be absent
+    pytest.importorskip("deepchem.feat.smiles_tokenizer")
     from deepchem.feat.smiles_tokenizer import SmilesTokenizer as DCSmilesTokenizer
 
     return DCSmilesTokenizer(str(vocab_file))

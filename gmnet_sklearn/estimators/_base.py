@@ -202,13 +202,14 @@ class SmilesNetBase(BaseEstimator):
             from ..model_selection.scaffold import _deepchem_split, _scaffolds
 
             smiles = np.asarray(smiles, dtype=object)
-            train, valid, _ = _deepchem_split(smiles, _scaffolds(smiles), 1 - self.valid_size, self.valid_size,
-                                              max_smiles_length=None, drop_invalid=True)
+            # (not strict: an item that is no SMILES is the tokenizer's to name, in the user's words)
+            train, valid, _ = _deepchem_split(smiles, _scaffolds(smiles, strict=False), 1 - self.valid_size,
+                                              self.valid_size, max_smiles_length=None, drop_invalid=True)
             if y is not None and len(valid) and not self._can_rank(y[valid]):
                 try:
                     train, valid = balanced_scaffold_split(smiles, frac_valid=self.valid_size, random_state=seed)
-                except ValueError:  # too few molecules for a validation part of its own: DeepChem's stays
-                    pass
+                except (ValueError, TypeError):  # too few molecules for a validation part of its own (or
+                    pass  # an item that is no SMILES, which encoding names next): DeepChem's stays
             # a row DeepChem's split leaves in no part (a scaffold RDKit cannot make, or a parse
             # failing where the tokenizer's succeeded) trains rather than vanishes; the placed
             # rows keep the split's order

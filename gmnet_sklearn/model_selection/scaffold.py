@@ -138,8 +138,9 @@ def _is_missing(value) -> bool:
         return False
 
 
-def _scaffolds(smiles: np.ndarray, include_chirality: bool = False) -> list:
-    """Scaffold per molecule; ``_UNPARSABLE`` where RDKit cannot parse the SMILES."""
+def _scaffolds(smiles: np.ndarray, include_chirality: bool = False, strict: bool = True) -> list:
+    """Scaffold per molecule; ``_UNPARSABLE`` where RDKit cannot parse the SMILES (and, unless
+    ``strict``, where the item is no molecule at all: a caller whose own check names it later)."""
     with _QuietRDKit():
         out = []
         for i, s in enumerate(smiles):
@@ -149,6 +150,9 @@ def _scaffolds(smiles: np.ndarray, include_chirality: bool = False) -> list:
                 try:
                     sc = murcko_scaffold(s, include_chirality)
                 except TypeError as exc:
+                    if not strict:
+                        out.append(_UNPARSABLE)
+                        continue
                     raise TypeError(f"row {i} ({s!r}): {exc}") from None
                 out.append(_UNPARSABLE if sc is None else sc)
         return out

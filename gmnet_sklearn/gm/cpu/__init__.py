@@ -142,4 +142,5 @@ def cpu_kernels_available() -> bool:
 def check_available() -> None:
     """Raise if the extension cannot run (the ops call this before an explicit ``impl="cpu"``)."""
     if load_extension() is None:
-        raise RuntimeError(f"the fused CPU kernel is not available: {_failed or 'disabled by GMNET_CPU_KERNELS=0'}")
+        why = "disabled by GMNET_CPU_KERNELS=0" if not _enabled() else _failed or "disabled (kernels_disabled)"
+        raise RuntimeError(f"the fused CPU kernel is not available: {why}")
