@@ -16,10 +16,13 @@ from .metrics import ValidRMSE, masked_rmse
 
 #: The regressors' own parameters (beside their family's): constraints and documentation.
 REGRESSOR_PARAMETER_CONSTRAINTS = {"normalize_y": ["boolean"]}
-REGRESSOR_PARAMETERS_DOC = """    normalize_y : standardise each target on the training rows (mean 0, population sd 1, as
-        DeepChem's ``NormalizationTransformer``) and train on that; predictions come back in y's
-        units either way. True (default); False trains on y as given (the paper's protocol does
-        so for Clearance's log(y + 1)). The name is scikit-learn's (``GaussianProcessRegressor``).
+REGRESSOR_PARAMETERS_DOC = """\
+normalize_y : bool, default=True
+    Standardise each target on the training rows (mean 0, population sd 1, as DeepChem's
+    ``NormalizationTransformer``; a target constant there keeps a scale of 1) and train on
+    that; predictions come back in y's units either way. False trains on y as given (the
+    paper's protocol does so for Clearance's log(y + 1)). The name is scikit-learn's
+    (``GaussianProcessRegressor``).
 """
 
 

@@ -9,6 +9,8 @@ from sklearn.utils._param_validation import Interval
 from ..baselines import ChemBERTa
 from ._base import TRAINING_PARAMETER_CONSTRAINTS, SmilesNetBase
 from ._classification import SmilesClassifierMixin
+from ._docs import (CLASSIFIER_ATTRIBUTES_DOC, CLASSIFIER_N_ESTIMATORS_DOC, FITTED_ATTRIBUTES_DOC,
+                    REGRESSOR_ATTRIBUTES_DOC, REGRESSOR_N_ESTIMATORS_DOC, estimator_doc, training_parameters_doc)
 from ._regression import REGRESSOR_PARAMETER_CONSTRAINTS, REGRESSOR_PARAMETERS_DOC, SmilesRegressorMixin
 
 #: The RoBERTa architecture's parameters; the shared training ones come from ``_base``.
@@ -22,28 +24,75 @@ CHEMBERTA_PARAMETER_CONSTRAINTS = {
 }
 
 
+#: The opening paragraph both ChemBERTa estimators' docstrings share (after their summary line).
+CHEMBERTA_EXTENDED_SUMMARY = """\
+The ChemBERTa-2 baseline (RoBERTa, ChemBERTa-10M shape) with the Chem-GMNet estimators' API:
+the same training parameters, with the same defaults (the library's tuned recipe, at the same
+width, with the ChemBERTa-10M ratio of intermediate to hidden size, 464/384); the architecture
+parameters are ``d_model``, ``n_layers``, ``n_heads``, ``intermediate_size``, ``dropout``
+(hidden), ``attention_dropout`` and ``max_position_embeddings``.
+``CHEMBERTA_PAPER_PROTOCOL`` (``ChemBERTaRegressor(**CHEMBERTA_PAPER_PROTOCOL)``,
+``ChemBERTaClassifier(**CHEMBERTA_PAPER_PROTOCOL)``) is the paper's baseline and protocol.
+"""
+
+#: numpydoc entries of the RoBERTa architecture's parameters, in signature order.
+CHEMBERTA_ARCHITECTURE_PARAMETERS_DOC = """\
+d_model : int, default=256
+    Hidden size (the Chem-GMNet estimators' default width).
+n_layers : int, default=3
+    Encoder layers.
+n_heads : int, default=8
+    Attention heads.
+intermediate_size : int, default=309
+    The feed-forward (intermediate) size; the default keeps the ChemBERTa-10M ratio of
+    intermediate to hidden size, 464/384, at the default width (256 * 464/384 = 309.3).
+dropout : float, default=0.1
+    Hidden dropout (embeddings, residual branches, head).
+attention_dropout : float, default=0.1
+    Attention-probability dropout.
+max_position_embeddings : int, default=515
+    Size of RoBERTa's position table; positions start after the padding index, so 515 takes
+    514 tokens ([PAD] = 0).
+"""
+
+#: The ChemBERTa estimators' ``max_length`` entry (goes between ``valid_size`` and ``vocab_file``).
+CHEMBERTA_MAX_LENGTH_DOC = """\
+max_length : int, default=None
+    Longest accepted token sequence incl. [CLS]/[SEP]. None: the most the position table takes,
+    ``max_position_embeddings - 1`` less [PAD]'s id (514 at the defaults, the paper's); a
+    larger value raises ``ValueError``.
+"""
+
+#: The ChemBERTa estimators' ``pretrained`` entry (goes between ``callbacks`` and ``cuda_graphs``).
+CHEMBERTA_PRETRAINED_DOC = """\
+pretrained : str or path-like, default=None
+    None, a ``gmnet_sklearn.pretrain`` folder, a Hugging Face ``RobertaForMaskedLM`` folder,
+    "moses", "moses-paper", "moses-mtr" or "moses-epoch" (the shipped ChemBERTa encoders, as
+    for Chem-GMNet): start the encoder from its pretrained weights and vocabulary (the head is
+    fresh). Shape parameters must match the checkpoint's (``ValueError`` otherwise);
+    ``ChemBERTaRegressor.from_pretrained(path, ...)`` (or
+    ``ChemBERTaClassifier.from_pretrained``) takes the shape from the checkpoint. A Hugging Face
+    folder without ``vocab.txt`` needs its vocabulary as ``vocab_file``.
+"""
+
+CHEMBERTA_REGRESSOR_SEE_ALSO = """\
+ChemBERTaClassifier : The ChemBERTa classifier: the same parameters, without ``normalize_y``.
+GMNetRegressor : The Chem-GMNet regressor this baseline is compared with, same API.
+gmnet_sklearn.estimators.CHEMBERTA_PAPER_PROTOCOL : The paper's baseline and protocol,
+    ``ChemBERTaRegressor(**CHEMBERTA_PAPER_PROTOCOL)``.
+"""
+
+CHEMBERTA_CLASSIFIER_SEE_ALSO = """\
+ChemBERTaRegressor : The ChemBERTa regressor: the same parameters, and ``normalize_y``.
+GMNetClassifier : The Chem-GMNet classifier this baseline is compared with, same API.
+gmnet_sklearn.estimators.CHEMBERTA_PAPER_PROTOCOL : The paper's baseline and protocol,
+    ``ChemBERTaClassifier(**CHEMBERTA_PAPER_PROTOCOL)``.
+"""
+
+
 class _ChemBERTaParams(SmilesNetBase):
-    """Hyperparameters of the ChemBERTa-2 baseline estimators (RoBERTa, ChemBERTa-10M shape).
-
-    Same training parameters (and defaults: the library's tuned recipe, at the same width, with
-    the ChemBERTa-10M ratio of intermediate to hidden size, 464/384) as the Chem-GMNet estimators;
-    the architecture parameters are d_model, n_layers, n_heads, intermediate_size, dropout
-    (hidden), attention_dropout and max_position_embeddings (515: RoBERTa's positions after the
-    padding index, 514 tokens). ``ChemBERTaRegressor(**CHEMBERTA_PAPER_PROTOCOL)`` is
-    the paper's baseline and protocol. ``pretrained`` (a ``gmnet_sklearn.pretrain`` folder, a Hugging
-    Face ``RobertaForMaskedLM`` folder, "moses", "moses-paper", "moses-mtr" or "moses-epoch") warm-starts the
-    encoder, as for Chem-GMNet; ``ChemBERTaRegressor.from_pretrained(path, ...)`` takes the shape
-    from the checkpoint.
-
-    on_invalid : "raise" (default), "nan" (NaN rows at predict) or "skip" (also leaves the rows
-        of X and X_valid whose SMILES RDKit rejects out of fit, with a warning naming them and
-        ``n_invalid_skipped_`` / ``invalid_rows_`` / ``invalid_valid_rows_`` recording them), as
-        for the Chem-GMNet estimators.
-    cuda_graphs, precision, freeze_encoder_epochs, n_jobs, memory, layer_lr_decay : CUDA graphs of
-        each batch shape's steps, bf16 autocast, head-only first epochs of a warm start (LP-FT), CPU
-        threads, the descriptors' cache, layer-wise learning-rate decay of a warm start; as for the
-        Chem-GMNet estimators.
-    """
+    """Hyperparameters of the ChemBERTa-2 baseline estimators (their shared ``__init__``);
+    documented on ``ChemBERTaRegressor`` and ``ChemBERTaClassifier``."""
 
     _pretrain_family = "chemberta"
     _family = "ChemBERTa"
@@ -115,8 +164,14 @@ class _ChemBERTaParams(SmilesNetBase):
 
 
 class ChemBERTaRegressor(SmilesRegressorMixin, _ChemBERTaParams):
-    __doc__ = ("Same-shape ChemBERTa-2 regressor on SMILES.\n"
-               + (_ChemBERTaParams.__doc__ or "").rstrip() + "\n" + REGRESSOR_PARAMETERS_DOC)
+    __doc__ = estimator_doc(
+        "Same-shape ChemBERTa-2 regressor on SMILES.",
+        CHEMBERTA_EXTENDED_SUMMARY,
+        CHEMBERTA_ARCHITECTURE_PARAMETERS_DOC
+        + training_parameters_doc(REGRESSOR_N_ESTIMATORS_DOC, CHEMBERTA_MAX_LENGTH_DOC, CHEMBERTA_PRETRAINED_DOC)
+        + REGRESSOR_PARAMETERS_DOC,
+        REGRESSOR_ATTRIBUTES_DOC + FITTED_ATTRIBUTES_DOC,
+        CHEMBERTA_REGRESSOR_SEE_ALSO)
     _parameter_constraints: dict = {**_ChemBERTaParams._parameter_constraints, **REGRESSOR_PARAMETER_CONSTRAINTS}
 
     # scikit-learn reads the parameters from the signature: the family's, and the regressors' own
@@ -144,4 +199,10 @@ class ChemBERTaRegressor(SmilesRegressorMixin, _ChemBERTaParams):
 
 
 class ChemBERTaClassifier(SmilesClassifierMixin, _ChemBERTaParams):
-    __doc__ = "Same-shape ChemBERTa-2 classifier on SMILES.\n" + (_ChemBERTaParams.__doc__ or "")
+    __doc__ = estimator_doc(
+        "Same-shape ChemBERTa-2 classifier on SMILES.",
+        CHEMBERTA_EXTENDED_SUMMARY,
+        CHEMBERTA_ARCHITECTURE_PARAMETERS_DOC
+        + training_parameters_doc(CLASSIFIER_N_ESTIMATORS_DOC, CHEMBERTA_MAX_LENGTH_DOC, CHEMBERTA_PRETRAINED_DOC),
+        CLASSIFIER_ATTRIBUTES_DOC + FITTED_ATTRIBUTES_DOC,
+        CHEMBERTA_CLASSIFIER_SEE_ALSO)

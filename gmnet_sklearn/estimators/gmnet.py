@@ -9,6 +9,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..gm import GMNet
 from ._base import TRAINING_PARAMETER_CONSTRAINTS, SmilesNetBase
 from ._classification import SmilesClassifierMixin
+from ._docs import (CLASSIFIER_ATTRIBUTES_DOC, CLASSIFIER_N_ESTIMATORS_DOC, FITTED_ATTRIBUTES_DOC,
+                    REGRESSOR_ATTRIBUTES_DOC, REGRESSOR_N_ESTIMATORS_DOC, estimator_doc, training_parameters_doc)
 from ._regression import REGRESSOR_PARAMETER_CONSTRAINTS, REGRESSOR_PARAMETERS_DOC, SmilesRegressorMixin
 
 #: The Chem-GMNet architecture's parameters; the shared training ones come from ``_base``.
@@ -26,85 +28,81 @@ GMNET_PARAMETER_CONSTRAINTS = {
 }
 
 
+#: The opening paragraph both Chem-GMNet estimators' docstrings share (after their summary line).
+GMNET_EXTENDED_SUMMARY = """\
+The defaults are the library's tuned recipe, chosen on validation splits only
+(``benchmarks/recipe_search.py``); ``PAPER_PROTOCOL`` (``GMNetRegressor(**PAPER_PROTOCOL)``,
+``GMNetClassifier(**PAPER_PROTOCOL)``) is the paper's model and protocol (Adam 3e-5, 100
+epochs, batch 32, the ChemBERTa-10M shape).
+"""
+
+#: numpydoc entries of the Chem-GMNet architecture's parameters, in signature order.
+GMNET_ARCHITECTURE_PARAMETERS_DOC = """\
+k : int, default=8
+    Sphere dimension (>= 3); with ``L``, D* = sum_l N(k, l).
+L : int, default=3
+    Harmonic degree (>= 0); D* = sum_l N(k, l) over the degrees l <= L.
+attention : {"dual_ska", "bidir_sfa", "gated_sfa", "ska"}, default="dual_ska"
+    The encoder's attention: "dual_ska", "bidir_sfa", "gated_sfa" or "ska".
+d_model : int, default=256
+    Width of the encoder.
+n_layers : int, default=3
+    Depth of the encoder (its number of layers).
+n_heads : int, default=8
+    Attention heads of the encoder.
+dropout : float, default=0.1
+    Dropout of the encoder.
+activation : str or callable, default="gelu"
+    SH-FFN zonal activation: its name (resolved case-insensitively by ``gm.functional``) or a
+    callable (``save`` needs a name).
+adaptive : bool, default=False
+    Whether the SH-FFN activation's eigenvalues are trained.
+conj_shift : float, default=1.0
+    The conjugation flag's fixed shift of the decay-gate logits.
+"""
+
+#: The Chem-GMNet estimators' ``max_length`` entry (goes between ``valid_size`` and ``vocab_file``).
+GMNET_MAX_LENGTH_DOC = """\
+max_length : int, default=None
+    Longest accepted token sequence incl. [CLS]/[SEP] (None: 514, the paper's; a larger value
+    raises ``ValueError``).
+"""
+
+#: The Chem-GMNet estimators' ``pretrained`` entry (goes between ``callbacks`` and ``cuda_graphs``).
+GMNET_PRETRAINED_DOC = """\
+pretrained : str or path-like, default=None
+    None, a folder written by ``gmnet_sklearn.pretrain``, "moses" (the shipped MOSES masked-LM
+    encoder, the default shape), "moses-paper" (the same at the paper's shape), "moses-mtr"
+    (pretrained on MOSES to regress RDKit's descriptors, the default shape) or "moses-epoch"
+    (the masked-LM pretraining run for a whole MOSES epoch, four times as long): start the
+    encoder from its pretrained weights and vocabulary (the head is fresh). Shape parameters
+    must match the checkpoint's (``ValueError`` otherwise);
+    ``GMNetRegressor.from_pretrained(path, ...)`` (or ``GMNetClassifier.from_pretrained``)
+    takes them from it.
+"""
+
+GMNET_REGRESSOR_SEE_ALSO = """\
+GMNetClassifier : The Chem-GMNet classifier: the same parameters, without ``normalize_y``.
+ChemBERTaRegressor : The same-shape ChemBERTa-2 baseline regressor, same API.
+gmnet_sklearn.estimators.PAPER_PROTOCOL : The paper's model and protocol,
+    ``GMNetRegressor(**PAPER_PROTOCOL)``.
+gmnet_sklearn.estimators.MOSES_FINE_TUNING : The tuned recipe's warm start from the shipped
+    MOSES encoder (``pretrained="moses"``, ``lr=2e-4``).
+"""
+
+GMNET_CLASSIFIER_SEE_ALSO = """\
+GMNetRegressor : The Chem-GMNet regressor: the same parameters, and ``normalize_y``.
+ChemBERTaClassifier : The same-shape ChemBERTa-2 baseline classifier, same API.
+gmnet_sklearn.estimators.PAPER_PROTOCOL : The paper's model and protocol,
+    ``GMNetClassifier(**PAPER_PROTOCOL)``.
+gmnet_sklearn.estimators.MOSES_FINE_TUNING : The tuned recipe's warm start from the shipped
+    MOSES encoder (``pretrained="moses"``, ``lr=2e-4``).
+"""
+
+
 class _GMNetParams(SmilesNetBase):
-    """Hyperparameters of the Chem-GMNet estimators.
-
-    The defaults are the library's tuned recipe, chosen on validation splits only
-    (``benchmarks/recipe_search.py``); ``GMNetRegressor(**PAPER_PROTOCOL)`` is the paper's model
-    and protocol (Adam 3e-5, 100 epochs, batch 32, the ChemBERTa-10M shape).
-
-    Parameters
-    ----------
-    k, L : sphere dimension (>= 3) and harmonic degree (>= 0); D* = sum_l N(k, l).
-    attention : "dual_ska" (default), "bidir_sfa", "gated_sfa" or "ska".
-    d_model, n_layers, n_heads, dropout : width, depth, heads and dropout of the encoder.
-    activation, adaptive : SH-FFN zonal activation and whether its eigenvalues are trained.
-    conj_shift : the conjugation flag's fixed shift of the decay-gate logits.
-    optimizer, lr, weight_decay : "adamw" or "adam", peak learning rate, weight decay.
-    warmup, lr_schedule : linear warm-up over this fraction of the training steps, then "cosine",
-        "linear" (both to 0 at ``max_epochs``) or "constant"; stepped every batch.
-    batch_size, max_epochs : batch size and the most epochs trained.
-    patience : stop once the validation metric has not improved for this many epochs (None: never).
-    n_estimators : ensemble members (seeds ``random_state + i``); predictions are averaged and
-        ``predict(X, return_std=True)`` gives their spread.
-    augment : RDKit-randomised SMILES kept per training molecule; each epoch trains on one of the
-        molecule's variants (or its given SMILES), drawn at random.
-    tta : randomised SMILES per molecule averaged with the given one at predict time.
-    descriptors : fuse RDKit 2D descriptors (quantile-scaled on the training data) into the head.
-    fingerprint : fuse a Morgan count fingerprint (radius 2, 2048 bits, log(1 + count)) into the
-        head, beside the descriptors (Chemprop's ``--features-generators morgan_count``).
-    forest : also fit a random forest (500 trees) on those molecule features, on the training
-        part, and blend its predictions with the network's; the forest's weight (``forest_weight_``,
-        0 to 1 in steps of 0.1) is the one that scores best on the validation split, 0.5 without
-        one (``gmnet_sklearn.forest``). Without descriptors or fingerprint in the head, the forest
-        reads the Morgan count fingerprint alone. Multi-task data get one forest per task (500
-        trees each, fitted in turn), so its time and ``save``'s ``forest.skops`` grow with the
-        number of tasks (Tox21's 12: 6,000 trees); ``forest=False`` for many tasks.
-    valid_split, valid_size : internal validation split for best-epoch selection when ``fit`` gets
-        no ``X_valid``: "scaffold" (default), "random" or None (keep the last epoch); the
-        fraction of the training SMILES it holds (default 0.1).
-    max_length : longest accepted token sequence incl. [CLS]/[SEP] (None: 514, the paper's).
-    vocab_file : DeepChem-style vocabulary file; None fits the vocabulary on the training SMILES.
-    on_invalid : what happens to a SMILES RDKit (or the tokenizer) rejects. "raise" (default): an
-        error naming the rows, in fit and predict. "nan": predict gives NaN rows for them (fit still
-        raises). "skip": as "nan" at predict, and fit leaves such rows of X and X_valid out, with
-        their targets, before splitting and featurising, with an ``InvalidSmilesWarning`` naming
-        them; ``n_invalid_skipped_``, ``invalid_rows_`` and ``invalid_valid_rows_`` (positions in
-        X and X_valid) record them.
-    bucket_by_length : length-bucketed (still shuffled) training batches, less padding.
-    random_state, device ("auto" picks CUDA when present), verbose, callbacks (extra skorch callbacks;
-        a ``TrainingSnapshot`` among them makes the fit resumable after a kill).
-    pretrained : None, a folder written by ``gmnet_sklearn.pretrain``, "moses" (the shipped MOSES
-        masked-LM encoder, the default shape), "moses-paper" (the same at the paper's shape),
-        "moses-mtr" (pretrained on MOSES to regress RDKit's descriptors, the default shape) or
-        "moses-epoch" (the masked-LM pretraining run for a whole MOSES epoch, four times as long): start
-        the encoder from its pretrained weights and vocabulary (the head is fresh). Shape parameters
-        must match the checkpoint's (``ValueError`` otherwise);
-        ``GMNetRegressor.from_pretrained(path, ...)`` takes them from it.
-    freeze_encoder_epochs : with ``pretrained``, train only the fresh head (and the descriptor
-        projection) for this many first epochs, then everything (LP-FT). 0 (default): all from
-        the start.
-    cuda_graphs : on CUDA (default True), replay each batch shape's forward and backward from
-        CUDA graphs (``gm/cuda_graphs.py``: one launch instead of hundreds per step; batches are
-        right-padded to a few widths, which changes no output). False runs the plain module call.
-        Ignored on CPU.
-    precision : "float32" (default) or "bf16": bfloat16 autocast of the network's matrix work on
-        CUDA (the fused attention kernel stays float32 inside). Ignored on CPU.
-    n_jobs : CPU threads for ``fit`` and ``predict``: torch's intra-op threads, the descriptors'
-        worker processes and the forest's jobs; torch's setting is restored afterwards. None
-        (default): torch's current setting (all cores unless changed). On a machine other jobs
-        keep busy, fewer threads than cores is much faster: threads that wait for a core stall
-        every parallel step.
-    memory : None (default), a folder or a ``joblib.Memory`` (scikit-learn's meaning, as
-        ``Pipeline``'s): cache the RDKit descriptors of each list of SMILES there, so a search's
-        candidates, which fit and score the same folds, compute them once per fold
-        (``gmnet_sklearn.descriptors.cached_descriptors``). It changes no result, and ``save``
-        does not keep it.
-    layer_lr_decay : with ``pretrained``, layer-wise learning-rate decay: the fresh head trains
-        at ``lr``, the top encoder layer at ``lr * layer_lr_decay``, each layer below at one
-        factor more and the embeddings at ``lr * layer_lr_decay ** (n_layers + 1)``, so the most
-        general pretrained features move least. 1.0 (default): one learning rate.
-    """
+    """Hyperparameters of the Chem-GMNet estimators (their shared ``__init__``); documented on
+    ``GMNetRegressor`` and ``GMNetClassifier``."""
 
     _pretrain_family = "gmnet"
     _family = "Chem-GMNet"
@@ -169,8 +167,14 @@ class _GMNetParams(SmilesNetBase):
 
 
 class GMNetRegressor(SmilesRegressorMixin, _GMNetParams):
-    __doc__ = ("Chem-GMNet regressor on SMILES (single or multi-output; NaN targets are masked).\n"
-               + (_GMNetParams.__doc__ or "").rstrip() + "\n" + REGRESSOR_PARAMETERS_DOC)
+    __doc__ = estimator_doc(
+        "Chem-GMNet regressor on SMILES (single or multi-output; NaN targets are masked).",
+        GMNET_EXTENDED_SUMMARY,
+        GMNET_ARCHITECTURE_PARAMETERS_DOC
+        + training_parameters_doc(REGRESSOR_N_ESTIMATORS_DOC, GMNET_MAX_LENGTH_DOC, GMNET_PRETRAINED_DOC)
+        + REGRESSOR_PARAMETERS_DOC,
+        REGRESSOR_ATTRIBUTES_DOC + FITTED_ATTRIBUTES_DOC,
+        GMNET_REGRESSOR_SEE_ALSO)
     _parameter_constraints: dict = {**_GMNetParams._parameter_constraints, **REGRESSOR_PARAMETER_CONSTRAINTS}
 
     # scikit-learn reads the parameters from the signature: the family's, and the regressors' own
@@ -197,4 +201,10 @@ class GMNetRegressor(SmilesRegressorMixin, _GMNetParams):
 
 
 class GMNetClassifier(SmilesClassifierMixin, _GMNetParams):
-    __doc__ = "Chem-GMNet classifier on SMILES (binary/multiclass, or multi-label with NaN = missing).\n" + (_GMNetParams.__doc__ or "")
+    __doc__ = estimator_doc(
+        "Chem-GMNet classifier on SMILES (binary/multiclass, or multi-label with NaN = missing).",
+        GMNET_EXTENDED_SUMMARY,
+        GMNET_ARCHITECTURE_PARAMETERS_DOC
+        + training_parameters_doc(CLASSIFIER_N_ESTIMATORS_DOC, GMNET_MAX_LENGTH_DOC, GMNET_PRETRAINED_DOC),
+        CLASSIFIER_ATTRIBUTES_DOC + FITTED_ATTRIBUTES_DOC,
+        GMNET_CLASSIFIER_SEE_ALSO)
