@@ -61,7 +61,7 @@ def test_sfa_parallel_equals_scan(T, lengths, L, direct, monkeypatch):
 
 
 @pytest.mark.parametrize("T,lengths", [(1, None), (11, [11, 4, 2])])
-@pytest.mark.parametrize("k,L", [(3, 4), (8, 3)])
+@pytest.mark.parametrize("k,L", [(3, 4), (8, 3), (5, 0)])  # L = 0: a constant score, uniform attention
 def test_ska_zonal_equals_features(T, lengths, k, L):
     q, kk, p, _, mask = branch_inputs(T=T, k=k, L=L, lengths=lengths)
     assert_same_with_grads(lambda q, kk, p: ska_zonal(q, kk, p, mask, L), lambda q, kk, p: ska_features(q, kk, p, mask, L), (q, kk, p))
