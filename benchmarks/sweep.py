@@ -30,6 +30,9 @@ snapshot each epoch, a stopped run resumes from its last finished epoch when the
 again (its prediction counts only the epochs left), and a run starts whenever two of its epochs
 fit before the deadline. ``--archive`` rewrites one tar.gz of this sweep's result files and logs
 after every finished run, for machines that hand back only a few files.
+
+Exit status: 0 when every planned run finished, 1 when one failed, 3 when none failed but some
+were stopped at the deadline or never started (run the sweep again for them).
 """
 
 from __future__ import annotations
@@ -575,7 +578,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for j in jobs:
         if j.status == "failed":
             C.eprint(f"  failed: {j.label()} (log: {log_dir / (j.name + '.log')})")
-    return 1 if counts.get("failed") else 0
+    return exit_code(counts)
+
+
+def exit_code(counts: Dict[str, int]) -> int:
+    """1 when a run failed; 3 when none failed but some were stopped at the deadline or never
+    started (the sweep is not complete: run it again, with --resume's records kept); else 0."""
+    if counts.get("failed"):
+        return 1
+    return 3 if counts.get("stopped") or counts.get("not started") else 0
 
 
 if __name__ == "__main__":

@@ -241,3 +241,11 @@ def test_resumable_run_starts_when_only_a_part_fits(tmp_path):
     sweep.run_jobs([whole_only, part], workers=2, deadline=3.0, safety=1.0, log_dir=tmp_path / "logs",
                    results_dir=tmp_path / "results", archive=None, poll=0.1)
     assert [whole_only.status, part.status] == ["not started", "stopped"]
+
+
+def test_the_exit_code_says_whether_the_sweep_is_complete():
+    from benchmarks.sweep import exit_code
+
+    assert exit_code({"done": 4}) == 0
+    assert exit_code({"done": 3, "stopped": 1}) == 3 and exit_code({"done": 3, "not started": 2}) == 3
+    assert exit_code({"failed": 1, "stopped": 1}) == 1
