@@ -175,13 +175,15 @@ def _warn_invalid_rows(smiles: list, raw: np.ndarray) -> None:
     molecule has some descriptor): they come out of the scaling as 0, like any other row."""
     import warnings
 
+    from .estimators._targets import _caller_stacklevel
     from .exceptions import InvalidSmilesWarning
 
     bad = np.flatnonzero(np.isnan(raw).all(axis=1)) if raw.size else np.empty(0, dtype=np.int64)
     if bad.size:
         shown = ", ".join(f"{i} ({smiles[i]!r})" for i in bad[:5]) + (f", ... ({bad.size - 5} more)" if bad.size > 5 else "")
         warnings.warn(f"RDKitDescriptors(on_invalid='nan'): {bad.size} of {len(smiles)} SMILES RDKit cannot parse "
-                      f"get NaN descriptors (0 once scaled): rows {shown}", InvalidSmilesWarning, stacklevel=4)
+                      f"get NaN descriptors (0 once scaled): rows {shown}", InvalidSmilesWarning,
+                      stacklevel=_caller_stacklevel())
 
 
 class RDKitDescriptors(TransformerMixin, BaseEstimator):

@@ -174,6 +174,8 @@ class TrainingCurveDisplay:
         ax.legend(handles=handles, labels=[h.get_label() for h in handles], loc="upper right")
         if self.metric_ax_ is not None:  # the legend (on ax) above the twin axes' line and markers
             ax.set_zorder(self.metric_ax_.get_zorder() + 1)
+            self.metric_ax_.patch.set_facecolor(ax.get_facecolor())  # the background moves below
+            self.metric_ax_.patch.set_visible(True)
             ax.patch.set_visible(False)
         title = name or self.estimator_name
         if title:

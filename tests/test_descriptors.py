@@ -75,8 +75,9 @@ def test_on_invalid_nan_names_the_rows_and_compute_descriptors_checks_it():
     with pytest.warns(InvalidSmilesWarning, match=r"1 of 5 SMILES .* rows 4 \('C1CC'\)") as caught:
         fitted = RDKitDescriptors(on_invalid="nan").fit(SMILES[:4] + ["C1CC"])
     assert caught[0].filename == __file__  # the caller's line (found in review: it was the library's)
-    with pytest.warns(InvalidSmilesWarning, match=r"2 of 3 SMILES .* rows 1 \('C1CC'\), 2 \(None\)"):
+    with pytest.warns(InvalidSmilesWarning, match=r"2 of 3 SMILES .* rows 1 \('C1CC'\), 2 \(None\)") as caught:
         z = fitted.transform(["CCO", "C1CC", None])
+    assert caught[0].filename == __file__  # through scikit-learn's set_output wrapper too
     assert (z[1:] == 0).all() and (z[0] != 0).any()
     with pytest.raises(ValueError, match="on_invalid must be 'raise' or 'nan', got 'zeros'"):
         compute_descriptors(["CCO"], on_invalid="zeros")

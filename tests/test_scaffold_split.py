@@ -690,6 +690,12 @@ def test_balanced_scaffold_split_refuses_an_empty_validation_part():
     smiles = [f"c1ccccc1{'C' * i}" for i in range(1, 6)] + [f"C1CCCCC1{'C' * i}" for i in range(1, 6)]
     with pytest.raises(ValueError, match=r"no scaffold set fits a validation part of 1 molecules \(set sizes \[5, 5\]\)"):
         balanced_scaffold_split(smiles, frac_valid=0.1)
-    y = np.array([0, 1] * 5)
+    # DeepChem's validation part (rows 0-4: of two sets of five, the one that appears first goes
+    # last) holds one class, so the balanced order is tried, raises, and DeepChem's part stays
+    y = np.array([0, 0, 0, 0, 0, 0, 1, 0, 1, 0])
+    from gmnet_sklearn.model_selection import scaffold_split
+
+    _, deepchem_valid, _ = scaffold_split(smiles, 0.9, 0.1, 0.0, max_smiles_length=None)
+    assert len(np.unique(y[deepchem_valid])) == 1
     train, valid = GMNetClassifier(valid_size=0.1)._internal_split(smiles, 0, y)
-    assert len(valid) and sorted([*train, *valid]) == list(range(10))
+    assert sorted(valid) == sorted(deepchem_valid) and sorted([*train, *valid]) == list(range(10))

@@ -36,7 +36,7 @@ if [ "${PRETRAIN_CORPUS:-0}" = 1 ]; then  # the pretrain phase: the whole corpus
     # a finished run (its encoder written) needs no more training: its pieces stay here (grep without
     # -q reads to the end: under pipefail an early exit would fail tar with SIGPIPE)
     if cat "$stem".part-* | tar tzf - | grep '/model.safetensors$' > /dev/null; then
-      echo "finished, not carried: $stem"; continue
+      echo "finished, not carried: $stem"; touch ".gpu/pretrain/$(basename "$stem" .tar.gz).finished"; continue
     fi
     cp "$stem".part-* .gpu/pretrain/
   done

@@ -103,25 +103,37 @@ elif has pretrain; then  # the corpus is encoded once (16 cores), then both arms
   E=${PRETRAIN_EPOCHS:-4}; B=${PRETRAIN_BATCH:-1024}; P0=$(elapsed)
   PD=$(( $(left) - ${PRETRAIN_RESERVE:-60} ))  # all the call has left but the packing's share (and the tests')
   [ -n "$PRETRAIN_SECONDS" ] && [ "$PRETRAIN_SECONDS" -lt "$PD" ] && PD=$PRETRAIN_SECONDS
+  ARMS=""  # a run prepare.sh found finished (its pieces stayed home) is neither trained again nor packed
+  for arm in gmnet chemberta; do
+    [ -f .gpu/pretrain/moses${E}_$arm.finished ] && echo "$arm: finished before, left alone" || ARMS="$ARMS $arm"
+  done
   pack() {  # each run folder back as 15 MB pieces, whenever the phase ends (a timeout's kill included)
-    for arm in gmnet chemberta; do
+    for arm in $ARMS; do
       [ -d /tmp/moses$E-$arm ] || continue
-      tail -2 /tmp/moses$E-$arm/train.log; cp /tmp/moses$E-$arm/train.log $OUT/moses${E}_$arm.train.log 2>/dev/null
+      tail -2 /tmp/moses$E-$arm/train.log  # (the log is in the folder: no file of its own, at most 8 come back)
       rm -f $OUT/moses${E}_$arm.tar.gz.part-*
       tar czf - -C /tmp moses$E-$arm | split -b 15M - $OUT/moses${E}_$arm.tar.gz.part-
     done
   }
-  for arm in gmnet chemberta; do  # a run stopped in an earlier call goes on from its checkpoint
+  for arm in $ARMS; do  # a run stopped in an earlier call goes on from its checkpoint
     ls .gpu/pretrain/moses${E}_$arm.tar.gz.part-* > /dev/null 2>&1 && cat .gpu/pretrain/moses${E}_$arm.tar.gz.part-* | tar xzf - -C /tmp
   done
-  timeout $PD python3 -m gmnet_sklearn.pretrain .gpu/moses_full /tmp/moses-prepare --cache-dir /tmp/moses-cache \
-      --prepare-only --jobs -1 --quiet > $OUT/pretrain_prepare.log 2>&1; rc=$?; echo "corpus encoded rc=$rc at $(elapsed) s"
-  if [ $rc -ne 0 ]; then  # without the cache each arm would encode MOSES itself on one core
-    echo "pretraining not started: the corpus was not encoded (pretrain_prepare.log)"
+  rc=1
+  if [ -z "$ARMS" ]; then
+    echo "pretraining: both runs finished before, nothing to do"
+  elif [ "$PD" -lt 120 ]; then  # (timeout 0 would mean no limit at all)
+    echo "pretraining skipped: $PD s left for it, too little"
   else
-    trap pack EXIT  # the call's own timeout kills this script: pack first
-    TL=$(( PD - ($(elapsed) - P0) - 45 ))
-    for arm in gmnet chemberta; do
+    timeout $PD python3 -m gmnet_sklearn.pretrain .gpu/moses_full /tmp/moses-prepare --cache-dir /tmp/moses-cache \
+        --prepare-only --jobs -1 --quiet > $OUT/pretrain_prepare.log 2>&1; rc=$?; echo "corpus encoded rc=$rc at $(elapsed) s"
+    [ $rc -ne 0 ] && echo "pretraining not started: the corpus was not encoded (pretrain_prepare.log)"
+  fi
+  TL=$(( PD - ($(elapsed) - P0) - 45 ))
+  if [ $rc -eq 0 ] && [ "$TL" -lt 60 ]; then
+    echo "pretraining not started: $TL s left for it after encoding"
+  elif [ $rc -eq 0 ]; then
+    trap pack EXIT  # the call's own timeout (SIGTERM) stops this script: pack first (not on SIGKILL)
+    for arm in $ARMS; do
       mkdir -p /tmp/moses$E-$arm
       timeout $(( TL + 40 )) python3 -m gmnet_sklearn.pretrain .gpu/moses_full /tmp/moses$E-$arm --model $arm --shape library \
           --cache-dir /tmp/moses-cache --epochs $E --batch-size $B --eval-every 500 --checkpoint-minutes 1 --device cuda \

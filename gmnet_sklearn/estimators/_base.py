@@ -790,7 +790,7 @@ class SmilesNetBase(BaseEstimator):
         est.set_params(**config.get("predict_params", {}))
         est._restore_fitted_metadata(config["fitted"])
         est.device_ = resolve_device(est.device)
-        if str(est.device_).startswith("cuda") and not torch.cuda.is_available():
+        if device is None and str(est.device_).startswith("cuda") and not torch.cuda.is_available():
             # as an unpickled model does (skorch maps its nets to the CPU): it predicts on this machine
             warnings.warn(f"{path} holds a model fitted with device={est.device!r} and this machine has no CUDA: "
                           "loaded on the CPU (load(path, device=...) chooses)", UserWarning, stacklevel=2)

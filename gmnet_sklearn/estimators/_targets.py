@@ -19,6 +19,7 @@ from ..exceptions import MissingTargetWarning
 __all__ = ["MissingTargetWarning", "check_target", "missing_labels", "warn_missing_targets"]
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[1])  # .../gmnet_sklearn
+_SET_OUTPUT_WRAPPER = str(Path("sklearn", "utils", "_set_output.py"))
 _SHOWN_ROWS = 5
 
 
@@ -28,7 +29,9 @@ def _caller_stacklevel() -> int:
     that made it)."""
     frame = sys._getframe(2)  # the function that called warn_missing_targets
     level = 2
-    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(_PACKAGE_DIR):
+    # (scikit-learn's set_output wrapper around transform and fit_transform is no caller either)
+    while frame is not None and (str(Path(frame.f_code.co_filename).resolve()).startswith(_PACKAGE_DIR)
+                                 or frame.f_code.co_filename.endswith(_SET_OUTPUT_WRAPPER)):
         frame = frame.f_back
         level += 1
     return level

@@ -197,7 +197,8 @@ def _sorted_scaffold_sets(scaffolds: Sequence[Optional[str]]) -> List[List[int]]
 
 
 def scaffold_groups(smiles, include_chirality: bool = False) -> np.ndarray:
-    """Integer scaffold label per molecule (``-1`` for unparsable SMILES, or no scaffold).
+    """Integer scaffold label per molecule (``-1`` for unparsable SMILES, or no scaffold; an item
+    that is no molecule, e.g. a number, raises ``TypeError`` naming its row).
 
     Labels number the scaffold groups in DeepChem's order (0 = largest group), so they
     can be passed as ``groups=`` to e.g. :class:`sklearn.model_selection.GroupKFold` (not to
