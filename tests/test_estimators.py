@@ -847,3 +847,50 @@ def test_a_saved_model_predicts_as_the_one_saved_after_set_params(tmp_path):
     np.testing.assert_allclose(loaded.predict(probe), est.predict(probe), rtol=1e-5)
     assert np.isnan(loaded.predict(probe)[-1])
     assert json.loads((tmp_path / "m" / "config.json").read_text())["params"]["tta"] == 0  # the fit's, for a refit
+
+
+def test_classifier_conventions_found_in_review(tmp_path):
+    """Multi-label classes_ is one entry per label column (scikit-learn's convention: its
+    probability scorers read it); the labels' dtype survives save/load; multi-label score checks its
+    labels and leaves out a task whose labels all have zero weight; a random internal split keeps
+    both classes in its validation part."""
+    from sklearn.metrics import get_scorer
+
+    small = dict(TINY, descriptors=False, fingerprint=False, forest=False)
+    Y2 = np.stack([C, 1 - C, C], 1).astype(float)
+    multi = GMNetClassifier(**small).fit(X, Y2)
+    assert multi.classes_.tolist() == [0, 1, 2]
+    assert np.isfinite(get_scorer("neg_log_loss")(multi, X, Y2))
+    assert load_model(multi.save(tmp_path / "multi")).classes_.tolist() == [0, 1, 2]
+    with pytest.raises(ValueError, match="must be 0, 1 or NaN"):
+        multi.score(X, Y2 * 2)
+    weight = np.ones(len(X))
+    Y3 = Y2.copy()
+    Y3[:, 2] = np.where(np.arange(len(X)) < 10, Y2[:, 2], np.nan)
+    weight[:10] = 0  # task 2's only labels weigh nothing: left out, not a ZeroDivisionError
+    assert np.isfinite(multi.score(X, Y3, sample_weight=weight))
+    labels = pd.Series(np.where(C == 1, "active", "inactive"), dtype=object)
+    single = GMNetClassifier(**small).fit(X, labels)
+    assert single.classes_.dtype == object
+    loaded = load_model(single.save(tmp_path / "single"))
+    assert loaded.classes_.dtype == object and loaded.predict(X[:4]).dtype == single.predict(X[:4]).dtype
+    y = np.array([1] * 3 + [0] * (len(X) - 3))
+    est = GMNetClassifier(**small, valid_split="random", valid_size=0.2)
+    for seed in range(8):
+        train, valid = est._internal_split(list(X), seed, y)
+        assert set(y[valid]) == {0, 1} and sorted([*train, *valid]) == list(range(len(X)))
+
+
+def test_a_scaffold_validation_part_left_one_class_by_the_moved_rows_tries_the_balanced_order():
+    """Found in review: the classes the training part lacks are moved out of the validation part
+    after the base split checked that part could rank; moving them can leave it one class."""
+    smiles = [f"c1ccccc1{'C' * i}" for i in range(1, 13)] + [f"C1CCCCC1{'C' * i}" for i in range(1, 7)] + \
+             ["c1ccncc1", "c1ccoc1", "c1ccsc1", "C1CCOC1", "C1CCNC1", "c1ccc2ccccc2c1"]
+    y = np.array(["a", "b"] * 9 + ["b", "b", "b", "b", "c", "a"], dtype=object)  # DeepChem's valid: rows 18-22
+    clf = GMNetClassifier(valid_size=0.2)
+    ranked = 0
+    for seed in range(6):
+        train, valid = clf._internal_split(smiles, seed, y)
+        assert sorted([*train, *valid]) == list(range(len(smiles))) and "c" not in set(y[valid])
+        ranked += len(set(y[valid])) > 1
+    assert ranked  # without the retry every seed left the validation part class "b" alone

@@ -72,7 +72,9 @@ class SmilesClassifierMixin(ClassifierMixin):
             if one_class:
                 warnings.warn(f"tasks {one_class} have fewer than two classes in the training data",
                               UserWarning, stacklevel=_caller_stacklevel())
-            self.classes_ = np.array([0, 1])
+            # scikit-learn's multi-label convention (MLPClassifier, OneVsRestClassifier): one entry
+            # per label column; its probability scorers read the number of columns from it
+            self.classes_ = np.arange(self.n_tasks_)
         return self._transform_y(y)
 
     def _transform_y(self, y: np.ndarray) -> np.ndarray:
@@ -93,13 +95,50 @@ class SmilesClassifierMixin(ClassifierMixin):
         """The base split, with the rows of any class it left out of the training part moved back
         into it: the classes are the training part's, and a rare class (a row or two on one small
         scaffold) would otherwise be unknown to the model, or leave it a single class."""
+        if y is not None and y.ndim == 1 and self.valid_split == "random":
+            stratified = self._stratified_split(len(smiles), seed, y)
+            if stratified is not None:
+                return stratified
         train, valid = super()._internal_split(smiles, seed, y)
         if y is None or y.ndim != 1 or not len(valid):
             return train, valid
+        train, valid = self._seen_classes_only(train, valid, y)
+        if self.valid_split == "scaffold" and len(valid) and not self._can_rank(y[valid]):
+            # the rows moved back can leave one class (the base checked before the move): the
+            # balanced scaffold order, where it ranks after the same move
+            from ..model_selection import balanced_scaffold_split
+
+            try:
+                balanced = self._seen_classes_only(*balanced_scaffold_split(
+                    np.asarray(smiles, dtype=object), frac_valid=self.valid_size, random_state=seed), y)
+            except (ValueError, TypeError):
+                return train, valid
+            placed = np.concatenate(balanced)
+            unplaced = np.setdiff1d(np.arange(len(smiles)), placed)  # rows the split has in no part train
+            if len(balanced[1]) and self._can_rank(y[balanced[1]]):
+                return np.sort(np.concatenate([balanced[0], unplaced])).astype(np.int64), balanced[1]
+        return train, valid
+
+    @staticmethod
+    def _seen_classes_only(train, valid, y):
         unseen = ~np.isin(y[valid], y[train])
         if unseen.any():
             train, valid = np.sort(np.concatenate([train, valid[unseen]])), valid[~unseen]
         return train, valid
+
+    def _stratified_split(self, n: int, seed: int, y: np.ndarray):
+        """``valid_split="random"`` for one task: both parts keep the classes' proportions
+        (scikit-learn's StratifiedShuffleSplit), so the validation part can rank; None where a
+        class has a single row (the plain random draw then)."""
+        from sklearn.model_selection import StratifiedShuffleSplit
+
+        _, counts = np.unique(y, return_counts=True)
+        n_valid = max(1, int(round(self.valid_size * n)))
+        if counts.min() < 2 or n_valid < len(counts) or n - n_valid < len(counts):
+            return None
+        train, valid = next(StratifiedShuffleSplit(n_splits=1, test_size=n_valid, random_state=seed)
+                            .split(np.zeros(n), y))
+        return np.sort(train), np.sort(valid)
 
     def _can_rank(self, y_valid: np.ndarray) -> bool:
         """ROC-AUC needs both classes (in at least one task)."""
@@ -169,14 +208,17 @@ class SmilesClassifierMixin(ClassifierMixin):
 
     def score(self, X, y, sample_weight=None) -> float:
         """Accuracy (single task) or mean per-task accuracy over observed labels (multi-label; a
-        task without any observed label in ``y`` is left out), weighted by ``sample_weight``. Rows
-        of invalid SMILES (NaN predictions with ``on_invalid="nan"``) are left out with an
-        ``InvalidSmilesWarning`` naming them."""
+        task without any observed label in ``y``, or with zero weight on all of them, is left
+        out; unlike scikit-learn's subset accuracy, which missing labels leave undefined),
+        weighted by ``sample_weight``. Rows of invalid SMILES (NaN predictions with
+        ``on_invalid="nan"``) are left out with an ``InvalidSmilesWarning`` naming them."""
         from sklearn.metrics import accuracy_score
 
         check_is_fitted(self, "net_")
         y = check_target(y)
         check_n_outputs(y, self.n_tasks_)
+        if self.n_tasks_ > 1:
+            y = self._check_y(y, len(y))  # 0, 1 or NaN, as fit takes them
         probs = self.predict_proba(X)
         check_consistent_length(probs, y, sample_weight)
         valid = ~np.isnan(probs).any(1)
@@ -190,15 +232,22 @@ class SmilesClassifierMixin(ClassifierMixin):
         y = np.asarray(y, dtype=np.float64)[valid]
         weight = np.ones(len(y)) if weight is None else weight
         accuracies = [np.average(pred[seen, j] == y[seen, j], weights=weight[seen])
-                      for j in range(y.shape[1]) if (seen := ~np.isnan(y[:, j])).any()]
+                      for j in range(y.shape[1]) if weight[seen := ~np.isnan(y[:, j])].sum() > 0]
         return float(np.mean(accuracies)) if accuracies else float("nan")
 
     def _fitted_metadata(self):
         meta = super()._fitted_metadata()
-        meta.update(classes_=self.classes_, n_tasks_=self.n_tasks_)
+        # the labels' dtype too: JSON keeps values only (object strings came back as "<U", int8 as int64)
+        meta.update(classes_=self.classes_, classes_dtype=self.classes_.dtype.str, n_tasks_=self.n_tasks_)
         return meta
 
     def _restore_fitted_metadata(self, meta):
+        meta = dict(meta)
+        dtype = meta.pop("classes_dtype", None)  # (None: saved before it was kept)
         super()._restore_fitted_metadata(meta)
+        if dtype is not None:
+            self.classes_ = np.asarray(meta["classes_"], dtype=np.dtype(dtype))
         if self.n_tasks_ == 1:
             self._label_encoder = LabelEncoder().fit(self.classes_)
+        else:  # the convention of this version (models saved before hold [0, 1])
+            self.classes_ = np.arange(self.n_tasks_)

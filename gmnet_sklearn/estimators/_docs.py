@@ -56,7 +56,9 @@ forest : bool, default=True
     for many tasks.
 valid_split : {"scaffold", "random"} or None, default="scaffold"
     Internal validation split for best-epoch selection when ``fit`` gets no ``X_valid``:
-    "scaffold", "random" or None (keep the last epoch).
+    "scaffold", "random" or None (keep the last epoch). A single-task classifier's "random"
+    split is stratified where every class has two rows; where its scaffold validation part
+    holds one class, Chemprop's balanced scaffold order is tried.
 valid_size : float, default=0.1
     The fraction of the training SMILES the internal validation split holds.
 """
@@ -221,7 +223,7 @@ n_estimators : int, default=1
 CLASSIFIER_ATTRIBUTES_DOC = """\
 classes_ : ndarray
     Single task: the class labels of the training rows, sorted (``LabelEncoder``'s order).
-    Multi-label: ``array([0, 1])``.
+    Multi-label: ``arange(n_tasks_)``, one entry per label column (scikit-learn's convention).
 n_outputs_ : int
     The network's outputs: the number of classes for a single task (2 for binary), the number
     of tasks for multi-label.
