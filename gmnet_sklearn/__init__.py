@@ -12,6 +12,7 @@ _LAZY = {
     "PAPER_PROTOCOL": "gmnet_sklearn.estimators",
     "CHEMBERTA_PAPER_PROTOCOL": "gmnet_sklearn.estimators",
     "MOSES_FINE_TUNING": "gmnet_sklearn.estimators",
+    "load_model": "gmnet_sklearn.estimators",
     "GMNetEmbedder": "gmnet_sklearn.embedder",
     "TrainingCurveDisplay": "gmnet_sklearn.display",
     "SmilesTokenizer": "gmnet_sklearn.tokenizer",

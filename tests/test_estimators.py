@@ -894,3 +894,19 @@ def test_a_scaffold_validation_part_left_one_class_by_the_moved_rows_tries_the_b
         assert sorted([*train, *valid]) == list(range(len(smiles))) and "c" not in set(y[valid])
         ranked += len(set(y[valid])) > 1
     assert ranked  # without the retry every seed left the validation part class "b" alone
+
+
+def test_warnings_of_the_fit_point_at_the_caller_and_a_task_without_labels_is_refused_by_both():
+    """Found in a user's walk through the README: an empty internal split warned from the library's
+    own line without saying why; the classifier trained on a task with no label at all."""
+    one_scaffold = [f"c1ccccc1{'C' * i}" for i in range(1, 21)]
+    with pytest.warns(UserWarning, match=r"20 molecules in 1 scaffold group") as caught:
+        GMNetRegressor(**TINY, forest=False).fit(one_scaffold, np.arange(20.0))
+    assert {w.filename for w in caught if "internal validation split" in str(w.message)} == {__file__}
+    Y2 = np.stack([C, C], 1).astype(float)
+    Y2[:, 1] = np.nan
+    with pytest.raises(ValueError, match=r"target column\(s\) \[1\] have no observed labels"):
+        GMNetClassifier(**TINY).fit(X, Y2)
+    import gmnet_sklearn
+
+    assert gmnet_sklearn.load_model is load_model

@@ -38,7 +38,7 @@ from ..forest import MoleculeForest, blend, choose_blend_weight
 from ..tokenizer import EncodedBatch, SmilesTokenizer
 from ..utils.validation import check_smiles_input  # the package's one SMILES coercion (also re-exported here)
 from ._invalid import skip_invalid_rows
-from ._targets import missing_labels, warn_missing_targets
+from ._targets import _caller_stacklevel, missing_labels, warn_missing_targets
 from .data import BucketedLoader, EncodedSmilesDataset, sequential_loader
 from .fusion import DescriptorFusion
 from .net import SmilesNet
@@ -330,12 +330,21 @@ class SmilesNetBase(BaseEstimator):
         elif self.valid_split is not None:
             train_idx, valid_idx = self._internal_split(X, seed, y)
             if len(valid_idx) == 0 or len(train_idx) == 0:
-                warnings.warn("the internal validation split is empty; training without best-epoch selection")
+                why = ""
+                if self.valid_split == "scaffold":
+                    from ..model_selection.scaffold import _scaffolds, _sorted_scaffold_sets
+
+                    n_groups = len(_sorted_scaffold_sets(_scaffolds(np.asarray(X, dtype=object), strict=False)))
+                    why = (f" ({len(X)} molecules in {n_groups} scaffold group(s): no group fits a validation part "
+                           f"of valid_size={self.valid_size}; valid_split='random' splits molecules, not groups)")
+                warnings.warn(f"the internal validation split is empty{why}; training without best-epoch selection",
+                              UserWarning, stacklevel=_caller_stacklevel())
                 train_idx = np.arange(len(X))
             elif missing_labels(np.asarray(y[valid_idx], dtype=object).ravel()).all():
                 # (sparse multi-task labels) every epoch would score NaN, or a loss of 0 on no label
                 warnings.warn(f"the internal validation split's {len(valid_idx)} rows have no observed label; "
-                              "training on all rows without best-epoch selection")
+                              "training on all rows without best-epoch selection", UserWarning,
+                              stacklevel=_caller_stacklevel())
                 train_idx = np.arange(len(X))
             else:
                 valid_X, y_valid = [X[i] for i in valid_idx], y[valid_idx]
@@ -482,7 +491,8 @@ class SmilesNetBase(BaseEstimator):
             callbacks += self._selection_callbacks(valid_set)
         elif self.patience is not None:
             warnings.warn(f"patience={self.patience} stops on the validation metric, and this fit has no validation "
-                          "data (valid_split=None, or nothing to split off): every epoch runs", UserWarning)
+                          "data (valid_split=None, or nothing to split off): every epoch runs", UserWarning,
+                          stacklevel=_caller_stacklevel())
         if self.freeze_encoder_epochs:
             from .warm_start import encoder_freeze_callbacks
 
@@ -531,7 +541,7 @@ class SmilesNetBase(BaseEstimator):
             snapshot = snapshots[0] if snapshots else None
             if snapshot is not None and self.random_state is None and not member:
                 warnings.warn("TrainingSnapshot: random_state=None draws another seed for every fit, so no later fit "
-                              "can resume this one: pass an int random_state", UserWarning)
+                              "can resume this one: pass an int random_state", UserWarning, stacklevel=_caller_stacklevel())
             if snapshot is not None:  # last, so it sees this epoch's scores and best weights
                 # how a fit runs (device, graphs, threads) is not what it computes; parameters at their old
                 # defaults stay out so snapshots from before they existed still fit
@@ -928,7 +938,8 @@ def _warn_if_interrupted(net, max_epochs: int, member: int) -> None:
     if done < max_epochs and not stopped_early:
         warnings.warn(f"training{f' of ensemble member {member}' if member else ''} stopped after {done} of "
                       f"{max_epochs} epochs (interrupted: Ctrl-C, or a callback); the model is the best of those "
-                      "epochs. A TrainingSnapshot in callbacks lets a later fit resume it", UserWarning, stacklevel=4)
+                      "epochs. A TrainingSnapshot in callbacks lets a later fit resume it", UserWarning,
+                      stacklevel=_caller_stacklevel())
 
 
 #: Parameters ``predict`` reads as they are now (not as the fit ran with them): ``save`` keeps
