@@ -691,3 +691,40 @@ def test_training_snapshots_restore_cuda_rng_through_the_same_function(monkeypat
     monkeypatch.setattr(snapshot, "set_cuda_rng_states", lambda states: calls.append([int(s[0]) for s in states]))
     est = GMNetRegressor(**TINY, device="cpu", callbacks=[TrainingSnapshot(tmp_path)]).fit(X, y)
     assert est.resume_info_["resumed_from_epoch"] == 1 and calls == [[7, 8]]
+
+
+def test_review_findings_on_the_run_definition(corpus, tmp_path, capsys):
+    """Found in review: a test_corpus inside the training folder was trained on too (held-out
+    figures on trained-on SMILES); float settings entered the fingerprint as given (0 is not 0.0
+    to JSON; a numpy float is no JSON); time_limit and checkpoint_minutes were checked only once
+    training ran; a folder holding a finished model without its checkpoint was trained again over
+    it; the CLI exited 0 for a run its --time-limit stopped."""
+    from gmnet_sklearn.pretrain.__main__ import main
+
+    folder, vocab = corpus
+    write_csv(folder / "extra.csv", VALID[:30])
+    with pytest.warns(UserWarning, match=r"\['extra.csv'\] is test_corpus, so it is evaluated and not trained on"):
+        summary = pretrain(folder, tmp_path / "overlap", "gmnet", vocab_file=vocab, test_corpus=folder / "extra.csv",
+                           prepare_only=True, progress=False, **TINY_GMNET)
+    assert summary["cache"]["n_valid"] == 298  # train.csv alone (300 less its two invalid SMILES)
+    for kwargs, match in [({"time_limit": "3000"}, "time_limit must be a real number"),
+                          ({"time_limit": -1}, "time_limit must be >= 0"),
+                          ({"checkpoint_minutes": 0}, "checkpoint_minutes must be > 0"),
+                          ({"lr": float("nan")}, "lr must be a real number, got nan")]:
+        with pytest.raises(ValueError, match=match):
+            pretrain(folder, tmp_path / "early", "gmnet", vocab_file=vocab, progress=False, **kwargs)
+        assert not (tmp_path / "early" / "cache").exists()
+    out = tmp_path / "run"
+    args = [str(folder), str(out), "--vocab-file", str(vocab), "--max-steps", "4", "--batch-size", "32",
+            "--eval-every", "2", "--quiet", "--warmup", "0", "--time-limit", "0",
+            *[f"--set={k}={v}" for k, v in TINY_GMNET.items()]]
+    assert main(args) == 3  # stopped by its time limit: not finished
+    capsys.readouterr()
+    # resumed from Python with an int warmup and a numpy float lr: the same run
+    done = pretrain(folder, out, "gmnet", vocab_file=vocab, max_steps=4, batch_size=32, eval_every=2, warmup=0,
+                    lr=np.float64(5e-4), progress=False, **TINY_GMNET)
+    assert done["finished"] and done["steps"] == 4
+    (out / "checkpoint.pt").unlink()
+    with pytest.raises(ValueError, match="holds a pretrained model .* but no checkpoint.pt"):
+        pretrain(folder, out, "gmnet", vocab_file=vocab, max_steps=4, batch_size=32, eval_every=2, progress=False,
+                 **TINY_GMNET)

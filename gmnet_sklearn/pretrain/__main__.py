@@ -53,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-size", type=int, default=10_000, help="held-out SMILES evaluated (0: all of them)")
     p.add_argument("--checkpoint-every", type=int, default=200)
     p.add_argument("--checkpoint-minutes", type=float, default=10.0)
-    p.add_argument("--time-limit", type=float, default=None, help="seconds; stop with a checkpoint after this long")
+    p.add_argument("--time-limit", type=float, default=None,
+                   help="seconds; stop with a checkpoint after this long (exit status 3: the same command goes on)")
     p.add_argument("--shard-size", type=int, default=100_000)
     p.add_argument("--no-bucket", action="store_true", help="plain shuffled batches instead of length-bucketed ones")
     p.add_argument("--cache-dir", default=None, help="encoded corpus (default OUTPUT_DIR/cache; share it between arms)")
@@ -97,11 +98,11 @@ def main(argv=None) -> int:
     from .checkpoint import RunInProgressError
     from .trainer import pretrain
 
-    steps = []  # the callback runs after every training step
+    trained = []  # set by the callback after the first training step (kept small: no step's record)
     try:
-        summary = _pretrain(pretrain, args, model_kwargs, callback=steps.append)
+        summary = _pretrain(pretrain, args, model_kwargs, callback=lambda step: trained or trained.append(True))
     except (ValueError, FileNotFoundError, RunInProgressError) as exc:
-        if steps:  # raised while training: a failure to see whole, not a usage error
+        if trained:  # raised while training: a failure to see whole, not a usage error
             raise
         # what is wrong with the arguments or the corpus, in the flags' names
         message = str(exc)
@@ -115,7 +116,7 @@ def main(argv=None) -> int:
     last = summary["history"][-1] if summary["history"] else {}
     print(json.dumps({k: summary[k] for k in ("finished", "steps", "total_steps", "epochs", "smiles_seen", "seconds",
                                               "smiles_per_second", "path")} | {"last_eval": last}, indent=1))
-    return 0
+    return 0 if summary["finished"] else 3  # (stopped by --time-limit: run the same command again to go on)
 
 
 if __name__ == "__main__":

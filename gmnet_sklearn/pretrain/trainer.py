@@ -214,6 +214,15 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
         # numpy's generators (masks, batch order) take only non-negative seeds: fail before encoding
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     seed = int(seed)
+    # the float settings as floats: the run's fingerprint compares them as JSON (0 is not 0.0: a run
+    # started with warmup=0 and resumed by the CLI's --warmup 0 was refused), and numpy floats are no JSON
+    lr, weight_decay, warmup, max_grad_norm, mask_prob = (
+        _check_real(name, value) for name, value in (("lr", lr), ("weight_decay", weight_decay), ("warmup", warmup),
+                                                    ("max_grad_norm", max_grad_norm), ("mask_prob", mask_prob)))
+    if time_limit is not None and not _check_real("time_limit", time_limit) >= 0:
+        raise ValueError(f"time_limit must be >= 0 seconds or None, got {time_limit!r}")
+    if not _check_real("checkpoint_minutes", checkpoint_minutes) > 0:
+        raise ValueError(f"checkpoint_minutes must be > 0, got {checkpoint_minutes!r}")
     if lr_schedule not in SCHEDULES:
         raise ValueError(f"lr_schedule must be one of {SCHEDULES}, got {lr_schedule!r}")
     if not 0 <= warmup < 1:
@@ -240,6 +249,13 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
     files = corpus_files(corpus)
     test_path = held_out_file(corpus) if test_corpus == "auto" else (None if test_corpus is None else Path(test_corpus))
     test_files = [] if test_path is None else corpus_files(test_path, hold_out=False)  # a folder: all of it
+    evaluated = {Path(f).resolve() for f in test_files}
+    if overlap := [f for f in files if Path(f).resolve() in evaluated]:  # held-out figures on trained-on SMILES
+        warnings.warn(f"{corpus}: {[Path(f).name for f in overlap]} is test_corpus, so it is evaluated and not "
+                      "trained on", UserWarning, stacklevel=2)
+        files = [f for f in files if Path(f).resolve() not in evaluated]
+        if not files:
+            raise ValueError(f"{corpus}: every file of the corpus is test_corpus: nothing is left to train on")
     if unused := unused_files(corpus, files + test_files):  # held out by name, but not the evaluated set either
         warnings.warn(f"{corpus}: neither trained on (names starting with {HELD_OUT_PREFIXES} are held out) nor "
                       f"evaluated (test_corpus={test_corpus!r}): {unused}", UserWarning, stacklevel=2)
@@ -268,6 +284,12 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
         state = None if prepare_only else load_checkpoint(ckpt_path)  # (preparing a cache trains nothing)
         if state is not None:
             _refuse_other_settings(output_dir, state, definition, but=("total_steps",))
+        elif not prepare_only and (output_dir / "config.json").exists():
+            # a finished model without its checkpoint: training again would overwrite it only at the
+            # end, and a run stopped before would leave the old model looking like this run's
+            raise ValueError(f"{output_dir} holds a pretrained model (config.json) but no checkpoint.pt to resume: "
+                             "use another output_dir, or delete its config.json and model.safetensors to train "
+                             "it again")
 
         train_manifest = build_cache(files, tokenizer, cache_dir / "train", shard_size, max_length, limit=max_smiles,
                                      progress=progress, label="encoding corpus", n_jobs=n_jobs, smiles_column=smiles_column,
@@ -421,6 +443,15 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
         elif finished:  # a finished run called again: its folder stays as written, with the hardware that trained it
             summary["hardware"] = read_config(output_dir)["training"].get("hardware", summary["hardware"])
         return summary
+
+
+def _check_real(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    value = float(value)
+    if value != value:  # NaN passes every comparison's check
+        raise ValueError(f"{name} must be a real number, got nan")
+    return value
 
 
 def _refuse_other_settings(output_dir: Path, state: dict, definition: dict, but: tuple = ()) -> None:
