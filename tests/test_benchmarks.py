@@ -1285,3 +1285,21 @@ def test_pretrain_record_describes_the_run_from_its_config(tmp_path):
     cfg["training"]["definition"]["params"]["d_model"] = 128
     assert pretrain_record.shape_name("chemberta", cfg["training"]["definition"]["params"]) == "custom"
 
+
+
+def test_the_report_refuses_two_records_of_one_run_and_marks_unverified_grid_seeds():
+    """Found in review: a second record of the same run silently replaced the first; a (k, L) cell
+    resting on a seed of a grid that stopped (its metric not yet checked against cv_results_) was
+    shown, and could be bold, unmarked."""
+    from benchmarks.report._records import Index
+    from benchmarks.report.table1 import kl_grid
+
+    with pytest.raises(ValueError, match="two records of one run"):
+        Index([_record("gmnet", "esol", 0, 1.0), _record("gmnet", "esol", 0, 1.1)])
+    records = [_record("gmnet", "esol", s, 1.0 + 0.01 * s, k=k, L=L) for s in (0, 1) for k, L in ((6, 2), (8, 3))]
+    records[0]["test_metric"] = 0.5  # k=6 L=2 seed 0: best by far, but unverified
+    records[0]["grid_search"] = {"cv_results_verified": False}
+    text, summary = kl_grid(Index(records), "chemberta3", "esol")
+    assert "(n=2) †" in text and "k=6 L=2 seed 0" in text
+    assert "On the verified seeds alone the best cell is k=8 L=3" in text
+    assert summary["k6_L2"]["ours"]["unverified_seeds"] == [0]

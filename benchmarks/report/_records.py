@@ -59,7 +59,11 @@ class Index:
         self.base: Dict[str, str] = {}
         for r in self.records:
             kl = (r.get("k"), r.get("L")) if r["arm"] == "gmnet" else (None, None)
-            self.by[r["protocol"]][r["arm"]][r["endpoint"]][kl][int(r["seed"])] = r
+            cell = self.by[r["protocol"]][r["arm"]][r["endpoint"]][kl]
+            if int(r["seed"]) in cell:  # two files of one run: the report would count one of them silently
+                raise ValueError(f"two records of one run ({r['protocol']}, {r['arm']}, {r['endpoint']}, k, L = {kl}, "
+                                 f"seed {r['seed']}): {cell[int(r['seed'])].get('_path')} and {r.get('_path')}")
+            cell[int(r["seed"])] = r
             self.base[r["protocol"]] = r.get("protocol_base", r["protocol"].split("@")[0])
 
     @property

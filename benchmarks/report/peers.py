@@ -64,8 +64,10 @@ def peers_section(idx: Index, machine_ids: Dict[int, List[str]]) -> Tuple[str, d
         present = common_seed_means({k: v for k, v in stats_.items() if v and k != NETWORK_ALONE_KEY})
         best = set()
         if present:
-            target = (max if ep.higher_is_better else min)(present.values())
-            best = {k for k, v in present.items() if v == target}
+            # at the printed precision: a lead too small to show is a tie (both bold, both counted)
+            shown = {k: round(v, ep.decimals) for k, v in present.items()}
+            target = (max if ep.higher_is_better else min)(shown.values())
+            best = {k for k, v in shown.items() if v == target}
             for k in best:
                 best_count[k] += 1
         row = [ep.label + ("" if ep.table1 else " *"), ep.metric_label]
@@ -115,7 +117,8 @@ def peers_section(idx: Index, machine_ids: Dict[int, List[str]]) -> Tuple[str, d
     if n_rows:
         text += "\n\n" + "Best of the row: " + ", ".join(
             f"{label} {best_count[key]}" for key, label, _, _ in columns if best_count[key]) + (
-            f" (of {n_rows} rows; ranked on the seeds the row's columns share).")
+            f" (of {n_rows} rows; ranked on the seeds the row's columns share, at the printed precision: "
+            "a tie counts for each)")
     text += ("\n\nMean fit time per seed (the machines are those of the hardware section below; a "
              "transformer arm's fit is its whole training, Chemprop's the whole `chemprop train` process, RF's the "
              "forests' fit):\n\n"

@@ -21,7 +21,7 @@ from ..protocols import (
     TABLE1_ENDPOINTS,
 )
 from ._format import DASH, better, duration, fmt, md_table
-from ._records import Index, by_device, machines_text, paired, summarise_runs
+from ._records import Index, by_device, machines_text, paired, stats, summarise_runs
 
 
 def table1(idx: Index, protocol: str, endpoints: Sequence[str]) -> Tuple[str, dict]:
@@ -112,15 +112,43 @@ def kl_grid(idx: Index, protocol: str, endpoint: str) -> Tuple[str, dict]:
 
     best_ours = best_of({kl: s["mean"] for kl, s in ours.items()})
     best_paper = best_of({kl: float(v[0]) for kl, v in paper.items()})
+    # seeds from an ablation grid that stopped before it finished (`grid_search.cv_results_verified`
+    # false): their metrics are the scorer's, not yet checked against cv_results_; marked, as the
+    # cell they decide may be the bold one
+    unverified = {kl: sorted(s for s, r in cells[kl].items()
+                             if (r.get("grid_search") or {}).get("cv_results_verified") is False) for kl in ours}
+    for kl, s in ours.items():
+        s["unverified_seeds"] = unverified[kl]
+
+    def ours_cell(k, L):
+        s = ours[k, L]
+        return fmt(s["mean"], s["sd"], dec, s["n"], bold=best_ours == (k, L)) + (" †" if unverified[k, L] else "")
+
     header, rows = _kl_rows(
         ks, Ls,
-        lambda k, L: fmt(ours[k, L]["mean"], ours[k, L]["sd"], dec, ours[k, L]["n"], bold=best_ours == (k, L)) if (k, L) in ours else DASH,
+        lambda k, L: ours_cell(k, L) if (k, L) in ours else DASH,
         lambda k, L: fmt(float(paper[k, L][0]), float(paper[k, L][1]), dec, bold=best_paper == (k, L)) if (k, L) in paper else DASH,
     )
     summary = {f"k{k}_L{L}": {"ours": ours.get((k, L)),
                               "paper": ({"mean": float(paper[k, L][0]), "sd": float(paper[k, L][1])} if (k, L) in paper else None)}
                for k in ks for L in Ls}
-    return md_table(header, rows, ["---"] + ["---:"] * (2 * len(Ls))), summary
+    text = md_table(header, rows, ["---"] + ["---:"] * (2 * len(Ls)))
+    marked = {kl: seeds for kl, seeds in unverified.items() if seeds}
+    if marked:
+        text += ("\n\n† A seed of the cell comes from an ablation grid that stopped before it finished "
+                 "(`grid_search.cv_results_verified` false: its metric is the scorer's, not yet checked "
+                 "against `cv_results_`): " + ", ".join(f"k={k} L={L} seed {', '.join(map(str, s))}"
+                                                        for (k, L), s in sorted(marked.items())) + ".")
+        if best_ours in marked:
+            verified = {kl: stats([r["test_metric"] for sd, r in cells[kl].items() if sd not in unverified[kl]])
+                        for kl in ours}
+            best_verified = best_of({kl: v["mean"] for kl, v in verified.items() if v})
+            if best_verified is not None and best_verified != best_ours:
+                text += (f" On the verified seeds alone the best cell is k={best_verified[0]} L={best_verified[1]} "
+                         f"({verified[best_verified]['mean']:.{dec}f}, n={verified[best_verified]['n']}) rather than "
+                         f"k={best_ours[0]} L={best_ours[1]} ({verified[best_ours]['mean']:.{dec}f}, "
+                         f"n={verified[best_ours]['n']})." if verified.get(best_ours) else "")
+    return text, summary
 
 
 def _kl_rows(ks, Ls, ours_cell, paper_cell):
