@@ -692,3 +692,18 @@ def test_fetched_data_fits_a_sklearn_pipeline():
     X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
     assert isinstance(X_train, pd.Series) and len(X_train) + len(X_test) == 1128
     assert DummyRegressor().fit(X_train.to_frame(), y_train).predict(X_test.to_frame()).shape == (len(X_test),)
+
+
+def test_review_findings_another_copy_a_damaged_file_a_missing_folder_and_sklearns_name(tmp_path):
+    """Found in review: a same-named older copy (DeepChem's repository holds several) was read
+    without a word; a damaged file raised pandas' error without its path; a data_home that is no
+    folder (a typo) was skipped silently; scikit-learn's ``download_if_missing`` was a TypeError."""
+    home = _write_esol(tmp_path / "home", 3)
+    with pytest.warns(UserWarning, match=r"delaney-processed.csv: 3 rows where DeepChem 2.8.0's .* has 1128"):
+        fetch_moleculenet("esol", tmp_path / "home", download=False)
+    Path(home).write_bytes(b"\x1f\x8b\x08\x00garbage")
+    with pytest.raises(ValueError, match=r"delaney-processed.csv: cannot be read as the .* table .*delete or replace it"):
+        fetch_moleculenet("esol", tmp_path / "home", download=False)
+    with pytest.warns(UserWarning, match=r"data_home=.*typo' is not a folder"), \
+            pytest.raises(DatasetNotFoundError):
+        fetch_moleculenet("bbbp", tmp_path / "typo", download_if_missing=False)

@@ -44,8 +44,9 @@ class Endpoint:
     # {"gmnet": (mean, sd), "chemberta": (mean, sd)}; a read-only mapping, which cannot be hashed:
     # left out of the hash (the name is the endpoint's identity), so an Endpoint can key a dict
     paper: Optional[Mapping[str, Figure]] = field(default=None, hash=False)
-    # Single-task classification: rows with a missing label are dropped after the split
-    # (DeepChem gives them weight 0). Multi-task sets keep them (NaN, masked).
+    # Single-task classification: rows with a missing label are dropped after the split (DeepChem
+    # 2.8.0 keeps them, y = NaN with weight 1: its CSV loader zeroes the weights of '' cells only,
+    # and pandas reads Tox21's empty cells as NaN). Multi-task sets keep them (NaN, masked).
     drop_missing_labels: bool = False
     units: str = ""
 

