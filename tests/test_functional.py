@@ -304,3 +304,17 @@ def test_cached_plans_first_built_in_inference_mode_still_train():
     leaf = x.clone().requires_grad_(True)
     F.phi(leaf, 3).sum().backward()
     assert leaf.grad is not None and torch.isfinite(leaf.grad).all()
+
+
+def test_the_harmonic_maps_float64_master_survives_dtype_round_trips():
+    """Found in review: .float() cast the float64 coefficient table too, so a model made float32
+    and then float64 again read Phi through rounded coefficients."""
+    import torch
+
+    from gmnet_sklearn.gm.harmonic_linear import SHFFN
+
+    m = SHFFN(16, 8, 3)
+    m.float()
+    m.double()
+    exact = torch.as_tensor(F.harmonic_basis(8, 3).coeffs, dtype=torch.float64)
+    assert m.sh.coeffs.dtype == torch.float64 and torch.equal(m.sh.coeffs, exact)

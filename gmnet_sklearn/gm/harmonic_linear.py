@@ -26,6 +26,7 @@ class SHFFN(nn.Module):
         self.dim = F.harmonic_dim(k, L)
         self.W_sphere = nn.Linear(d_model, k, bias=False)
         self.M = nn.Linear(self.dim, d_model, bias=True)
+        # (float32, as checkpoints hold it: a .double() model's eigenvalues are float32-exact only)
         eig = torch.as_tensor(F.funk_hecke(activation, k, L), dtype=torch.float32)
         if adaptive:
             self.lam = nn.Parameter(eig)

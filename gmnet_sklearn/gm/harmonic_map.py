@@ -27,6 +27,14 @@ class HarmonicMap(torch.nn.Module):
         # float64 master (cast on use) so a .double() model keeps Phi exact.
         self.register_buffer("coeffs", torch.as_tensor(basis.coeffs, dtype=torch.float64), persistent=False)
 
+    def _apply(self, fn, recurse=True):
+        # .float(), .half() and .to(dtype) cast every floating buffer: the master goes back to the
+        # exact float64 table after any of them (a .float() then .double() model stays exact)
+        super()._apply(fn, recurse)
+        self.coeffs = torch.as_tensor(F.harmonic_basis(self.k, self.L).coeffs, dtype=torch.float64,
+                                      device=self.coeffs.device)
+        return self
+
     def forward(self, z: torch.Tensor) -> torch.Tensor:
         """Phi(normalise(z)) (..., D*)."""
         return self.readout(z, torch.eye(self.dim, dtype=z.dtype, device=z.device))

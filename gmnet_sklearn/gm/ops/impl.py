@@ -8,7 +8,9 @@ extension, `gm/cpu`) and "triton" (fused Triton kernels: DualSKA and the read-ou
 
 A model's (and a composite module's) ``impl`` is either one name, which picks the attention's
 form as it always has while the read-outs and dropout stay on "auto" (so "reference" and a fast
-path draw the same dropout masks), or a mapping from op to name, e.g.
+path draw the same dropout masks where both run on the same layout: the encoder packs the tokens
+on CPU for every name but "reference", and a packed tensor's masks differ; ``pack=False`` keeps
+them alike), or a mapping from op to name, e.g.
 ``{"dual_ska": "parallel", "sphere_readout": "reference"}``, ops left out running "auto".
 """
 
