@@ -910,3 +910,11 @@ def test_warnings_of_the_fit_point_at_the_caller_and_a_task_without_labels_is_re
     import gmnet_sklearn
 
     assert gmnet_sklearn.load_model is load_model
+
+
+def test_a_stratified_random_split_never_leaves_a_class_out_of_training():
+    y = np.array(["a"] * 2 + ["b"] * 18, dtype=object)
+    est = GMNetClassifier(valid_split="random", valid_size=0.8)
+    for seed in range(5):
+        train, valid = est._internal_split(list(X[:20]), seed, y)
+        assert set(y[train]) == {"a", "b"} and sorted([*train, *valid]) == list(range(20))

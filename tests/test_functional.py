@@ -318,3 +318,14 @@ def test_the_harmonic_maps_float64_master_survives_dtype_round_trips():
     m.double()
     exact = torch.as_tensor(F.harmonic_basis(8, 3).coeffs, dtype=torch.float64)
     assert m.sh.coeffs.dtype == torch.float64 and torch.equal(m.sh.coeffs, exact)
+
+
+def test_moving_the_harmonic_map_keeps_its_coefficient_tensor():
+    """A move that changes no dtype keeps the buffer (a CUDA graph captured before reads it)."""
+    from gmnet_sklearn.gm.harmonic_map import HarmonicMap
+
+    m = HarmonicMap(8, 3)
+    before = m.coeffs
+    m.to("cpu")
+    m.share_memory()
+    assert m.coeffs.data_ptr() == before.data_ptr() and m.coeffs.is_shared()

@@ -728,3 +728,16 @@ def test_review_findings_on_the_run_definition(corpus, tmp_path, capsys):
     with pytest.raises(ValueError, match="holds a pretrained model .* but no checkpoint.pt"):
         pretrain(folder, out, "gmnet", vocab_file=vocab, max_steps=4, batch_size=32, eval_every=2, progress=False,
                  **TINY_GMNET)
+
+
+def test_a_run_stored_with_integer_float_settings_is_the_same_run(tmp_path):
+    """Runs started before the float settings became floats stored warmup=0 as 0: resuming them
+    must not be refused now that the same call gives 0.0."""
+    from gmnet_sklearn.pretrain.trainer import _refuse_other_settings
+
+    stored = {"warmup": 0, "weight_decay": 0, "lr": 0.001, "batch_size": 32}
+    _refuse_other_settings(tmp_path, {"definition": json.dumps(stored)}, {**stored, "warmup": 0.0, "weight_decay": 0.0})
+    with pytest.raises(ValueError, match="other settings"):
+        _refuse_other_settings(tmp_path, {"definition": json.dumps(stored)}, {**stored, "warmup": 0.1})
+    with pytest.raises(ValueError, match="other settings"):  # an int setting stays an int
+        _refuse_other_settings(tmp_path, {"definition": json.dumps(stored)}, {**stored, "batch_size": 32.0})

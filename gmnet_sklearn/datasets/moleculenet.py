@@ -39,6 +39,7 @@ import hashlib
 import http.client
 import os
 import warnings
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
@@ -731,7 +732,7 @@ def fetch_moleculenet(
     if df is None:
         try:
             df = pd.read_csv(path)  # compression inferred from .gz
-        except (OSError, EOFError, ValueError, UnicodeDecodeError) as exc:  # cut short, empty, not text
+        except (OSError, EOFError, ValueError, UnicodeDecodeError, zlib.error) as exc:  # cut short, corrupt, empty
             raise ValueError(f"{path}: cannot be read as the {info.remote} table ({type(exc).__name__}: {exc}); "
                              "delete or replace it") from exc
         path_str = str(path)

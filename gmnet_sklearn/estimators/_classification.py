@@ -102,8 +102,8 @@ class SmilesClassifierMixin(ClassifierMixin):
         scaffold) would otherwise be unknown to the model, or leave it a single class."""
         if y is not None and y.ndim == 1 and self.valid_split == "random":
             stratified = self._stratified_split(len(smiles), seed, y)
-            if stratified is not None:
-                return stratified
+            if stratified is not None:  # (a large valid_size can still round a class out of training)
+                return self._seen_classes_only(*stratified, y)
         train, valid = super()._internal_split(smiles, seed, y)
         if y is None or y.ndim != 1 or not len(valid):
             return train, valid

@@ -25,14 +25,16 @@ class HarmonicMap(torch.nn.Module):
         basis = F.harmonic_basis(k, L)
         self.dim, self.n_monomials = basis.dim, basis.n_monomials
         # float64 master (cast on use) so a .double() model keeps Phi exact.
-        self.register_buffer("coeffs", torch.as_tensor(basis.coeffs, dtype=torch.float64), persistent=False)
+        # (a copy: the cached table is shared by every map of this (k, L))
+        self.register_buffer("coeffs", torch.tensor(basis.coeffs, dtype=torch.float64), persistent=False)
 
     def _apply(self, fn, recurse=True):
         # .float(), .half() and .to(dtype) cast every floating buffer: the master goes back to the
         # exact float64 table after any of them (a .float() then .double() model stays exact)
         super()._apply(fn, recurse)
-        self.coeffs = torch.as_tensor(F.harmonic_basis(self.k, self.L).coeffs, dtype=torch.float64,
-                                      device=self.coeffs.device)
+        if self.coeffs.dtype != torch.float64:  # (a move alone keeps the tensor: captured graphs read it)
+            self.coeffs = torch.tensor(F.harmonic_basis(self.k, self.L).coeffs, dtype=torch.float64,
+                                       device=self.coeffs.device)
         return self
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:

@@ -445,6 +445,10 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
         return summary
 
 
+#: The settings `pretrain` takes as floats (compared as numbers with a stored run's).
+FLOAT_SETTINGS = ("lr", "weight_decay", "warmup", "max_grad_norm", "mask_prob")
+
+
 def _check_real(name: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"{name} must be a real number, got {value!r}")
@@ -459,8 +463,15 @@ def _refuse_other_settings(output_dir: Path, state: dict, definition: dict, but:
     aside), naming the settings that differ, compared as the fingerprint sees them (as JSON: 1 is
     not 1.0)."""
     stored = json.loads(state["definition"])
+
+    def same(key):
+        a, b = stored.get(key), definition.get(key)
+        if key in FLOAT_SETTINGS and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b)):
+            return float(a) == float(b)  # (runs started before these became floats stored 0 for 0.0)
+        return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
     differ = {k: (stored.get(k), definition.get(k)) for k in sorted(set(stored) | set(definition))
-              if k not in but and json.dumps(stored.get(k), sort_keys=True) != json.dumps(definition.get(k), sort_keys=True)}
+              if k not in but and not same(k)}
     if differ:
         raise ValueError(f"{output_dir} holds a run with other settings (stored, given: {differ}); "
                          "use another output_dir, or the same arguments to resume it")
