@@ -35,6 +35,19 @@ def _vocab_file(parser, arg: str | None) -> str | None:
     return path
 
 
+def _check_device(device: str) -> None:
+    import torch
+
+    from .estimators._base import resolve_device
+
+    try:
+        resolved = torch.device(resolve_device(device))
+    except RuntimeError as exc:
+        raise ValueError(f"--device {device!r} is not a torch device ({exc})") from None
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"--device {device!r}: this machine has no CUDA device (--device cpu, or auto)")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="gmnet-train", description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="freesolv", choices=sorted(DATASETS))
@@ -97,6 +110,11 @@ def main(argv=None) -> int:
     params.update({key: value for key, value in overrides.items() if value is not None})
     est = cls(**params, random_state=args.seed, device=args.device, vocab_file=vocab_file,
               verbose=0 if args.quiet else 1)
+    try:  # what the flags alone rule out is a usage error, before any training
+        est._validate_params()
+        _check_device(args.device)
+    except ValueError as exc:  # (scikit-learn's InvalidParameterError is a ValueError)
+        parser.error(str(exc).replace("'max_epochs'", "'max_epochs' (--epochs)").replace("'random_state'", "'random_state' (--seed)"))
     print(f"vocabulary: {vocab_file or 'fitted on the training SMILES (no --vocab, GMNET_TOKENIZER_VOCAB unset)'}")
     y = data.target
     import torch

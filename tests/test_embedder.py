@@ -213,3 +213,29 @@ def test_transform_runs_with_the_estimators_threads(plain):
         torch.set_num_threads(before)
         handle.remove()
     assert seen and set(seen) == {1}
+
+
+def test_review_findings_on_invalid_rows_failed_fits_early_checks_and_repeated_layers(plain):
+    """Found in review: transform raised on an invalid SMILES whatever the estimator's on_invalid;
+    a failed fit left a half-fitted embedder; a member or features the parameters already rule out
+    were found only after training; layers=[0, 0] gave duplicate columns."""
+    from sklearn.base import clone as sk_clone
+    from sklearn.exceptions import NotFittedError
+
+    nan_est = sk_clone(plain).set_params(on_invalid="nan").fit(SMILES, Y)
+    out = GMNetEmbedder(nan_est, prefit=True).fit(SMILES).transform(["CCO", "xyz", "CCN"])
+    assert np.isnan(out[1]).all() and np.isfinite(out[[0, 2]]).all()
+    np.testing.assert_allclose(out[[0, 2]], GMNetEmbedder(plain, prefit=True).fit(SMILES).transform(["CCO", "CCN"]),
+                               rtol=1e-5, atol=1e-6)
+    emb = GMNetEmbedder(plain, prefit=True, member=5)
+    with pytest.raises(ValueError, match="member must be"):
+        emb.fit(SMILES)
+    with pytest.raises(NotFittedError):
+        emb.transform(SMILES[:2])
+    untrained = GMNetRegressor(**TINY, descriptors=False, fingerprint=False, forest=False)
+    with pytest.raises(ValueError, match="member must be"):  # one member: found before training it
+        GMNetEmbedder(untrained, member=3).fit(SMILES, Y)
+    with pytest.raises(ValueError, match="attention='ska' has none"):
+        GMNetEmbedder(sk_clone(untrained).set_params(attention="ska"), features="moments").fit(SMILES, Y)
+    with pytest.raises(ValueError, match="layers names a layer twice"):
+        GMNetEmbedder(plain, prefit=True, features="moments", layers=[0, -2]).fit(SMILES)
