@@ -22,7 +22,9 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .protocols import ARMS, Endpoint, Protocol
+from gmnet_sklearn.estimators.presets import PAPER_TRAINING
+
+from .protocols import ARMS, ENDPOINTS, PROTOCOLS, Endpoint, Protocol
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -588,7 +590,8 @@ def git_at_start():
 
 
 def git_info() -> Dict[str, object]:
-    """The checkout's commit and whether tracked files differ from it. A copy of the working
+    """The checkout's commit and whether tracked files (those under ``benchmarks/results`` aside:
+    records, not code) differ from it. A copy of the working
     tree on another machine (e.g. a remote GPU, whose copy may carry no ``.git`` or another base
     commit) is described by ``GMNET_GIT_COMMIT`` (and ``GMNET_GIT_DIRTY=1`` when the copy had
     uncommitted changes), which then take precedence over git."""
@@ -610,7 +613,8 @@ def git_info() -> Dict[str, object]:
         head = git("rev-parse", "HEAD")
         if head.returncode != 0:
             return from_env()
-        status = git("status", "--porcelain", "--untracked-files=no")
+        # the code's state: results written by earlier runs (tracked JSON) are no change to the code
+        status = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)benchmarks/results")
         return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip()) if status.returncode == 0 else None}
     except (OSError, subprocess.SubprocessError):
         return from_env()
@@ -689,6 +693,31 @@ HOST_KEYS = ("cpu_model", "cpu_isa", "platform")
 
 def estimator_params_record(est) -> Dict[str, object]:
     return {k: v for k, v in est.get_params(deep=False).items() if k != "callbacks"}
+
+
+#: Estimator parameters added after the first benchmark records, as those records ran (the
+#: harness records every parameter since): the recipe's parameters at what is now PAPER_TRAINING
+#: (Adam, no schedule, one member, no augmentation, descriptors, fingerprint or forest), as the
+#: report's ``_essentials`` reads their definitions.
+RECORD_ADDED_PARAMETERS = dict(PAPER_TRAINING)
+#: How a fit runs, not what it computes (as a training snapshot's fingerprint leaves them out).
+HOW_A_FIT_RUNS = ("cuda_graphs",)
+
+
+def stale_parameters(record: dict) -> Optional[str]:
+    """How a transformer-arm record's estimator parameters differ from what its protocol builds
+    today (its ``estimator_params`` on the estimators' current defaults), or None: the report's
+    check, and ``run --resume``'s (a record made under other parameters is redone, not kept)."""
+    protocol = PROTOCOLS.get(record["protocol"])
+    if protocol is None or record["arm"] not in ARMS or not record.get("hyperparameters"):
+        return None
+    over = {"random_state": record["seed"], **({"k": record["k"], "L": record["L"]} if record["arm"] == "gmnet" else {})}
+    est = estimator_class(record["arm"], ENDPOINTS[record["endpoint"]])(
+        **protocol.estimator_params(record["arm"], record["endpoint"], **over))
+    expected = {k: v for k, v in est.get_params(deep=False).items() if k != "callbacks" and k not in HOW_A_FIT_RUNS}
+    recorded = {**{k: v for k, v in RECORD_ADDED_PARAMETERS.items() if k in expected},
+                **{k: v for k, v in record["hyperparameters"].items() if k not in HOW_A_FIT_RUNS}}
+    return params_differ(recorded, expected)
 
 
 def params_differ(recorded: Dict[str, object], expected: Dict[str, object], recorded_only: bool = False) -> Optional[str]:

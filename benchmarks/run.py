@@ -174,9 +174,15 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     for ep, seed, arm in plan:
         path = path_of(arm, ep, seed)
         if args.resume and path.exists():
-            print(f"skip (exists): {path}", flush=True)
-            skipped += 1
-            continue
+            import json
+
+            stale = C.stale_parameters(json.loads(path.read_text()))
+            if stale is None:
+                print(f"skip (exists): {path}", flush=True)
+                skipped += 1
+                continue
+            # made under parameters its protocol no longer builds (a changed default): made again
+            print(f"redo (made with other parameters: {stale}): {path}", flush=True)
         if ep not in cache:
             cache.clear()  # one endpoint's data at a time
             try:

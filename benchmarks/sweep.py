@@ -361,7 +361,7 @@ def run_jobs(jobs: List[Job], *, workers: int, deadline: float, safety: float, l
     except BaseException:  # interrupted (Ctrl-C, SIGTERM): the runs live in their own sessions
         for job in running:
             _stop(job)
-            job.status = "stopped"
+            job.status = "done" if job.wrote_result() else "stopped"  # (one may have just finished)
         raise
     finally:
         for job in pending:

@@ -1303,3 +1303,19 @@ def test_the_report_refuses_two_records_of_one_run_and_marks_unverified_grid_see
     assert "(n=2) †" in text and "k=6 L=2 seed 0" in text
     assert "On the verified seeds alone the best cell is k=8 L=3" in text
     assert summary["k6_L2"]["ours"]["unverified_seeds"] == [0]
+
+
+def test_resume_redoes_a_record_made_under_other_parameters(tmp_path, monkeypatch, capsys):
+    """Found in review: --resume kept any existing record, also one made before a default its
+    protocol reads from the estimators changed (round eight's max_epochs 30 -> 20 was relabelled by
+    hand); the report's parameter check is now the resume's too."""
+    rec = _record("gmnet", "freesolv", 0, 0.6, protocol="tuned")
+    from benchmarks.protocols import PROTOCOLS
+
+    est = C.estimator_class("gmnet", ENDPOINTS["freesolv"])(
+        **PROTOCOLS["tuned"].estimator_params("gmnet", "freesolv", random_state=0, k=8, L=3))
+    current = {k: v for k, v in est.get_params(deep=False).items() if k != "callbacks"}
+    rec["hyperparameters"] = dict(current)
+    assert C.stale_parameters(rec) is None
+    rec["hyperparameters"]["max_epochs"] = current["max_epochs"] + 10
+    assert "max_epochs" in C.stale_parameters(rec)

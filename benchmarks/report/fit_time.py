@@ -60,7 +60,7 @@ def other_defaults(arm: str, endpoint: str, group: List[dict]) -> Optional[str]:
     today (where it ran and its seed aside), or None: a default changed since makes them stale."""
     from .. import _common as C
 
-    from .table1 import HOW_A_FIT_RUNS
+    from .._common import HOW_A_FIT_RUNS
 
     left_out = ("callbacks", "random_state", *HOW_A_FIT_RUNS)  # its seed, and how (not what) a fit runs
     defaults = {k: v for k, v in C.estimator_class(arm, ENDPOINTS[endpoint])().get_params(deep=False).items()

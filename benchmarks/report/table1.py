@@ -20,6 +20,7 @@ from ..protocols import (
     PROTOCOLS,
     TABLE1_ENDPOINTS,
 )
+from .._common import stale_parameters
 from ._format import DASH, better, duration, fmt, md_table
 from ._records import Index, by_device, machines_text, paired, stats, summarise_runs
 
@@ -275,13 +276,6 @@ def _essentials(defn, arm: str, endpoint: str):
             **defn.get("endpoint_overrides", {}).get(endpoint, {})}
 
 
-#: Estimator parameters added after the first benchmark records, as those records ran (the
-#: harness records every parameter since): the recipe's parameters at what is now PAPER_TRAINING
-#: (Adam, no schedule, one member, no augmentation, descriptors, fingerprint or forest), as
-#: ``_essentials`` reads their definitions.
-RECORD_ADDED_PARAMETERS = dict(PAPER_TRAINING)
-#: How a fit runs, not what it computes (as a training snapshot's fingerprint leaves them out).
-HOW_A_FIT_RUNS = ("cuda_graphs",)
 
 
 def hyperparameter_check(idx: Index) -> Dict[str, Tuple[int, int, List[str]]]:
@@ -289,20 +283,11 @@ def hyperparameter_check(idx: Index) -> Dict[str, Tuple[int, int, List[str]]]:
     transformer-arm records ran with other estimator parameters than the protocol builds today
     (its ``estimator_params`` on the estimator's current defaults: a changed default the
     protocol's definition does not spell out shows here), of how many, and a few examples."""
-    from .. import _common as C
-
     out: Dict[str, Tuple[int, int, List[str]]] = {}
     for r in idx.records:
-        protocol = PROTOCOLS.get(r["protocol"])
-        if protocol is None or "@" in r["protocol"] or r["arm"] not in ARMS or not r.get("hyperparameters"):
+        if PROTOCOLS.get(r["protocol"]) is None or "@" in r["protocol"] or r["arm"] not in ARMS or not r.get("hyperparameters"):
             continue
-        over = {"random_state": r["seed"], **({"k": r["k"], "L": r["L"]} if r["arm"] == "gmnet" else {})}
-        est = C.estimator_class(r["arm"], ENDPOINTS[r["endpoint"]])(
-            **protocol.estimator_params(r["arm"], r["endpoint"], **over))
-        expected = {k: v for k, v in est.get_params(deep=False).items() if k != "callbacks" and k not in HOW_A_FIT_RUNS}
-        recorded = {**{k: v for k, v in RECORD_ADDED_PARAMETERS.items() if k in expected},
-                    **{k: v for k, v in r["hyperparameters"].items() if k not in HOW_A_FIT_RUNS}}
-        differ = C.params_differ(recorded, expected)
+        differ = stale_parameters(r)
         n_differ, n, examples = out.get(r["protocol"], (0, 0, []))
         if differ:
             examples = examples + [f"{r['arm']} {r['endpoint']} seed {r['seed']}: {differ}"][: max(0, 3 - len(examples))]
