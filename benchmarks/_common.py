@@ -708,9 +708,9 @@ def stale_parameters(record: dict) -> Optional[str]:
     """How a transformer-arm record's estimator parameters differ from what its protocol builds
     today (its ``estimator_params`` on the estimators' current defaults), or None: the report's
     check, and ``run --resume``'s (a record made under other parameters is redone, not kept)."""
-    protocol = PROTOCOLS.get(record["protocol"])
-    if protocol is None or record["arm"] not in ARMS or not record.get("hyperparameters"):
-        return None
+    protocol = PROTOCOLS.get(record.get("protocol"))
+    if protocol is None or record.get("arm") not in ARMS or not record.get("hyperparameters"):
+        return None  # (no protocol of today's, a peer arm, or a record without its parameters)
     over = {"random_state": record["seed"], **({"k": record["k"], "L": record["L"]} if record["arm"] == "gmnet" else {})}
     est = estimator_class(record["arm"], ENDPOINTS[record["endpoint"]])(
         **protocol.estimator_params(record["arm"], record["endpoint"], **over))

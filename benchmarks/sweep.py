@@ -216,6 +216,15 @@ def measured_step_seconds(results_dir: Path, protocol_name: str, arm: str, *, ba
     return (statistics.median(per_step), len(per_step)) if per_step else (None, 0)
 
 
+def redone_by_run(path: Path, argv: Sequence[str]) -> bool:
+    """Whether an existing record is planned again: ``benchmarks.run --resume`` (the command the
+    sweep gives it) redoes a record made under parameters its protocol no longer builds
+    (`_common.stale_parameters`); an ablation cell's command keeps any existing file."""
+    import json
+
+    return "benchmarks.run" in argv and C.stale_parameters(json.loads(path.read_text())) is not None
+
+
 def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device: str, step_seconds: Dict[str, float],
          seeds: Optional[Sequence[int]], threads: int, extra_args: Sequence[str] = (),
          startup_s: float = STARTUP_SECONDS, arms: Optional[Sequence[str]] = None,
@@ -258,7 +267,7 @@ def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device
 
     def add(group, arm, ep, seed, k, L, argv):
         path = C.result_path(results_dir, protocol_name, arm, ep, seed, k, L)
-        if path in seen or path.exists():
+        if path in seen or (path.exists() and not redone_by_run(path, argv)):
             return
         if (arms and arm not in arms) or (endpoints and ep not in endpoints) or f"{arm}:{ep}" in skip:
             return

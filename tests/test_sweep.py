@@ -249,3 +249,24 @@ def test_the_exit_code_says_whether_the_sweep_is_complete():
     assert exit_code({"done": 4}) == 0
     assert exit_code({"done": 3, "stopped": 1}) == 3 and exit_code({"done": 3, "not started": 2}) == 3
     assert exit_code({"failed": 1, "stopped": 1}) == 1
+
+
+def test_a_record_made_under_other_parameters_is_planned_again(tmp_path, capsys):
+    """The sweep plans what `run --resume` would redo: a record its protocol no longer builds."""
+    import json
+
+    from benchmarks import _common as C
+    from benchmarks.protocols import ENDPOINTS, PROTOCOLS
+
+    args = ["--dry-run", "--device", "cpu", "--workers", "2", "--what", "table1", "--arms", "chemberta",
+            "--endpoints", "esol", "--seeds", "0", "--results-dir", str(tmp_path), "--protocol", "tuned"]
+    est = C.estimator_class("chemberta", ENDPOINTS["esol"])(**PROTOCOLS["tuned"].estimator_params("chemberta", "esol",
+                                                                                                  random_state=0))
+    params = {k: v for k, v in est.get_params(deep=False).items() if k != "callbacks"}
+    path = C.result_path(tmp_path, "tuned", "chemberta", "esol", 0, None, None)
+    path.parent.mkdir(parents=True)
+    record = {"protocol": "tuned", "arm": "chemberta", "endpoint": "esol", "seed": 0, "hyperparameters": params}
+    path.write_text(json.dumps(record))
+    assert sweep.main(args) == 0 and capsys.readouterr().out.startswith("0 run(s) missing")
+    path.write_text(json.dumps({**record, "hyperparameters": {**params, "max_epochs": params["max_epochs"] + 10}}))
+    assert sweep.main(args) == 0 and capsys.readouterr().out.startswith("1 run(s) missing")
