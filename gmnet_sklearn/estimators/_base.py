@@ -182,6 +182,18 @@ class SmilesNetBase(BaseEstimator):
     def _check_y(self, y, n: int, name: str = "y") -> np.ndarray:
         raise NotImplementedError
 
+    def _balanced_order(self, smiles, seed: int):
+        """Chemprop's balanced scaffold split of ``smiles`` (seeded), or None where it cannot make
+        one: too few molecules for a validation part of its own, or an item that is no SMILES
+        (which encoding names next)."""
+        from ..model_selection import balanced_scaffold_split
+
+        try:
+            return balanced_scaffold_split(np.asarray(smiles, dtype=object), frac_valid=self.valid_size,
+                                           random_state=seed)
+        except (ValueError, TypeError):
+            return None
+
     def _can_rank(self, y_valid: np.ndarray) -> bool:
         """Whether a validation set with these targets can rank epochs and blends by the metric."""
         return True
@@ -198,7 +210,6 @@ class SmilesNetBase(BaseEstimator):
         are ordered as Chemprop's balanced scaffold split does instead (seeded)."""
         n = len(smiles)
         if self.valid_split == "scaffold":
-            from ..model_selection import balanced_scaffold_split
             from ..model_selection.scaffold import _deepchem_split, _scaffolds
 
             smiles = np.asarray(smiles, dtype=object)
@@ -206,17 +217,10 @@ class SmilesNetBase(BaseEstimator):
             train, valid, _ = _deepchem_split(smiles, _scaffolds(smiles, strict=False), 1 - self.valid_size,
                                               self.valid_size, max_smiles_length=None, drop_invalid=True)
             if y is not None and len(valid) and not self._can_rank(y[valid]):
-                try:
-                    train, valid = balanced_scaffold_split(smiles, frac_valid=self.valid_size, random_state=seed)
-                except (ValueError, TypeError):  # too few molecules for a validation part of its own (or
-                    pass  # an item that is no SMILES, which encoding names next): DeepChem's stays
-            # a row DeepChem's split leaves in no part (a scaffold RDKit cannot make, or a parse
-            # failing where the tokenizer's succeeded) trains rather than vanishes; the placed
-            # rows keep the split's order
-            unplaced = np.setdiff1d(np.arange(n), np.concatenate([np.asarray(train, dtype=np.int64),
-                                                                  np.asarray(valid, dtype=np.int64)]))
-            if len(unplaced):
-                train = np.concatenate([np.asarray(train, dtype=np.int64), unplaced])
+                balanced = self._balanced_order(smiles, seed)
+                if balanced is not None:
+                    train, valid = balanced
+            train, valid = _placing_every_row(train, valid, n)
         else:
             perm = np.random.RandomState(seed).permutation(n)
             n_valid = max(1, int(round(self.valid_size * n)))
@@ -924,6 +928,14 @@ def _history_json(history) -> str:
         warnings.warn(f"history.json: the training history holds values JSON cannot (of types {sorted(as_text)}, "
                       "recorded by a callback); they are saved as their text", UserWarning, stacklevel=3)
     return text
+
+
+def _placing_every_row(train, valid, n: int):
+    """A row a scaffold split leaves in no part (a scaffold RDKit cannot make, or a parse failing
+    where the tokenizer's succeeded) trains rather than vanishes; the placed rows keep their order."""
+    train, valid = np.asarray(train, dtype=np.int64), np.asarray(valid, dtype=np.int64)
+    unplaced = np.setdiff1d(np.arange(n), np.concatenate([train, valid]))
+    return (np.concatenate([train, unplaced]) if len(unplaced) else train), valid
 
 
 def _warn_if_interrupted(net, max_epochs: int, member: int) -> None:

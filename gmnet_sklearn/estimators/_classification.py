@@ -13,6 +13,7 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
+from ._base import _placing_every_row
 from ._invalid import warn_unscored_rows
 from ._targets import _caller_stacklevel, check_n_outputs, check_target, missing_labels
 from .losses import CrossEntropyLoss, MaskedBCEWithLogitsLoss
@@ -111,17 +112,11 @@ class SmilesClassifierMixin(ClassifierMixin):
         if self.valid_split == "scaffold" and len(valid) and not self._can_rank(y[valid]):
             # the rows moved back can leave one class (the base checked before the move): the
             # balanced scaffold order, where it ranks after the same move
-            from ..model_selection import balanced_scaffold_split
-
-            try:
-                balanced = self._seen_classes_only(*balanced_scaffold_split(
-                    np.asarray(smiles, dtype=object), frac_valid=self.valid_size, random_state=seed), y)
-            except (ValueError, TypeError):
-                return train, valid
-            placed = np.concatenate(balanced)
-            unplaced = np.setdiff1d(np.arange(len(smiles)), placed)  # rows the split has in no part train
-            if len(balanced[1]) and self._can_rank(y[balanced[1]]):
-                return np.sort(np.concatenate([balanced[0], unplaced])).astype(np.int64), balanced[1]
+            balanced = self._balanced_order(smiles, seed)
+            if balanced is not None:
+                b_train, b_valid = _placing_every_row(*self._seen_classes_only(*balanced, y), len(smiles))
+                if len(b_valid) and self._can_rank(y[b_valid]):
+                    return np.sort(b_train), b_valid
         return train, valid
 
     @staticmethod

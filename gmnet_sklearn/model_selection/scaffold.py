@@ -468,9 +468,8 @@ def _warn_length_cut(splitter, smiles: np.ndarray, scaffolds: list) -> None:
     cut = [i for i, (s, sc) in enumerate(zip(smiles, scaffolds))
            if sc is not _UNPARSABLE and not _within_length(s, splitter.max_smiles_length)]
     if cut:
-        shown = ", ".join(str(i) for i in cut[:5]) + (f", ... ({len(cut) - 5} more)" if len(cut) > 5 else "")
         warnings.warn(f"{type(splitter).__name__}: {len(cut)} of {len(smiles)} SMILES are longer than "
-                      f"max_smiles_length={splitter.max_smiles_length} and in no fold (rows {shown}; "
+                      f"max_smiles_length={splitter.max_smiles_length} and in no fold (rows {_shown(cut)}; "
                       "max_smiles_length=None keeps them)", InvalidSmilesWarning, stacklevel=3)
 
 
