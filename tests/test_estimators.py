@@ -553,21 +553,59 @@ def test_classifier_takes_a_column_vector_y_and_names_its_missing_labels():
         GMNetClassifier(**TINY).fit(X, y_missing.ravel().astype(np.float32))
 
 
-def test_a_failed_refit_leaves_no_fitted_network_behind():
-    X, y = list(SMILES[:40]), regression_target(SMILES[:40])
-    est = GMNetRegressor(**TINY).fit(X, y)
-    with pytest.raises(ValueError, match="X_valid"):
-        est.fit(X, y + 100, X_valid=["C(("], y_valid=[1.0])
-    with pytest.raises(NotFittedError):
-        est.predict(X[:2])  # not the old network read through the new vocabulary and scaling
-    # nor does it look fitted to scikit-learn's generic check (Pipeline, FrozenEstimator use it),
-    # although the failed fit left a vocabulary and target statistics behind
+def test_a_failed_refit_leaves_the_earlier_fit_as_it_was():
     from sklearn.utils.validation import check_is_fitted
 
-    assert hasattr(est, "tokenizer_") and hasattr(est, "y_mean_")
+    X, y = list(SMILES[:40]), regression_target(SMILES[:40])
+    est = GMNetRegressor(**TINY).fit(X, y)
+    before, state = est.predict(X), dict(est.__dict__)
+    # fails after the new vocabulary and target scaling were fitted (the bad SMILES is X_valid's)
+    with pytest.raises(ValueError, match="X_valid"):
+        est.fit(X + ["[Xe]"], np.append(y, 1.0) + 100, X_valid=["C(("], y_valid=[1.0])
+    np.testing.assert_array_equal(est.predict(X), before)  # not the old network through a new vocabulary
+    assert est.__dict__.keys() == state.keys() and all(est.__dict__[k] is state[k] for k in state)
+    check_is_fitted(est)
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):  # fails at the first check
+        est.fit(X, y[:-1])
+    np.testing.assert_array_equal(est.predict(X), before)
+    # a first fit that fails leaves an unfitted estimator, with nothing half-fitted on it
+    fresh = GMNetRegressor(**TINY)
+    with pytest.raises(ValueError, match="X_valid"):
+        fresh.fit(X, y, X_valid=["C(("], y_valid=[1.0])
+    assert not [k for k in fresh.__dict__ if k.endswith("_") and not k.startswith("__")]
     with pytest.raises(NotFittedError):
-        check_is_fitted(est)
-    check_is_fitted(est.fit(X, y))
+        check_is_fitted(fresh)
+
+
+def test_n_jobs_follows_scikit_learns_meaning_of_negative_counts():
+    from joblib import effective_n_jobs
+
+    from gmnet_sklearn.estimators._base import torch_threads
+
+    threads = torch.get_num_threads()
+    with torch_threads(-1):
+        assert torch.get_num_threads() == effective_n_jobs(-1)
+    assert torch.get_num_threads() == threads
+    X, y = list(SMILES[:24]), regression_target(SMILES[:24])
+    GMNetRegressor(**dict(TINY, max_epochs=1), n_jobs=-1).fit(X, y).predict(X[:2])
+    with pytest.raises(ValueError, match="n_jobs"):
+        GMNetRegressor(n_jobs=0).fit(X, y)
+
+
+@pytest.mark.parametrize("Est", [GMNetRegressor, GMNetClassifier])
+def test_a_target_without_columns_is_refused(Est):
+    with pytest.raises(ValueError, match=r"0 target column\(s\) \(shape=\(24, 0\)\)"):
+        Est(**TINY).fit(list(SMILES[:24]), np.empty((24, 0)))
+
+
+def test_classifier_tags_say_multi_label_not_multiclass_multioutput():
+    from sklearn.utils import get_tags
+
+    for Est in (GMNetClassifier, ChemBERTaClassifier):
+        tags = get_tags(Est())
+        assert tags.classifier_tags.multi_label and not tags.target_tags.multi_output
+    for Est in (GMNetRegressor, ChemBERTaRegressor):
+        assert get_tags(Est()).target_tags.multi_output
 
 
 def test_a_fit_whose_forest_fails_leaves_no_fitted_model(monkeypatch):
@@ -681,6 +719,21 @@ def test_randomised_smiles_past_max_length_fall_back_to_the_given_smiles():
     assert variants == [["CC(C)C", "C(C)CC"]]
     pred = est.predict(["CC(C)C"])
     assert np.isfinite(pred).all()
+
+
+def test_multi_output_score_leaves_out_a_task_whose_labels_all_weigh_zero():
+    X, y = list(SMILES[:40]), regression_target(SMILES[:40])
+    Y = np.stack([y, 2 * y], axis=1)
+    est = GMNetRegressor(**TINY).fit(X, Y)
+    pred = est.predict(X)
+    Y_eval = Y.copy()
+    Y_eval[10:, 1] = np.nan  # the second task's labels are on rows 0-9 only, which weigh 0
+    weight = np.r_[np.zeros(10), np.arange(1, 31, dtype=float)]
+    assert est.score(X, Y_eval, sample_weight=weight) == pytest.approx(r2_score(Y[:, 0], pred[:, 0], sample_weight=weight))
+    weight[:10] = 1.0
+    expected = np.mean([r2_score(Y[:, 0], pred[:, 0], sample_weight=weight),
+                        r2_score(Y[:10, 1], pred[:10, 1], sample_weight=weight[:10])])
+    assert est.score(X, Y_eval, sample_weight=weight) == pytest.approx(expected)
 
 
 def test_multilabel_score_weights_rows_and_leaves_out_tasks_without_labels():

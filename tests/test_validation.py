@@ -68,6 +68,15 @@ def test_one_smiles_coercion_for_every_input_kind(X):
     assert check_smiles_input(X) == SMILES[:4]
 
 
+def test_a_frame_with_two_smiles_columns_is_refused_naming_them():
+    # an exact name wins over one differing in case; two candidates are not guessed between
+    assert check_smiles_input(pd.DataFrame({"Smiles": ["C", "N"], "smiles": ["O", "S"]})) == ["O", "S"]
+    with pytest.raises(ValueError, match=r"2 columns named like 'smiles': \['Smiles', 'SMILES'\]"):
+        check_smiles_input(pd.DataFrame({"Smiles": ["C", "N"], "SMILES": ["O", "S"]}))
+    with pytest.raises(ValueError, match=r"2 columns named like 'smiles': \['smiles', 'smiles'\]"):
+        check_smiles_input(pd.DataFrame([["C", "N"], ["O", "S"]], columns=["smiles", "smiles"]))
+
+
 def test_the_estimators_tokenizer_and_splitter_share_the_coercion():
     frame = pd.DataFrame({"id": range(len(SMILES)), "smiles": SMILES})
     tok = SmilesTokenizer().fit(frame)

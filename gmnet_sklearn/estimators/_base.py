@@ -83,7 +83,9 @@ TRAINING_PARAMETER_CONSTRAINTS = {
     "on_invalid": [StrOptions(set(ON_INVALID))],
     "bucket_by_length": ["boolean"],
     "random_state": ["random_state"],
-    "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
+    # scikit-learn's meaning: -1 all CPUs, -2 all but one (joblib.effective_n_jobs); 0 is refused
+    "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), Interval(numbers.Integral, None, -1, closed="right"),
+               None],
     "device": [str, torch.device],
     "cuda_graphs": ["boolean"],
     "precision": [StrOptions({"float32", "bf16"})],
@@ -112,10 +114,14 @@ def adam_options(device: str) -> dict:
 
 @contextlib.contextmanager
 def torch_threads(n_jobs: int | None):
-    """torch's intra-op threads set to ``n_jobs`` inside the block (None: left as they are), and
-    restored after. The descriptors' worker processes and the forest's jobs follow the same count
-    (they read ``torch.get_num_threads()``)."""
+    """torch's intra-op threads set to ``n_jobs`` inside the block (None: left as they are; -1 all
+    CPUs, -2 all but one, as in scikit-learn), and restored after. The descriptors' worker
+    processes and the forest's jobs follow the same count (they read ``torch.get_num_threads()``)."""
     before = torch.get_num_threads()
+    if n_jobs is not None and n_jobs < 0:
+        from joblib import effective_n_jobs
+
+        n_jobs = effective_n_jobs(n_jobs)
     if n_jobs is not None and n_jobs != before:
         torch.set_num_threads(n_jobs)
     try:
@@ -242,12 +248,26 @@ class SmilesNetBase(BaseEstimator):
         ``X`` and ``X_valid`` whose SMILES cannot be used are left out with their targets (an
         ``InvalidSmilesWarning`` names them; ``n_invalid_skipped_``, ``invalid_rows_`` and
         ``invalid_valid_rows_`` keep the count and positions); otherwise they raise.
+
+        A fit that raises leaves the estimator as it was: an earlier fit stays usable (a refit with
+        a mistyped ``y_valid`` does not cost the model already trained).
         """
         self._validate_params()
+        # Everything a fit sets replaces an attribute (none is changed in place), so a shallow copy
+        # is the whole earlier state: a failure half-way must not leave the old networks beside the
+        # new data's vocabulary and target scaling, nor lose a fitted model to a bad argument.
+        before = dict(self.__dict__)
+        try:
+            return self._fit(X, y, X_valid, y_valid)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
+
+    def _fit(self, X, y, X_valid, y_valid):
+        """``fit``'s work, on validated parameters; ``fit`` restores the earlier state if it raises."""
         self._fit_started = time.time()  # a TrainingSnapshot records it with each part of the fit
-        # A refit that fails must not leave the old networks beside the new data's vocabulary and
-        # target scaling (a half-updated estimator that still looks fitted).
-        for name in ("net_", "nets_", "forest_"):
+        for name in ("net_", "nets_", "forest_"):  # not fitted (__sklearn_is_fitted__) until the fit has finished
             self.__dict__.pop(name, None)
         if self.freeze_encoder_epochs and self.pretrained is None:
             raise ValueError(f"freeze_encoder_epochs={self.freeze_encoder_epochs} keeps the encoder fixed, which "
@@ -270,12 +290,7 @@ class SmilesNetBase(BaseEstimator):
                 self.nets_.append(net)
                 infos.append(info)
             self.net_ = self.nets_[0]  # (the forest's blend weight reads the networks' predictions)
-            try:
-                self._fit_forest(train_set, valid_set, seed)
-            except BaseException:  # not fitted (__sklearn_is_fitted__) until the fit has finished
-                for name in ("net_", "nets_", "forest_"):
-                    self.__dict__.pop(name, None)
-                raise
+            self._fit_forest(train_set, valid_set, seed)
         self.n_train_ = int(train_set.n_molecules)
         self.n_valid_ = 0 if valid_set is None else len(valid_set)
         # How this fit came about: None without a TrainingSnapshot, else the snapshot file(s), the
@@ -862,9 +877,7 @@ class SmilesNetBase(BaseEstimator):
         tags.input_tags.two_d_array = False
         tags.input_tags.string = True
         tags.target_tags.required = True
-        tags.target_tags.multi_output = True  # a 2-D y: multi-output regression, multi-label classification
-        if tags.classifier_tags is not None:
-            tags.classifier_tags.multi_label = True
+        tags.target_tags.multi_output = True  # a 2-D y: multi-output regression (the classifiers' mixin: multi-label)
         tags.non_deterministic = self.random_state is None
         return tags
 

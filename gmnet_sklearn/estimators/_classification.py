@@ -27,6 +27,13 @@ class SmilesClassifierMixin(ClassifierMixin):
     """Classification: y (n,) single task (2 logits + cross-entropy for binary), or (n, n_tasks)
     multi-label with 0/1/NaN (BCE with missing labels masked)."""
 
+    def __sklearn_tags__(self):
+        # here, after ClassifierMixin has put its ClassifierTags in (the base's tags run first)
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_label = True
+        tags.target_tags.multi_output = False  # a classifier's 2-D y is multi-label only, not multi-class per column
+        return tags
+
     def _check_y(self, y, n: int, name: str = "y") -> np.ndarray:
         y = check_target(y, name)
         if y.ndim == 2 and y.shape[1] == 1:

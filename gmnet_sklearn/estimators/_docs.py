@@ -105,7 +105,8 @@ freeze_encoder_epochs : int, default=0
 n_jobs : int, default=None
     CPU threads for ``fit`` and ``predict``: torch's intra-op threads, the descriptors' worker
     processes and the forest's jobs; torch's setting is restored afterwards. None: torch's
-    current setting (all cores unless changed). On a machine other jobs keep busy, fewer
+    current setting (all cores unless changed); -1: all CPUs, -2: all but one (joblib's
+    ``effective_n_jobs``, as in scikit-learn). On a machine other jobs keep busy, fewer
     threads than cores is much faster: threads that wait for a core stall every parallel step.
 memory : str, path-like or object with the joblib.Memory interface, default=None
     None, a folder or a ``joblib.Memory`` (scikit-learn's meaning, as ``Pipeline``'s): cache the

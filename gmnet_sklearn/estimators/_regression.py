@@ -101,7 +101,7 @@ class SmilesRegressorMixin(RegressorMixin):
         return (pred, std) if return_std else pred
 
     def score(self, X, y, sample_weight=None) -> float:
-        """R^2 (mean over the tasks with observed labels; NaN if none), missing labels masked;
+        """R^2 (mean over the tasks with observed labels of nonzero weight; NaN if none), missing labels masked;
         rows of invalid SMILES (NaN predictions with ``on_invalid="nan"``) are left out with an
         ``InvalidSmilesWarning`` naming them."""
         from sklearn.metrics import r2_score
@@ -114,12 +114,14 @@ class SmilesRegressorMixin(RegressorMixin):
         check_consistent_length(pred, y, sample_weight)  # else a reshape pairs rows wrongly
         pred = pred.reshape(len(y), -1)
         warn_unscored_rows(np.isnan(pred).all(1))
+        weight = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
         scores = []
         for j in range(y.shape[1]):
             obs = ~np.isnan(y[:, j]) & ~np.isnan(pred[:, j])
+            if weight is not None:
+                obs &= weight != 0  # a task whose labelled rows all weigh 0 is left out, as the classifiers do
             if obs.any():
-                scores.append(r2_score(y[obs, j], pred[obs, j],
-                                       sample_weight=None if sample_weight is None else np.asarray(sample_weight)[obs]))
+                scores.append(r2_score(y[obs, j], pred[obs, j], sample_weight=None if weight is None else weight[obs]))
         return float(np.mean(scores)) if scores else float("nan")
 
     def _fitted_metadata(self):

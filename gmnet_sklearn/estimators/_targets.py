@@ -78,6 +78,9 @@ def check_target(y, name: str = "y") -> np.ndarray:
     y = np.asarray(y)
     if y.ndim not in (1, 2):
         raise ValueError(f"{name} must be 1-D or 2-D, got shape {y.shape}")
+    if y.ndim == 2 and y.shape[1] == 0:  # scikit-learn's wording (check_array's ensure_min_features)
+        raise ValueError(f"Found array with 0 target column(s) (shape={y.shape}) while a minimum of 1 is required "
+                         f"({name})")
     if y.dtype.kind == "c":  # astype(float) would keep the real part only (scikit-learn's wording)
         raise ValueError(f"Complex data not supported: {name} is complex")
     return y  # its length is checked against X's by check_consistent_length

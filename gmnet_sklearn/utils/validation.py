@@ -25,11 +25,14 @@ def check_smiles_input(X, name: str = "X", *, smiles_column: str = "smiles", ens
         raise TypeError(f"{name} must be an ordered sequence of SMILES strings (a list, array or pandas Series), "
                         f"got a {type(X).__name__}")
     if hasattr(X, "columns") and hasattr(X, "iloc"):  # a pandas DataFrame
-        columns = {str(c).lower(): c for c in X.columns}
-        if smiles_column in X.columns:
-            X = X[smiles_column]
-        elif str(smiles_column).lower() in columns:
-            X = X[columns[str(smiles_column).lower()]]
+        exact = [i for i, c in enumerate(X.columns) if c == smiles_column]
+        alike = [i for i, c in enumerate(X.columns) if str(c).lower() == str(smiles_column).lower()]
+        chosen = exact if exact else alike
+        if len(chosen) > 1:  # which one holds the molecules is not ours to guess
+            raise ValueError(f"{name}: DataFrame has {len(chosen)} columns named like {smiles_column!r}: "
+                             f"{[X.columns[i] for i in chosen]}; keep one")
+        if chosen:
+            X = X.iloc[:, chosen[0]]
         elif X.shape[1] == 1:
             X = X.iloc[:, 0]
         else:
