@@ -132,6 +132,33 @@ def test_fused_kernel_matches_eager_zonal_forms_float32():
 
 
 @needs_kernel
+@pytest.mark.parametrize("kdim,L", [(64, 1), (3, 8), (64, 8)])
+def test_fused_kernel_at_the_largest_shapes_it_takes(kdim, L):
+    """The kernel's fixed arrays (MAX_K, MAX_L) at their edges, forward and backward, against the
+    eager zonal forms in float64 (the explicit features are too many there)."""
+    from gmnet_sklearn.gm.ops.dual_ska.cpu import MAX_K, MAX_L, dual_ska_supported
+
+    assert dual_ska_supported(kdim, L) and (kdim == MAX_K or L == MAX_L)
+    assert not dual_ska_supported(MAX_K + 1, 1) and not dual_ska_supported(3, MAX_L + 1)
+    leaves, mask = make_inputs(13, kdim, L, B=2, H=2)
+
+    def eager(q, k, p, lg, mask, L):
+        qn, kn = F.normalise(q), F.normalise(k)
+        return bidir_sfa_parallel(qn, kn, p, lg, L), ska_zonal(qn, kn, p, mask, L)
+
+    out_f, out_e = fused(*leaves, mask, L), eager(*leaves, mask, L)
+    valid = mask[:, None, :, None]
+    for a, b in zip(out_f, out_e):
+        torch.testing.assert_close(a * valid, b * valid, atol=1e-10, rtol=1e-8)
+    w = [torch.randn(o.shape, dtype=o.dtype, generator=torch.Generator().manual_seed(7)) * valid for o in out_e]
+    g_f = torch.autograd.grad(sum((o * wi).sum() for o, wi in zip(out_f, w)), leaves, materialize_grads=True, allow_unused=True)
+    g_e = torch.autograd.grad(sum((o * wi).sum() for o, wi in zip(out_e, w)), leaves, materialize_grads=True, allow_unused=True)
+    for a, b, m in zip(g_f, g_e, [None, None, valid, valid]):
+        a, b = (a, b) if m is None else (a * m, b * m)
+        torch.testing.assert_close(a, b, atol=1e-9, rtol=1e-7)
+
+
+@needs_kernel
 def test_dual_ska_module_auto_takes_the_kernel_on_cpu():
     # The kernel against the references inside the module: tests/test_attention.py
     # (test_module_fast_equals_reference_padded[cpu-...]).

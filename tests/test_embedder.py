@@ -149,8 +149,8 @@ def test_params_clone_tags_and_errors(plain):
                        ({"layers": [5]}, "layers must be"), ({"moments": "sum"}, "moments must be")]:
         with pytest.raises(ValueError, match=match):
             GMNetEmbedder(plain, prefit=True, **{"features": "moments", **bad}).fit(SMILES)
+    ska = GMNetRegressor(**{**TINY, "max_epochs": 1}, attention="ska", descriptors=False, fingerprint=False).fit(SMILES[:20], Y[:20])
     with pytest.raises(ValueError, match="Gated-SFA"):
-        ska = GMNetRegressor(**{**TINY, "max_epochs": 1}, attention="ska", descriptors=False, fingerprint=False).fit(SMILES[:20], Y[:20])
         GMNetEmbedder(ska, features="moments", prefit=True).fit(SMILES)
 
 

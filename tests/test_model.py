@@ -87,12 +87,12 @@ def test_cpu_autocast_bf16_forward_runs_and_is_close():
         with torch.autocast("cpu", dtype=torch.bfloat16):
             half = m(ids, conj, mask)
     assert torch.isfinite(half).all()
-    torch.testing.assert_close(half.float(), full, atol=0.1, rtol=0.1)
+    torch.testing.assert_close(half.float(), full, atol=2e-2, rtol=2e-2)  # measured about 4e-3; outputs span about 0.3
     # and a model cast to bf16 whole: the C++ kernels take float32/float64 only, the eager forms run
     with torch.no_grad():
         cast = copy.deepcopy(m).to(torch.bfloat16)(ids, conj, mask)
     assert cast.dtype == torch.bfloat16
-    torch.testing.assert_close(cast.float(), full, atol=0.1, rtol=0.1)
+    torch.testing.assert_close(cast.float(), full, atol=2e-2, rtol=2e-2)
 
 
 def test_embedding_and_ffn_fast_equal_reference():
@@ -110,9 +110,23 @@ def test_embedding_and_ffn_fast_equal_reference():
     for fast, ref in zip(*grads):
         torch.testing.assert_close(fast, ref, atol=1e-12, rtol=0)
     torch.testing.assert_close(emb.rows()[ids], emb(ids), atol=1e-12, rtol=0)  # the GPU form
-    x = torch.randn(3, 5, 32, dtype=torch.float64)
-    ffn = m.encoder.layers[0].ffn
-    torch.testing.assert_close(ffn(x), ffn.reference(x), atol=1e-12, rtol=0)
+    # the SH-FFN, forward and backward, also with the learnt per-degree scales (adaptive=True)
+    from gmnet_sklearn.gm.harmonic_linear import SHFFN
+
+    adaptive = SHFFN(32, 8, 3, adaptive=True).double()
+    assert isinstance(adaptive.lam, torch.nn.Parameter)
+    for ffn in (m.encoder.layers[0].ffn, adaptive):
+        x = torch.randn(3, 5, 32, dtype=torch.float64)
+        w = torch.randn(3, 5, 32, dtype=torch.float64)
+        grads = []
+        for form in (ffn, ffn.reference):
+            ffn.zero_grad()
+            xg = x.clone().requires_grad_(True)
+            out = form(xg)
+            (out * w).sum().backward()
+            grads.append([out.detach(), xg.grad] + [p.grad.clone() for p in ffn.parameters()])
+        for fast, ref in zip(*grads):
+            torch.testing.assert_close(fast, ref, atol=1e-12, rtol=0)
 
 
 def test_embedding_gradients_repeat_bitwise_with_two_threads():

@@ -53,10 +53,14 @@ def test_every_constructor_parameter_has_a_constraint():
 def test_seed_from_random_state():
     assert _seed(7) == 7 and _seed(np.int64(7)) == 7  # an int is the seed itself
     assert _seed(np.random.RandomState(0)) == np.random.RandomState(0).randint(2**31 - 1)
-    np.random.seed(3)
-    first = _seed(None)
-    np.random.seed(3)
-    assert _seed(None) == first  # None: numpy's global RandomState, as in scikit-learn
+    state = np.random.get_state()  # numpy's global state is the session's: given back
+    try:
+        np.random.seed(3)
+        first = _seed(None)
+        np.random.seed(3)
+        assert _seed(None) == first  # None: numpy's global RandomState, as in scikit-learn
+    finally:
+        np.random.set_state(state)
 
 
 @pytest.mark.parametrize("X", [

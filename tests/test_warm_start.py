@@ -133,8 +133,7 @@ def test_shipped_moses_encoder_warm_starts_the_defaults(model, name):
     from gmnet_sklearn.estimators.warm_start import NAMED, PACKAGE_DIR
 
     folder = PACKAGE_DIR / NAMED[name][model]
-    if not (folder / "config.json").is_file():
-        pytest.skip(f"{folder} is not shipped in this version")
+    assert (folder / "config.json").is_file(), f"{folder}: the named encoder ships in the package"
     reg = ESTIMATORS[model][0]
     cb = InitialWeights()
     params = MOSES_FINE_TUNING if name == "moses" else {"pretrained": name}
@@ -155,8 +154,7 @@ def test_shipped_paper_shape_encoder_warm_starts_the_paper_protocol(model):
     from gmnet_sklearn.estimators.warm_start import NAMED, PACKAGE_DIR
 
     folder = PACKAGE_DIR / NAMED["moses-paper"][model]
-    if not (folder / "config.json").is_file():
-        pytest.skip(f"{folder} is not shipped in this version")
+    assert (folder / "config.json").is_file(), f"{folder}: the named encoder ships in the package"
     protocol = PAPER_PROTOCOL if model == "gmnet" else CHEMBERTA_PAPER_PROTOCOL
     cb = InitialWeights()
     est = ESTIMATORS[model][0](**{**protocol, "pretrained": "moses-paper", "max_epochs": 1}, random_state=0,
