@@ -578,6 +578,23 @@ def test_a_failed_refit_leaves_the_earlier_fit_as_it_was():
         check_is_fitted(fresh)
 
 
+def test_training_tokens_outside_a_given_vocabulary_are_said(tmp_path, recwarn):
+    from gmnet_sklearn.tokenizer import tokenize_smiles
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "C", "c", "(", ")", "1", "=", "O"]) + "\n")
+    X, y = list(SMILES[:24]), regression_target(SMILES[:24])
+    unknown = [t for s in X for t in tokenize_smiles(s) if t not in ("C", "c", "(", ")", "1", "=", "O")]
+    assert unknown
+    params = dict(TINY, max_epochs=1, valid_split=None)
+    with pytest.warns(UserWarning, match=rf"{len(unknown)} of \d+ tokens of the training SMILES \(\d+ molecules\) are "
+                                         rf"not in the vocabulary of vocab_file='{vocab}' and are read as \[UNK\]"):
+        GMNetRegressor(**params, vocab_file=str(vocab)).fit(X, y)
+    recwarn.clear()
+    GMNetRegressor(**params).fit(X, y)  # a vocabulary fitted on X has all of X's tokens
+    assert not [w for w in recwarn if "[UNK]" in str(w.message)]
+
+
 def test_n_jobs_follows_scikit_learns_meaning_of_negative_counts():
     from joblib import effective_n_jobs
 

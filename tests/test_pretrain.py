@@ -19,7 +19,7 @@ from gmnet_sklearn.pretrain.batches import BatchPlan, collate
 from gmnet_sklearn.pretrain.cache import EncodedCorpus, build_cache, cache_cost
 from gmnet_sklearn.pretrain.corpus import corpus_files, held_out_file, iter_file, iter_smiles, read_chunks
 from gmnet_sklearn.pretrain.masking import Masker, step_generator
-from gmnet_sklearn.tokenizer import SmilesTokenizer
+from gmnet_sklearn.tokenizer import SmilesTokenizer, tokenize_smiles
 
 from ._smiles import SMILES
 
@@ -168,6 +168,54 @@ def test_cache_counts_invalid_and_resumes(corpus, tmp_path):
         build_cache(files, tok, tmp_path / "c1", shard_size=128, max_length=40)
     with pytest.raises(ValueError, match="limit differ; limit is max_smiles"):
         build_cache(files, tok, tmp_path / "c1", shard_size=128, max_length=30, limit=5, limit_name="max_smiles")
+    assert cost["n_unknown"] == 0  # the vocabulary was made from these SMILES
+
+
+def test_a_same_size_edit_of_the_corpus_is_not_taken_for_it(corpus, tmp_path):
+    """Found in review: a cache and a run were identified by the files' names and sizes, so an
+    edit keeping the size (Cl to Br) resumed on the old data, silently."""
+    folder, vocab = corpus
+    train = folder / "train.csv"
+    text = train.read_bytes()
+    assert b"Cl" in text
+    run = dict(vocab_file=vocab, batch_size=32, progress=False, **TINY_GMNET)
+    pretrain(folder, tmp_path / "run", "gmnet", max_steps=4, time_limit=0, **run)  # stops at step 0: a checkpoint
+    train.write_bytes(text.replace(b"Cl", b"Br"))
+    with pytest.raises(ValueError, match=r"holds a run on other data: the corpus files have the names and sizes"):
+        pretrain(folder, tmp_path / "run", "gmnet", max_steps=4, **run)
+    (tmp_path / "run" / "checkpoint.pt").unlink()
+    with pytest.raises(ValueError, match=r"cache of other data: the corpus files \['train.csv'\] have the names and sizes"):
+        pretrain(folder, tmp_path / "run", "gmnet", max_steps=4, **run)
+    train.write_bytes(text)  # the corpus as it was: the cache is taken again
+    assert pretrain(folder, tmp_path / "run", "gmnet", max_steps=4, **run)["finished"]
+
+
+def test_tokens_outside_the_vocabulary_are_counted_and_said(corpus, tmp_path):
+    folder, _ = corpus
+    small = tmp_path / "small_vocab.txt"
+    small.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "C", "c", "(", ")", "1", "=", "O"]) + "\n")
+    tok = SmilesTokenizer(small).fit([])
+    manifest = build_cache(corpus_files(folder), tok, tmp_path / "cache", shard_size=128)
+    kept = [s for s in iter_smiles(folder) if not isinstance(tok._encode_one(s), str)]  # (the invalid ones leave)
+    expected = sum(t not in tok.vocabulary_ for s in kept for t in tokenize_smiles(s))
+    assert cache_cost(manifest)["n_unknown"] == expected > 0
+    with pytest.warns(UserWarning, match=f"{expected} of .* tokens of the corpus are not in the vocabulary"):
+        pretrain(folder, tmp_path / "run", "gmnet", vocab_file=small, max_steps=1, batch_size=32, progress=False,
+                 test_corpus=None, cache_dir=tmp_path / "cache2", **TINY_GMNET)
+
+
+def test_a_folders_other_molecule_files_are_named_and_an_empty_corpus_says_so(tmp_path):
+    (tmp_path / "a.smi").write_text("CCO\n")
+    (tmp_path / "b.smi.bz2").write_bytes(b"BZh9")
+    (tmp_path / "mols.smiles").write_text("CCN\n")
+    (tmp_path / "MANIFEST.md").write_text("notes")  # not molecule data: not named
+    with pytest.warns(UserWarning, match=r"files this reader does not take are left out: \['b.smi.bz2', 'mols.smiles'\]"):
+        assert [p.name for p in corpus_files(tmp_path)] == ["a.smi"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "train.smi").write_text("\n")
+    with pytest.raises(ValueError, match=r"\['train.smi'\]: no valid SMILES to train on \(0 records read, 0 invalid, 0 too long\)"):
+        pretrain(empty, tmp_path / "run", "gmnet", vocab_file=write_vocab(tmp_path / "v.txt"), progress=False, **TINY_GMNET)
 
 
 def test_a_cache_of_another_csv_column_is_not_taken_for_the_default_one(tmp_path):
@@ -454,6 +502,8 @@ def test_cli(corpus, tmp_path, capsys):
     assert main(args) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["finished"] and out["steps"] == 3 and "eval_loss" in out["last_eval"]
+    # what the corpus gave and which file was held out, also under --quiet
+    assert out["corpus"]["n_read"] == 300 and out["corpus"]["n_invalid"] == 2 and out["held_out"] == ["test.csv"]
     assert json.loads((tmp_path / "cli" / "config.json").read_text())["params"]["intermediate_size"] == 32
     assert main([str(folder), str(tmp_path / "prep"), "--vocab-file", str(vocab), "--prepare-only", "--quiet"]) == 0
     prepared = json.loads(capsys.readouterr().out)

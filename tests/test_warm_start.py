@@ -116,6 +116,23 @@ def test_shape_conflicts_and_bad_sources(pretrained, tmp_path):
             ChemBERTaRegressor(pretrained="moses-mtr", **FIT).fit(X, y)
     with pytest.raises(FileNotFoundError, match="no such folder"):
         GMNetRegressor(pretrained=tmp_path / "nothing", **FIT).fit(X, y)
+    weights = pretrained["gmnet"] / "model.safetensors"
+    with pytest.raises(FileNotFoundError, match=f"is a file; pass the folder that holds it, '{pretrained['gmnet']}'"):
+        GMNetRegressor(pretrained=weights, **FIT).fit(X, y)
+    (tmp_path / "unfinished").mkdir()
+    (tmp_path / "unfinished" / "checkpoint.pt").write_bytes(b"")
+    with pytest.raises(FileNotFoundError, match="unfinished pretraining run.*run the same gmnet-pretrain command again"):
+        GMNetRegressor(pretrained=tmp_path / "unfinished", **FIT).fit(X, y)
+    # a vocab.txt of the same size but another order: every id would be another token's
+    import shutil
+
+    shuffled = tmp_path / "shuffled"
+    shutil.copytree(pretrained["gmnet"], shuffled)
+    tokens = (shuffled / "vocab.txt").read_text().split("\n")
+    tokens[-3], tokens[-2] = tokens[-2], tokens[-3]
+    (shuffled / "vocab.txt").write_text("\n".join(tokens))
+    with pytest.raises(ValueError, match="is not the vocabulary the encoder was pretrained with"):
+        GMNetRegressor.from_pretrained(shuffled, **FIT).fit(X, y)
     with pytest.raises(ValueError, match="'pretrained' parameter"):
         GMNetRegressor(pretrained=3, **FIT).fit(X, y)
     # dropout may differ from pretraining
@@ -485,6 +502,8 @@ def test_a_named_encoder_beside_a_folder_of_that_name_and_a_saved_folder_path(pr
     with pytest.warns(UserWarning, match=r"names the shipped encoder, not the folder 'moses' here"):
         resolve_path("moses", "gmnet")
     est = GMNetRegressor(pretrained=Path("moses"), **TINY["gmnet"], **FIT).fit(SMILES[:40], regression_target(SMILES[:40]))
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # the folder the fit read, not one under where save runs
     config = json.loads((est.save(tmp_path / "saved") / "config.json").read_text())
     assert config["params"]["pretrained"] == str(tmp_path / "moses")
     assert load_model(tmp_path / "saved").pretrained == str(tmp_path / "moses")

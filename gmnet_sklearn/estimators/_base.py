@@ -35,7 +35,7 @@ from ..augment import randomized_smiles
 from ..descriptors import RDKitDescriptors, cached_descriptors
 from ..fingerprints import MorganFingerprint
 from ..forest import MoleculeForest, blend, choose_blend_weight
-from ..tokenizer import EncodedBatch, SmilesTokenizer
+from ..tokenizer import EncodedBatch, SmilesTokenizer, tokenize_smiles
 from ..utils.validation import check_smiles_input  # the package's one SMILES coercion (also re-exported here)
 from ._invalid import skip_invalid_rows
 from ._targets import _caller_stacklevel, missing_labels, warn_missing_targets
@@ -379,6 +379,7 @@ class SmilesNetBase(BaseEstimator):
             variants = self._encodable_variants(train_X, variants)
             flat_variants = [v for vs in variants for v in vs]
         encoded = self._encode(X).subset(train_idx)
+        self._warn_unknown_tokens(encoded, train_X)
         y_train = self._fit_y(y[train_idx])  # target statistics / classes come from the training part only
         descriptors = self._molecule_features(train_X, fit=True)
         groups = None
@@ -406,6 +407,23 @@ class SmilesNetBase(BaseEstimator):
             valid_set.smiles = list(valid_X)  # the forest's blend weight is chosen on their predictions
         self.n_invalid_skipped_ = len(self.invalid_rows_) + len(self.invalid_valid_rows_)
         return train_set, valid_set, fingerprint_data
+
+    def _warn_unknown_tokens(self, encoded, smiles: list) -> None:
+        """Training tokens outside a given vocabulary (a checkpoint's or ``vocab_file``'s) are all
+        read as one [UNK]: said once, with the tokens, rather than trained on unseen. (A vocabulary
+        fitted on X has every token of X.)"""
+        unk = self.tokenizer_.unk_id
+        rows = [i for i, ids in enumerate(encoded.ids) if (np.asarray(ids) == unk).any()]
+        if not rows:
+            return
+        n_unknown = int(sum((np.asarray(encoded.ids[i]) == unk).sum() for i in rows))
+        n_tokens = int(sum(len(ids) - 2 for ids in encoded.ids))  # without [CLS] and [SEP]
+        vocabulary = self.tokenizer_.vocabulary_
+        tokens = list(dict.fromkeys(t for i in rows[:50] for t in tokenize_smiles(smiles[i].strip()) if t not in vocabulary))
+        source = f"pretrained={str(self.pretrained)!r}" if self.pretrained is not None else f"vocab_file={str(self.vocab_file)!r}"
+        warnings.warn(f"{n_unknown} of {n_tokens} tokens of the training SMILES ({len(rows)} molecules) are not in the "
+                      f"vocabulary of {source} and are read as [UNK]: {tokens[:10]}", UserWarning,
+                      stacklevel=_caller_stacklevel())
 
     def _encodable_variants(self, smiles: list, variants: list) -> list:
         """``variants`` (a list per SMILES) with each one the tokenizer rejects replaced by its
@@ -742,9 +760,11 @@ class SmilesNetBase(BaseEstimator):
         from .warm_start import NAMED
 
         if pretrained is not None and not (isinstance(pretrained, str) and pretrained in NAMED):
-            # a folder, as an absolute path: written as its text, Path("moses") would read back as the
-            # shipped encoder's name, and a relative path from another working folder as another folder
-            params["pretrained"] = str(Path(pretrained).resolve())
+            # a folder, as the absolute path the fit read (resolved then, not now: the working folder
+            # may have changed since); written as its text, Path("moses") would read back as the
+            # shipped encoder's name
+            source = self.__dict__.get("pretrained_")
+            params["pretrained"] = source["path"] if source else str(Path(pretrained).resolve())
         if isinstance(params.get("random_state"), np.random.RandomState):
             params["random_state"] = self._tta_seed  # the seed the fit drew from it: a refit repeats the fit
         config = {

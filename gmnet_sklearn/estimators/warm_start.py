@@ -56,8 +56,11 @@ def resolve_path(pretrained, family: str) -> Path:
         if Path(pretrained).is_dir():
             import warnings
 
+            from ._targets import _caller_stacklevel
+
             warnings.warn(f"pretrained={pretrained!r} names the shipped encoder, not the folder {pretrained!r} here "
-                          f"(pass pathlib.Path({pretrained!r}) or './{pretrained}' for that one)", UserWarning, stacklevel=4)
+                          f"(pass pathlib.Path({pretrained!r}) or './{pretrained}' for that one)", UserWarning,
+                          stacklevel=_caller_stacklevel())
         path = PACKAGE_DIR / NAMED[pretrained][family]
         if not (path / "config.json").is_file():
             raise FileNotFoundError(
@@ -66,9 +69,12 @@ def resolve_path(pretrained, family: str) -> Path:
                 "DEVELOPERS.md 'Pretraining'). Pass the folder a gmnet_sklearn.pretrain run wrote instead.")
         return path
     path = Path(pretrained)
+    if path.is_file():
+        raise FileNotFoundError(f"pretrained={str(pretrained)!r} is a file; pass the folder that holds it, "
+                                f"{str(path.resolve().parent)!r}")
     if not path.is_dir():
         raise FileNotFoundError(f"pretrained={str(pretrained)!r}: no such folder")
-    return path
+    return path.resolve()  # absolute now: a model saved later from another working folder names this one
 
 
 def read_source(pretrained, family: str) -> dict:
@@ -77,6 +83,10 @@ def read_source(pretrained, family: str) -> dict:
     path = resolve_path(pretrained, family)
     config_file = path / "config.json"
     if not config_file.is_file():
+        if (path / "checkpoint.pt").is_file():  # a pretraining run's folder, written as it goes
+            raise FileNotFoundError(f"pretrained={str(pretrained)!r}: {path} holds an unfinished pretraining run "
+                                    "(checkpoint.pt, no config.json yet): run the same gmnet-pretrain command again "
+                                    "to finish it")
         raise FileNotFoundError(f"pretrained={str(pretrained)!r}: {path} has no config.json; expected a folder written "
                                 "by gmnet_sklearn.pretrain or a Hugging Face RobertaForMaskedLM folder")
     config = json.loads(config_file.read_text())
@@ -85,6 +95,10 @@ def read_source(pretrained, family: str) -> dict:
         if config["model"] != family:
             raise ValueError(f"pretrained={str(pretrained)!r} holds a pretrained {_FAMILY_NAMES[config['model']]} "
                              f"model, not a {_FAMILY_NAMES[family]} one")
+        digest = config.get("training", {}).get("definition", {}).get("vocab")
+        if digest is not None and vocab.is_file() and _vocab_file_digest(vocab) != digest:
+            raise ValueError(f"pretrained={str(pretrained)!r}: {vocab} is not the vocabulary the encoder was pretrained "
+                             f"with (its digest differs from config.json's {digest}): every token id would be another's")
         return {"path": str(path), "kind": "gmnet_sklearn", "params": dict(config["params"]),
                 "vocab_file": str(vocab), "vocab_size": config["vocab_size"], "pad_id": config["pad_id"]}
     if config.get("model_type") == "roberta":
@@ -147,6 +161,14 @@ def check_compatible(est, source: dict, family: str) -> None:
         raise ValueError(f"{type(est).__name__}(pretrained={str(est.pretrained)!r}): shape parameters conflict with the "
                          f"checkpoint: {', '.join(conflicts)}. Pass the checkpoint's values, or build the estimator with "
                          f"{type(est).__name__}.from_pretrained(path, ...), which takes them from the checkpoint.")
+
+
+def _vocab_file_digest(vocab_file) -> str:
+    """The digest a pretraining run records for its vocabulary (``pretrain.cache.vocab_digest``)."""
+    from ..pretrain.cache import vocab_digest
+    from ..tokenizer import SmilesTokenizer
+
+    return vocab_digest(SmilesTokenizer(vocab_file).fit([]))
 
 
 def _tokens(vocab_file) -> list[str]:

@@ -114,8 +114,11 @@ def main(argv=None) -> int:
         print(json.dumps(summary, indent=1))
         return 0
     last = summary["history"][-1] if summary["history"] else {}
+    cache = summary["cache"]  # what the corpus gave: its skipped records, and the held-out file(s) evaluated on
     print(json.dumps({k: summary[k] for k in ("finished", "steps", "total_steps", "epochs", "smiles_seen", "seconds",
-                                              "smiles_per_second", "path")} | {"last_eval": last}, indent=1))
+                                              "smiles_per_second", "path")}
+                     | {"corpus": {k: cache[k] for k in ("n_read", "n_valid", "n_invalid", "n_too_long", "n_unknown")},
+                        "held_out": [f["name"] for f in summary["definition"]["test"]], "last_eval": last}, indent=1))
     return 0 if summary["finished"] else 3  # (stopped by --time-limit: run the same command again to go on)
 
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..utils.files import write_json_atomic
 from ..utils.locks import exclusive_lock
-from .corpus import describe, iter_file, read_chunks
+from .corpus import content_digest, describe, iter_file, read_chunks
 
 CACHE_FORMAT = "gmnet_sklearn.smiles_cache.v1"
 _N_EXAMPLES = 20  # invalid SMILES kept in the manifest, with their reason
@@ -111,7 +111,8 @@ def _build_cache(files, tokenizer, cache_dir: Path, shard_size, max_length, limi
     if smiles_column is not None:  # only then: caches built before the option keep their identity
         identity["smiles_column"] = smiles_column
     path = cache_dir / "manifest.json"
-    manifest = {**identity, "complete": False, "shards": [], "invalid_examples": []}
+    content = content_digest(files)
+    manifest = {**identity, "content": content, "complete": False, "shards": [], "invalid_examples": []}
     if path.exists():
         old = json.loads(path.read_text())
         # smiles_column on both sides: a cache of another column must not pass for the default's
@@ -121,6 +122,10 @@ def _build_cache(files, tokenizer, cache_dir: Path, shard_size, max_length, limi
             raise ValueError(f"{cache_dir} holds a cache of other data ({', '.join(differ)} differ"
                              + (f"; limit is {limit_name}" if "limit" in differ and limit_name != "limit" else "")
                              + "); use another cache_dir or delete it")
+        if old.get("content", content) != content:  # (caches built before the digest have none to compare)
+            raise ValueError(f"{cache_dir} holds a cache of other data: the corpus files {[Path(f).name for f in files]} "
+                             "have the names and sizes it was built from but other contents (edited since); delete "
+                             f"{cache_dir} or use another cache_dir")
         manifest = old
         if manifest["complete"]:
             return manifest
@@ -147,7 +152,7 @@ def _build_cache(files, tokenizer, cache_dir: Path, shard_size, max_length, limi
             t0 = time.perf_counter()
             ids, flags, invalid, too_long = _encode_in_pieces(pool, n_jobs, tokenizer, chunk, max_length)
             seconds = time.perf_counter() - t0  # wall time, with the n_jobs the manifest records
-            _write_shard(cache_dir, manifest, chunk, ids, flags, invalid, too_long, seconds, n_jobs)
+            _write_shard(cache_dir, manifest, chunk, ids, flags, invalid, too_long, seconds, n_jobs, tokenizer.unk_id)
             write_json_atomic(path, manifest)
             if bar is not None:
                 bar.update(len(chunk))
@@ -163,7 +168,7 @@ def _build_cache(files, tokenizer, cache_dir: Path, shard_size, max_length, limi
 
 
 def _write_shard(cache_dir: Path, manifest: dict, chunk, ids, flags, invalid, too_long: int, seconds: float,
-                 n_jobs: int) -> None:
+                 n_jobs: int, unk_id: int) -> None:
     """One shard's arrays (atomically) and its line in the manifest."""
     from safetensors.numpy import save_file
 
@@ -177,15 +182,17 @@ def _write_shard(cache_dir: Path, manifest: dict, chunk, ids, flags, invalid, to
     os.replace(tmp, cache_dir / name)
     manifest["shards"].append({"file": name, "n_read": len(chunk), "n_valid": len(ids),
                                "n_invalid": len(invalid), "n_too_long": too_long,
-                               "n_tokens": int(lengths.sum()), "encode_seconds": seconds, "n_jobs": n_jobs,
+                               "n_tokens": int(lengths.sum()), "n_unknown": int((arrays["ids"] == unk_id).sum()),
+                               "encode_seconds": seconds, "n_jobs": n_jobs,
                                "bytes": (cache_dir / name).stat().st_size})
     room = _N_EXAMPLES - len(manifest["invalid_examples"])
     manifest["invalid_examples"] += [{"smiles": s, "reason": r} for s, r in invalid[:max(room, 0)]]
 
 
 def cache_cost(manifest: dict) -> dict:
-    """What the cache cost: records, kept, invalid, too long, encode seconds in all and per
-    SMILES, bytes in all and per kept SMILES."""
+    """What the cache cost: records, kept, invalid, too long, tokens ([UNK] among them: None for a
+    cache written before they were counted), encode seconds in all and per SMILES, bytes in all
+    and per kept SMILES."""
     shards = manifest["shards"]
     n_read = sum(s["n_read"] for s in shards)
     n_valid = sum(s["n_valid"] for s in shards)
@@ -193,6 +200,7 @@ def cache_cost(manifest: dict) -> dict:
     nbytes = sum(s["bytes"] for s in shards)
     return {"n_read": n_read, "n_valid": n_valid, "n_invalid": sum(s["n_invalid"] for s in shards),
             "n_too_long": sum(s["n_too_long"] for s in shards), "n_tokens": sum(s["n_tokens"] for s in shards),
+            "n_unknown": sum(s["n_unknown"] for s in shards) if all("n_unknown" in s for s in shards) else None,
             "encode_seconds": seconds, "encode_us_per_smiles": 1e6 * seconds / max(n_read, 1),
             "bytes": nbytes, "bytes_per_smiles": nbytes / max(n_valid, 1)}
 

@@ -10,7 +10,8 @@ The run folder ``output_dir`` holds ``cache/`` (the encoded corpus, ``cache.py``
 (``model.safetensors``, ``config.json``, ``vocab.txt``; ``models.py``). Calling ``pretrain``
 again with the same arguments goes on from the checkpoint and ends exactly where an
 uninterrupted run would (on CPU at a fixed thread count, bit for bit); a finished run returns at
-once. Other arguments on an existing run raise ``ValueError``.
+once. Other arguments, or corpus files edited since (their contents are compared), on an existing
+run raise ``ValueError``.
 
 Training: AdamW (no weight decay on biases and LayerNorm weights), linear warm-up then cosine or
 linear decay (torch's ``LambdaLR``, stepped per batch), gradient clipping, length-bucketed
@@ -44,7 +45,7 @@ from ..tokenizer import SmilesTokenizer
 from .batches import BatchPlan, collate
 from .cache import EncodedCorpus, build_cache, cache_cost, vocab_digest
 from .checkpoint import load_checkpoint, rng_state, run_lock, save_checkpoint, set_rng_state
-from .corpus import HELD_OUT_PREFIXES, corpus_files, describe, held_out_file, unused_files
+from .corpus import HELD_OUT_PREFIXES, content_digest, corpus_files, describe, held_out_file, unused_files
 from .masking import Masker, step_generator
 from .targets import DescriptorTargets, build_targets
 from .models import (OBJECTIVES, build_mlm, build_model, check_family, load_stored_state, model_params, read_config,
@@ -282,8 +283,16 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
             definition["max_smiles"] = max_smiles
         ckpt_path = output_dir / "checkpoint.pt"
         state = None if prepare_only else load_checkpoint(ckpt_path)  # (preparing a cache trains nothing)
+        # the files' contents, beside the definition (whose names and sizes miss a same-size edit);
+        # not in it, so runs checkpointed before keep their fingerprint
+        content = {"corpus": content_digest(files), "test": content_digest(test_files)}
         if state is not None:
             _refuse_other_settings(output_dir, state, definition, but=("total_steps",))
+            changed = [k for k, v in state.get("content", content).items() if content.get(k) != v]
+            if changed:
+                raise ValueError(f"{output_dir} holds a run on other data: the {' and '.join(changed)} files have the "
+                                 "names and sizes it started from but other contents (edited since); use another "
+                                 "output_dir, or the files it started from to resume it")
         elif not prepare_only and (output_dir / "config.json").exists():
             # a finished model without its checkpoint: training again would overwrite it only at the
             # end, and a run stopped before would leave the old model looking like this run's
@@ -295,10 +304,15 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
                                      progress=progress, label="encoding corpus", n_jobs=n_jobs, smiles_column=smiles_column,
                                      limit_name="max_smiles")
         train = EncodedCorpus(cache_dir / "train")
+        cost = cache_cost(train_manifest)
+        if cost["n_unknown"]:
+            warnings.warn(f"{cost['n_unknown']} of {cost['n_tokens']} tokens of the corpus are not in the vocabulary "
+                          f"{tokenizer.vocab_file} and are read as [UNK]", UserWarning, stacklevel=2)
         if sum(train.shard_sizes) == 0:
             examples = [e["smiles"] for e in train_manifest["invalid_examples"][:3]]
-            raise ValueError(f"the encoded corpus holds no valid SMILES "
-                             f"({cache_cost(train_manifest)['n_invalid']} invalid, e.g. {examples})")
+            raise ValueError(f"{[Path(f).name for f in files]}: no valid SMILES to train on ({cost['n_read']} records "
+                             f"read, {cost['n_invalid']} invalid, {cost['n_too_long']} too long"
+                             + (f"; e.g. {examples})" if examples else ")"))
         train_targets = test_targets = None
         if objective == "mtr":
             build_targets(train, tokenizer, cache_dir / "train_targets", n_jobs=n_jobs, progress=progress)
@@ -352,7 +366,8 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
             start = int(state["step"])
 
         def checkpoint(step):
-            save_checkpoint(ckpt_path, {"fingerprint": fingerprint, "definition": json.dumps(definition), "step": step,
+            save_checkpoint(ckpt_path, {"fingerprint": fingerprint, "definition": json.dumps(definition), "content": content,
+                                        "step": step,
                                         "position": plan.position(step) if step < total_steps else {"done": True},
                                         "model": stored_state(mlm), "optimizer": optimizer.state_dict(),
                                         "scheduler": scheduler.state_dict(), "rng": rng_state(), "counters": counters,
