@@ -569,6 +569,17 @@ def test_a_failed_refit_leaves_the_earlier_fit_as_it_was():
     with pytest.raises(ValueError, match="inconsistent numbers of samples"):  # fails at the first check
         est.fit(X, y[:-1])
     np.testing.assert_array_equal(est.predict(X), before)
+    # a failure in training: the earlier networks were let go (one model's memory), so unfitted
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("out of memory")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(GMNetRegressor, "_fit_member", broken)
+        with pytest.raises(RuntimeError, match="out of memory"):
+            est.fit(X, y)
+    assert not any(name in est.__dict__ for name in ("net_", "nets_", "forest_"))
+    with pytest.raises(NotFittedError):
+        check_is_fitted(est)
     # a first fit that fails leaves an unfitted estimator, with nothing half-fitted on it
     fresh = GMNetRegressor(**TINY)
     with pytest.raises(ValueError, match="X_valid"):
@@ -587,7 +598,7 @@ def test_training_tokens_outside_a_given_vocabulary_are_said(tmp_path, recwarn):
     unknown = [t for s in X for t in tokenize_smiles(s) if t not in ("C", "c", "(", ")", "1", "=", "O")]
     assert unknown
     params = dict(TINY, max_epochs=1, valid_split=None)
-    with pytest.warns(UserWarning, match=rf"{len(unknown)} of \d+ tokens of the training SMILES \(\d+ molecules\) are "
+    with pytest.warns(UserWarning, match=rf"{len(unknown)} of \d+ tokens of the training SMILES \(in \d+ of 24, SMILES variants included\) are "
                                          rf"not in the vocabulary of vocab_file='{vocab}' and are read as \[UNK\]"):
         GMNetRegressor(**params, vocab_file=str(vocab)).fit(X, y)
     recwarn.clear()

@@ -131,11 +131,12 @@ def test_sphere_readout_dispatch_takes_its_former_names(monkeypatch):
     # interpreter for the whole session once imported, so the plain answer would depend on the order)
     monkeypatch.setattr(readout_op, "triton_available", lambda: True)
     assert readout_op.select("triton", w, z, 3) == "triton"
+    assert readout_op.select("triton", w, z * 2, 3) == "triton"
+    with pytest.raises(ValueError, match="at most two branches"):  # even where Triton is there
+        readout_op.select("triton", w, z * 3, 3)
     monkeypatch.setattr(readout_op, "triton_available", lambda: False)
     with pytest.raises(ValueError, match="Triton form needs Triton"):
         readout_op.select("triton", w, z, 3)
-    with pytest.raises(ValueError, match="at most two branches"):
-        readout_op.select("triton", w, z * 3, 3)
 
 
 def test_sphere_readout_auto_on_cuda():

@@ -208,9 +208,11 @@ def test_a_folders_other_molecule_files_are_named_and_an_empty_corpus_says_so(tm
     (tmp_path / "a.smi").write_text("CCO\n")
     (tmp_path / "b.smi.bz2").write_bytes(b"BZh9")
     (tmp_path / "mols.smiles").write_text("CCN\n")
+    (tmp_path / "pubchem.sdf.gz").write_bytes(b"")
     (tmp_path / "MANIFEST.md").write_text("notes")  # not molecule data: not named
-    with pytest.warns(UserWarning, match=r"files this reader does not take are left out: \['b.smi.bz2', 'mols.smiles'\]"):
+    with pytest.warns(UserWarning, match=r"left out: \['b.smi.bz2', 'mols.smiles', 'pubchem.sdf.gz'\]") as caught:
         assert [p.name for p in corpus_files(tmp_path)] == ["a.smi"]
+    assert caught[0].filename == __file__  # the caller's line
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "train.smi").write_text("\n")

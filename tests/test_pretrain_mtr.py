@@ -176,7 +176,7 @@ def test_a_corpus_whose_first_shard_has_no_valid_smiles(tmp_path):
     bad = ["C1CC(", "c1cccc1", "C1CC("]
     (tmp_path / "bad.smi").write_text("\n".join(bad) + "\n")
     for objective in ("mtr", "mlm"):  # clear either way (mtr was: "too many values to unpack")
-        with pytest.raises(ValueError, match=r"holds no valid SMILES \(3 invalid, e.g. \['C1CC\(', 'c1cccc1'"):
+        with pytest.raises(ValueError, match=r"\['bad.smi'\]: no valid SMILES to train on \(3 records read, 3 invalid, 0 too long; e.g. \['C1CC\(', 'c1cccc1'"):
             run(tmp_path / "bad.smi", tmp_path / f"out_{objective}", vocab, objective=objective, test_corpus=None)
     # shard 0 (3 records) all invalid, the rest usable: the scaling comes from the first shard with rows
     (tmp_path / "mixed.smi").write_text("\n".join(bad + VALID[:60]) + "\n")

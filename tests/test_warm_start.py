@@ -506,6 +506,9 @@ def test_a_named_encoder_beside_a_folder_of_that_name_and_a_saved_folder_path(pr
     monkeypatch.chdir(tmp_path / "elsewhere")  # the folder the fit read, not one under where save runs
     config = json.loads((est.save(tmp_path / "saved") / "config.json").read_text())
     assert config["params"]["pretrained"] == str(tmp_path / "moses")
+    monkeypatch.chdir(tmp_path)  # a model fitted before fits resolved the folder kept it relative
+    est.pretrained_ = {**est.pretrained_, "path": "moses"}
+    assert json.loads((est.save(tmp_path / "saved2") / "config.json").read_text())["params"]["pretrained"] == str(tmp_path / "moses")
     assert load_model(tmp_path / "saved").pretrained == str(tmp_path / "moses")
     source = {"path": str(tmp_path / "moses")}
     before = source_digest(source)

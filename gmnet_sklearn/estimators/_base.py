@@ -249,8 +249,10 @@ class SmilesNetBase(BaseEstimator):
         ``InvalidSmilesWarning`` names them; ``n_invalid_skipped_``, ``invalid_rows_`` and
         ``invalid_valid_rows_`` keep the count and positions); otherwise they raise.
 
-        A fit that raises leaves the estimator as it was: an earlier fit stays usable (a refit with
-        a mistyped ``y_valid`` does not cost the model already trained).
+        A fit that raises while it checks and prepares the data leaves the estimator as it was: an
+        earlier fit stays usable (a refit with a mistyped ``y_valid`` does not cost the model
+        already trained). One that fails later, in training, leaves it unfitted: the earlier
+        networks are let go before training starts, so a refit never holds two models' memory.
         """
         self._validate_params()
         # Everything a fit sets replaces an attribute (none is changed in place), so a shallow copy
@@ -258,14 +260,15 @@ class SmilesNetBase(BaseEstimator):
         # new data's vocabulary and target scaling, nor lose a fitted model to a bad argument.
         before = dict(self.__dict__)
         try:
-            return self._fit(X, y, X_valid, y_valid)
+            return self._fit(X, y, X_valid, y_valid, before)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(before)
             raise
 
-    def _fit(self, X, y, X_valid, y_valid):
-        """``fit``'s work, on validated parameters; ``fit`` restores the earlier state if it raises."""
+    def _fit(self, X, y, X_valid, y_valid, before: dict):
+        """``fit``'s work, on validated parameters; ``fit`` restores ``before`` if it raises, from
+        which the earlier networks are dropped once the data are ready."""
         self._fit_started = time.time()  # a TrainingSnapshot records it with each part of the fit
         for name in ("net_", "nets_", "forest_"):  # not fitted (__sklearn_is_fitted__) until the fit has finished
             self.__dict__.pop(name, None)
@@ -284,6 +287,8 @@ class SmilesNetBase(BaseEstimator):
         self._selection_metric = None
         with torch_threads(self.n_jobs):
             train_set, valid_set, fingerprint_data = self._prepare_data(X, y, X_valid, y_valid, seed)
+            for name in ("net_", "nets_", "forest_"):  # (GPU memory, optimizer state, CUDA graphs)
+                before.pop(name, None)
             self.nets_, infos = [], []
             for member in range(self.n_estimators):
                 net, info = self._fit_member(member, seed + member, train_set, valid_set, fingerprint_data)
@@ -379,7 +384,6 @@ class SmilesNetBase(BaseEstimator):
             variants = self._encodable_variants(train_X, variants)
             flat_variants = [v for vs in variants for v in vs]
         encoded = self._encode(X).subset(train_idx)
-        self._warn_unknown_tokens(encoded, train_X)
         y_train = self._fit_y(y[train_idx])  # target statistics / classes come from the training part only
         descriptors = self._molecule_features(train_X, fit=True)
         groups = None
@@ -389,6 +393,7 @@ class SmilesNetBase(BaseEstimator):
             y_train = np.concatenate([y_train, np.repeat(y_train, self.augment, axis=0)])
             if descriptors is not None:
                 descriptors = np.concatenate([descriptors, np.repeat(descriptors, self.augment, axis=0)])
+        self._warn_unknown_tokens(encoded, train_X + flat_variants)  # (variants can bring tokens of their own)
         train_set = EncodedSmilesDataset(encoded, y_train, device=self.device_, descriptors=descriptors, groups=groups)
         train_set.n_molecules = len(train_X)
         train_set.smiles = train_X  # the given SMILES, as the forest reads them
@@ -421,7 +426,8 @@ class SmilesNetBase(BaseEstimator):
         vocabulary = self.tokenizer_.vocabulary_
         tokens = list(dict.fromkeys(t for i in rows[:50] for t in tokenize_smiles(smiles[i].strip()) if t not in vocabulary))
         source = f"pretrained={str(self.pretrained)!r}" if self.pretrained is not None else f"vocab_file={str(self.vocab_file)!r}"
-        warnings.warn(f"{n_unknown} of {n_tokens} tokens of the training SMILES ({len(rows)} molecules) are not in the "
+        warnings.warn(f"{n_unknown} of {n_tokens} tokens of the training SMILES (in {len(rows)} of {len(encoded.ids)}, "
+                      "SMILES variants included) are not in the "
                       f"vocabulary of {source} and are read as [UNK]: {tokens[:10]}", UserWarning,
                       stacklevel=_caller_stacklevel())
 
@@ -764,7 +770,8 @@ class SmilesNetBase(BaseEstimator):
             # may have changed since); written as its text, Path("moses") would read back as the
             # shipped encoder's name
             source = self.__dict__.get("pretrained_")
-            params["pretrained"] = source["path"] if source else str(Path(pretrained).resolve())
+            folder = Path(source["path"] if source else pretrained)
+            params["pretrained"] = str(folder if folder.is_absolute() else folder.resolve())  # (older fits kept it relative)
         if isinstance(params.get("random_state"), np.random.RandomState):
             params["random_state"] = self._tta_seed  # the seed the fit drew from it: a refit repeats the fit
         config = {
@@ -888,8 +895,9 @@ class SmilesNetBase(BaseEstimator):
                     if isinstance(value, list) else value)
 
     def __sklearn_is_fitted__(self) -> bool:
-        """Fitted once a fit has finished (``net_``): a failed fit leaves vocabulary or target
-        statistics behind, which must not make ``check_is_fitted`` pass (scikit-learn's hook)."""
+        """Fitted once a fit has finished (``net_``): a fit that fails in training has let the
+        earlier networks go (see ``fit``), and the vocabulary or target statistics left must not
+        make ``check_is_fitted`` pass (scikit-learn's hook)."""
         return "net_" in self.__dict__
 
     def __sklearn_tags__(self):

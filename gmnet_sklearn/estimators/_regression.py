@@ -118,9 +118,7 @@ class SmilesRegressorMixin(RegressorMixin):
         scores = []
         for j in range(y.shape[1]):
             obs = ~np.isnan(y[:, j]) & ~np.isnan(pred[:, j])
-            if weight is not None:
-                obs &= weight != 0  # a task whose labelled rows all weigh 0 is left out, as the classifiers do
-            if obs.any():
+            if obs.any() and (weight is None or (weight[obs] != 0).any()):  # all of them weighing 0: left out, as the classifiers do
                 scores.append(r2_score(y[obs, j], pred[obs, j], sample_weight=None if weight is None else weight[obs]))
         return float(np.mean(scores)) if scores else float("nan")
 

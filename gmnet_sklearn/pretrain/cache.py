@@ -7,8 +7,10 @@ than a training step's share of it, so the corpus is encoded once, streamed in s
 * ``shard_NNNNN.safetensors``: ``ids`` (int16, all the shard's valid SMILES one after another,
   [CLS] and [SEP] included), ``flags`` (uint8, the same layout) and ``offsets`` (int64, n + 1);
 * ``manifest.json``: what the cache was built from (files, sizes, vocabulary digest,
-  ``max_length``), per shard the records read, kept, invalid and too long, the seconds spent
-  encoding and the bytes written, and a few of the invalid SMILES with RDKit's reason.
+  ``max_length``; the files' content digest beside them, so an edit that keeps the sizes is
+  refused too), per shard the records read, kept, invalid and too long, the tokens and the
+  [UNK] among them, the seconds spent encoding and the bytes written, and a few of the invalid
+  SMILES with RDKit's reason.
 
 Invalid SMILES (RDKit rejects them, or characters outside the tokenizer's regex) and ones longer
 than ``max_length`` are counted and skipped, never fatal. The build is resumable shard by shard

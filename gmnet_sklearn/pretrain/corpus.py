@@ -48,13 +48,15 @@ def corpus_files(corpus, hold_out: bool = True) -> list[Path]:
             raise ValueError(f"{path}: not a SMILES corpus file (expected {', '.join(SUFFIXES)}, optionally .gz)")
         return [path]
     if path.is_dir():
-        other = sorted(p.name for p in path.iterdir()
-                       if p.is_file() and _kind(p) is None and p.name.lower().endswith(_OTHER_DATA))
+        other = sorted(p.name for p in path.iterdir() if p.is_file() and _kind(p) is None
+                       and p.name.lower().removesuffix(".gz").endswith(_OTHER_DATA))
         if other:
             import warnings
 
+            from ..estimators._targets import _caller_stacklevel
+
             warnings.warn(f"{path}: files this reader does not take are left out: {other} (a corpus file is "
-                          f"{', '.join(SUFFIXES)}, optionally .gz)", UserWarning, stacklevel=3)
+                          f"{', '.join(SUFFIXES)}, optionally .gz)", UserWarning, stacklevel=_caller_stacklevel())
         files = sorted(p for p in _corpus_like(path) if not (hold_out and p.name.lower().startswith(HELD_OUT_PREFIXES)))
         if not files:
             raise ValueError(f"{path}: no SMILES corpus files ({', '.join(SUFFIXES)}, optionally .gz"
@@ -175,15 +177,16 @@ def describe(files) -> list[dict]:
 
 
 def content_digest(files) -> str:
-    """SHA-256 (16 hex digits) of the files' bytes, in order: what tells an edit that keeps a
+    """SHA-256 (16 hex digits) of the files' contents, in order (a ``.gz`` file's uncompressed
+    bytes: the same corpus gzipped again is the same corpus): what tells an edit that keeps a
     file's name and size (Cl to Br, lines reordered) from the corpus a cache or a run was made
     from. Kept beside :func:`describe`'s identity, not in it, so the caches and runs made before
-    it keep theirs (about a second for MOSES's 10 MB of gzip)."""
+    it keep theirs (a fraction of a second for MOSES's 10 MB of gzip)."""
     import hashlib
 
     h = hashlib.sha256()
     for p in files:
-        with open(p, "rb") as f:
+        with (gzip.open(p, "rb") if str(p).lower().endswith(".gz") else open(p, "rb")) as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 h.update(block)
         h.update(b"\0")  # a file boundary: (ab, c) is not (a, bc)

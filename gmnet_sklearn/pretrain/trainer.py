@@ -306,7 +306,8 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
         train = EncodedCorpus(cache_dir / "train")
         cost = cache_cost(train_manifest)
         if cost["n_unknown"]:
-            warnings.warn(f"{cost['n_unknown']} of {cost['n_tokens']} tokens of the corpus are not in the vocabulary "
+            n_tokens = cost["n_tokens"] - 2 * cost["n_valid"]  # without [CLS] and [SEP], as fit's warning counts
+            warnings.warn(f"{cost['n_unknown']} of {n_tokens} tokens of the corpus are not in the vocabulary "
                           f"{tokenizer.vocab_file} and are read as [UNK]", UserWarning, stacklevel=2)
         if sum(train.shard_sizes) == 0:
             examples = [e["smiles"] for e in train_manifest["invalid_examples"][:3]]
