@@ -32,7 +32,7 @@ from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from .estimators._base import check_smiles_input, torch_threads
+from .estimators._base import check_smiles_input, in_chunks, torch_threads
 from .estimators.data import EncodedSmilesDataset, sequential_loader
 from .gm import functional as F
 
@@ -218,27 +218,32 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
         transformer keeps every row), as its ``predict`` does."""
         check_is_fitted(self, "estimator_")
         X = check_smiles_input(X)
-        with torch_threads(getattr(self.estimator_, "n_jobs", None)):  # as the estimator's own predict
-            return self._transform(X)
-
-    def _transform(self, X) -> np.ndarray:
         source = encoder_source(self.estimator_)
         on_invalid = getattr(self.estimator_, "on_invalid", "raise")
-        encoded = source.encode(X, on_invalid)  # "raise": names every invalid row
+        # one output, written batch by batch (the moments are ~117 KB a molecule at the defaults),
+        # the rows in chunks as the estimators' predict (their molecule features' memory)
+        out = np.empty((len(X), self.n_features_out_), dtype=np.float32)
+        with torch_threads(getattr(self.estimator_, "n_jobs", None)):  # as the estimator's own predict
+            in_chunks(X, lambda rows, start, stop: self._transform_into(source, rows, out[start:stop], on_invalid),
+                      lambda whole: source.encode(whole, on_invalid))  # "raise": names every invalid row
+        return out
+
+    def _transform_into(self, source: EncoderSource, X: list, out: np.ndarray, on_invalid: str) -> None:
+        encoded = source.encode(X, on_invalid)
         order = np.argsort(encoded.lengths, kind="stable")  # batches of similar length: less padding
         fused = self.features == "head" and any(m is not e for m, e in zip(source.modules, source.encoders))
         ds = EncodedSmilesDataset(encoded, order=order, device=source.device,
                                   descriptors=source.molecule_features(X) if fused else None)
-        parts = [self._member_features(source, i, ds) for i in self.members_]
-        out = np.empty((len(X), self.n_features_out_), dtype=np.float32)
-        out[order] = np.concatenate(parts, axis=1)
+        width = self.n_features_out_ // len(self.members_)
+        for k, member in enumerate(self.members_):
+            self._member_features(source, member, ds, out[:, k * width:(k + 1) * width], order)
         out[~np.asarray(encoded.valid)] = np.nan
-        return out
 
-    def _member_features(self, source: EncoderSource, member: int, ds) -> np.ndarray:
+    def _member_features(self, source: EncoderSource, member: int, ds, out: np.ndarray, order: np.ndarray) -> None:
+        """The member's features of ``ds``'s rows, written to ``out``'s rows ``order`` batch by batch."""
         module, encoder = source.modules[member], source.encoders[member]
         module.eval()
-        rows = []
+        done = 0
         with torch.inference_mode():
             for batch, _ in sequential_loader(ds, batch_size=int(self.batch_size)):
                 if self.features == "head":
@@ -249,8 +254,8 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
                     moments = encoder.multipole_moments(batch["input_ids"], batch["conj_flags"], batch["attention_mask"])
                     layers = self._layer_indices(moments[self.moments].shape[1])
                     z = moments[self.moments][:, layers].reshape(len(batch["input_ids"]), -1)
-                rows.append(z.float().cpu().numpy())
-        return np.concatenate(rows)
+                out[order[done:done + len(z)]] = z.float().cpu().numpy()
+                done += len(z)
 
     def get_feature_names_out(self, input_features=None) -> np.ndarray:
         check_is_fitted(self, "estimator_")

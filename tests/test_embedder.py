@@ -154,6 +154,23 @@ def test_params_clone_tags_and_errors(plain):
         GMNetEmbedder(ska, features="moments", prefit=True).fit(SMILES)
 
 
+@pytest.mark.parametrize("kwargs", [{"features": "pooled"}, {"features": "head", "member": "all"},
+                                    {"features": "moments", "layers": 1}])
+def test_embedding_in_chunks_gives_the_whole_inputs_features(fused, kwargs, monkeypatch):
+    from gmnet_sklearn.estimators import _base
+
+    emb = GMNetEmbedder(fused, prefit=True, batch_size=4, **kwargs).fit(SMILES)
+    whole = emb.transform(SMILES[:30])
+    monkeypatch.setattr(_base, "PREDICT_CHUNK", 7)
+    pieces = []
+    real = GMNetEmbedder._transform_into
+    monkeypatch.setattr(GMNetEmbedder, "_transform_into", lambda self, s, rows, *a: pieces.append(len(rows)) or real(self, s, rows, *a))
+    np.testing.assert_allclose(emb.transform(SMILES[:30]), whole, rtol=1e-5, atol=1e-6)
+    assert pieces == [7, 7, 7, 7, 2]
+    with pytest.raises(ValueError, match=r"1 of 30 SMILES are invalid:\n  \[20\] 'C1CC\('"):
+        emb.transform(SMILES[:20] + ["C1CC("] + SMILES[21:30])
+
+
 def test_column_transformer_and_pandas_output(plain):
     from sklearn.frozen import FrozenEstimator
 

@@ -606,6 +606,30 @@ def test_training_tokens_outside_a_given_vocabulary_are_said(tmp_path, recwarn):
     assert not [w for w in recwarn if "[UNK]" in str(w.message)]
 
 
+def test_predicting_in_chunks_gives_the_whole_inputs_answers(monkeypatch):
+    """Large inputs are predicted PREDICT_CHUNK rows at a time (memory): the same answers, TTA,
+    forest and ensemble included, and errors that name rows by their place in the whole input."""
+    from gmnet_sklearn.estimators import _base
+
+    X_all, y_all = list(SMILES[:40]), regression_target(SMILES[:40])
+    reg = GMNetRegressor(**dict(TINY, max_epochs=1), n_estimators=2, tta=1, forest=True).fit(X_all, y_all)
+    clf = GMNetClassifier(**dict(TINY, max_epochs=1)).fit(X_all, class_target(SMILES[:40]))
+    whole = (reg.predict(X_all, return_std=True), clf.predict_proba(X_all))
+    monkeypatch.setattr(_base, "PREDICT_CHUNK", 7)
+    pieces = []
+    real = GMNetRegressor._member_outputs_of
+    monkeypatch.setattr(GMNetRegressor, "_member_outputs_of", lambda self, rows, f: pieces.append(len(rows)) or real(self, rows, f))
+    chunked = (reg.predict(X_all, return_std=True), clf.predict_proba(X_all))
+    assert pieces == [7, 7, 7, 7, 7, 5]
+    for a, b in zip([*whole[0], whole[1]], [*chunked[0], chunked[1]]):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    bad = X_all[:15] + ["C1CC("] + X_all[16:30] + ["Xx"]
+    with pytest.raises(ValueError, match=r"2 of 31 SMILES are invalid:\n  \[15\] 'C1CC\(':.*\n  \[30\] 'Xx'"):
+        reg.predict(bad)
+    reg.set_params(on_invalid="nan")
+    assert np.flatnonzero(np.isnan(reg.predict(bad))).tolist() == [15, 30]
+
+
 def test_n_jobs_follows_scikit_learns_meaning_of_negative_counts():
     from joblib import effective_n_jobs
 

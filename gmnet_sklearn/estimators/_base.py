@@ -95,6 +95,26 @@ TRAINING_PARAMETER_CONSTRAINTS = {
 }
 #: The fingerprint ``fingerprint=True`` fuses into the head: ECFP4 as chemists use it, as counts.
 FUSED_FINGERPRINT = {"radius": 2, "n_bits": 2048}
+#: Rows predicted (and embedded) at a time: the molecule features (about 2,200 columns, made
+#: through float64 copies) are held for the rows at hand, so in one piece a million-molecule
+#: screen held all of its rows' at once; every row's answer is its own (TTA variants are seeded
+#: per molecule), so the chunks change nothing else.
+PREDICT_CHUNK = 20_000
+
+
+def in_chunks(X: list, predict, encode_whole, chunk: int | None = None):
+    """``predict(rows, start, stop)`` over ``X`` in chunks of :data:`PREDICT_CHUNK` rows; where a
+    chunk's SMILES are refused (``on_invalid="raise"``), ``encode_whole(X)`` raises the error a
+    single piece would have, naming every offending row of ``X`` by its position in ``X``."""
+    chunk = PREDICT_CHUNK if chunk is None else chunk
+    for start in range(0, len(X), chunk):
+        stop = min(start + chunk, len(X))
+        try:
+            predict(X[start:stop], start, stop)
+        except (ValueError, TypeError):
+            if start or stop < len(X):
+                encode_whole(X)  # (when only this chunk's message is wrong: its positions are the chunk's)
+            raise
 
 
 def resolve_device(device: str) -> str:
@@ -676,8 +696,21 @@ class SmilesNetBase(BaseEstimator):
         predictions when there is one (``forest_weight_`` > 0); NaN rows for invalid SMILES.
         ``features``: the molecule features of ``X`` when the caller has them already."""
         check_is_fitted(self, "net_")
+        X = check_smiles_input(X)
         with torch_threads(self.n_jobs):
-            return self._member_outputs_of(check_smiles_input(X), features)
+            if len(X) <= PREDICT_CHUNK:
+                return self._member_outputs_of(X, features)
+            total, valid = None, np.empty(len(X), dtype=bool)
+
+            def predict(rows, start, stop):
+                nonlocal total
+                part, valid[start:stop] = self._member_outputs_of(rows, None if features is None else features[start:stop])
+                if total is None:
+                    total = np.empty((part.shape[0], len(X), *part.shape[2:]), dtype=part.dtype)
+                total[:, start:stop] = part
+
+            in_chunks(X, predict, lambda whole: self._encode(whole, self.on_invalid))
+            return total, valid
 
     def _member_outputs_of(self, X: list, features: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """``_member_outputs``' work on checked SMILES, run under the estimator's ``n_jobs``."""

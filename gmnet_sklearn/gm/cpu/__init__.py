@@ -34,7 +34,9 @@ def _enabled() -> bool:
 def _cpu_tag() -> str:
     """Builds use -march=native, so the build folder is keyed by the CPU's feature flags; and by
     torch's and Python's versions: ninja tracks the sources, not torch's headers (``-isystem``),
-    so a torch upgraded in place would otherwise load the old build against the new ABI."""
+    so a torch upgraded in place would otherwise load the old build against the new ABI; and by
+    the source's path, so two installs (checkouts, environments) sharing torch's extension folder
+    keep a build each instead of rebuilding over one another's at every first use."""
     import sys
 
     import torch
@@ -46,7 +48,7 @@ def _cpu_tag() -> str:
         import platform
 
         flags = platform.processor() or platform.machine()
-    key = f"{flags}|torch {torch.__version__}|python {sys.version_info[:2]}"
+    key = f"{flags}|torch {torch.__version__}|python {sys.version_info[:2]}|{_SOURCE.resolve()}"
     return hashlib.sha1(key.encode()).hexdigest()[:10]
 
 
