@@ -770,8 +770,19 @@ def test_randomised_smiles_past_max_length_fall_back_to_the_given_smiles():
                          fingerprint=False, forest=False).fit(X, y)
     variants = est._encodable_variants(["CC(C)C"], [["C(C)(C)C", "C(C)CC"]])
     assert variants == [["CC(C)C", "C(C)CC"]]
-    pred = est.predict(["CC(C)C"])
+    pred = est.predict(["CC(C)C", "CCO"])
     assert np.isfinite(pred).all()
+    # predict's views: each variant, or the given SMILES where the tokenizer rejects it
+    import copy
+
+    from gmnet_sklearn.augment import randomized_smiles
+
+    plain = copy.copy(est).set_params(tta=0)
+    for i, s in enumerate(["CC(C)C", "CCO"]):
+        views = est._encodable_variants([s], randomized_smiles([s], 4, est._tta_seed, per_molecule=True))[0]
+        expected = np.mean([plain.predict([s])[0]] + [plain.predict([v])[0] for v in views])
+        assert pred[i] == pytest.approx(expected, rel=1e-6)
+    assert "CC(C)C" in est._encodable_variants(["CC(C)C"], randomized_smiles(["CC(C)C"], 4, est._tta_seed, per_molecule=True))[0]
 
 
 def test_multi_output_score_leaves_out_a_task_whose_labels_all_weigh_zero():

@@ -714,17 +714,23 @@ class SmilesNetBase(BaseEstimator):
 
     def _member_outputs_of(self, X: list, features: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """``_member_outputs``' work on checked SMILES, run under the estimator's ``n_jobs``."""
-        views = [X]
+        encoded = self._encode(X, self.on_invalid)  # "raise": names X's invalid rows
+        views = [encoded]
         if self.tta:
-            tta_seed = self._tta_seed
-            variants = randomized_smiles(X, self.tta, tta_seed, per_molecule=True)  # a molecule's answer is its own
-            variants = self._encodable_variants(X, variants)
-            views += [[vs[j] for vs in variants] for j in range(self.tta)]
+            # each SMILES variant is encoded once (tokens and RDKit's parse are most of a view's
+            # cost): a view takes a molecule's variant, or its given SMILES where the tokenizer
+            # rejects the variant (longer than max_length), as _encodable_variants does in fit
+            variants = randomized_smiles(X, self.tta, self._tta_seed, per_molecule=True)  # a molecule's answer is its own
+            flat = self._encode([v for vs in variants for v in vs], "nan")
+            both = EncodedBatch.concat([encoded, flat])
+            n = len(X)
+            for j in range(self.tta):
+                at = n + np.arange(n) * self.tta + j
+                views.append(both.subset(np.where(flat.valid[at - n], at, np.arange(n))))
+        if features is None:
+            features = self._molecule_features(X)  # the given SMILES' own: also the forest's input
         total, valid = None, None
-        for view in views:
-            enc = self._encode(view, self.on_invalid)
-            if view is X and features is None:
-                features = self._molecule_features(X)  # the given SMILES' own: also the forest's input
+        for enc in views:
             # a variant is the same molecule: its features are the given SMILES' (as in training,
             # where the variants share their molecule's rows), not computed again per view
             ds = EncodedSmilesDataset(enc, order=np.argsort(enc.lengths, kind="stable"), device=self.device_,
