@@ -507,6 +507,76 @@ def test_a_fit_failing_before_training_leaves_no_checkpoint_folder(tmp_path, mon
     assert not list(tmp_path.glob("gmnet_ckpt_*")) and "_checkpoint_dir" not in est.__dict__
 
 
+def test_the_folders_of_killed_fits_are_swept(tmp_path, monkeypatch):
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    from gmnet_sklearn.estimators._base import sweep_checkpoint_dirs
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a process that is no more
+    old = time.time() - 7 * 3600
+    killed, recent, alive, other = (tmp_path / f"gmnet_ckpt_{gone.pid}_ab1", tmp_path / f"gmnet_ckpt_{gone.pid}_cd2",
+                                    tmp_path / f"gmnet_ckpt_{os.getpid()}_ef3", tmp_path / "gmnet_ckpt_xyz")
+    for folder in (killed, recent, alive, other):
+        folder.mkdir()
+        (folder / "best.pt").write_bytes(b"weights")
+    for folder in (killed, alive, other):
+        os.utime(folder, (old, old))
+    assert sweep_checkpoint_dirs() == [killed]
+    assert not killed.exists() and recent.exists() and alive.exists() and other.exists()
+    # a fit's own folder names its process, and is gone when it ends
+    GMNetRegressor(**dict(TINY, max_epochs=1)).fit(X, Y)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in (recent, alive, other))
+
+
+def test_a_fit_gives_the_callers_torch_random_stream_back_and_says_when_fits_share_a_process():
+    from gmnet_sklearn.estimators import _base
+
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    GMNetRegressor(**dict(TINY, max_epochs=1)).fit(X, Y)
+    assert torch.equal(torch.rand(3), expected)
+    _base._ACTIVE_FITS["count"] += 1  # as while another thread's fit runs
+    try:
+        with pytest.warns(UserWarning, match="another fit is running in this process"):
+            GMNetRegressor(**dict(TINY, max_epochs=1)).fit(X, Y)
+    finally:
+        _base._ACTIVE_FITS["count"] -= 1
+
+
+def test_torch_threads_are_shared_by_blocks_running_at_once():
+    import threading
+
+    from gmnet_sklearn.estimators._base import torch_threads
+
+    before = torch.get_num_threads()
+    first_in, second_done = threading.Event(), threading.Event()
+    seen = {}
+
+    def first():
+        with torch_threads(1):
+            first_in.set()
+            second_done.wait(10)
+            seen["first, after the second left"] = torch.get_num_threads()
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    first_in.wait(10)
+    with pytest.warns(UserWarning, match="n_jobs=2: another fit or predict of this process runs on 1 torch"):
+        with torch_threads(2):
+            seen["second"] = torch.get_num_threads()
+    second_done.set()
+    thread.join()
+    assert seen == {"second": 1, "first, after the second left": 1}  # the second left it as the first set it
+    assert torch.get_num_threads() == before  # the last to leave gave it back
+
+
 def test_a_row_the_scaffold_split_leaves_in_no_part_is_trained_on(monkeypatch):
     """DeepChem's split keeps a row whose scaffold RDKit cannot make in no part; the internal
     split must not drop it silently: it trains, after the split's own rows in their order."""

@@ -14,6 +14,7 @@ import numbers
 import os
 import shutil
 import tempfile
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -132,23 +133,75 @@ def adam_options(device: str) -> dict:
     return {"fused": True} if kind == "cuda" or (kind == "cpu" and version >= (2, 4)) else {}
 
 
+# Fits running at once in one process (threads), counted to say so: torch's random generator is
+# one per process, so their seeded draws interleave.
+_ACTIVE_FITS = {"lock": threading.Lock(), "count": 0}
+
+# torch's thread count is one setting per process: the blocks that set it (fits and predicts, in
+# threads too) share it, the first sets it, the last gives back what was there before.
+_THREADS = {"lock": threading.Lock(), "depth": 0, "before": None, "count": None}
+
+
 @contextlib.contextmanager
 def torch_threads(n_jobs: int | None):
     """torch's intra-op threads set to ``n_jobs`` inside the block (None: left as they are; -1 all
     CPUs, -2 all but one, as in scikit-learn), and restored after. The descriptors' worker
-    processes and the forest's jobs follow the same count (they read ``torch.get_num_threads()``)."""
-    before = torch.get_num_threads()
-    if n_jobs is not None and n_jobs < 0:
+    processes and the forest's jobs follow the same count (they read ``torch.get_num_threads()``).
+
+    The setting is process-wide: blocks running at once (fits in threads: joblib's threading
+    backend, a dask worker's threads) share it. The first one sets it and the last one restores
+    it; one asking for another count meanwhile runs on the first's, with a warning."""
+    if n_jobs is None:
+        yield
+        return
+    if n_jobs < 0:
         from joblib import effective_n_jobs
 
         n_jobs = effective_n_jobs(n_jobs)
-    if n_jobs is not None and n_jobs != before:
-        torch.set_num_threads(n_jobs)
+    state = _THREADS
+    with state["lock"]:
+        if state["depth"] == 0:
+            state["before"], state["count"] = torch.get_num_threads(), n_jobs
+            if n_jobs != state["before"]:
+                torch.set_num_threads(n_jobs)
+        elif n_jobs != state["count"]:
+            warnings.warn(f"n_jobs={n_jobs}: another fit or predict of this process runs on {state['count']} torch "
+                          f"thread(s), a setting of the whole process: this one runs on them too", UserWarning)
+        state["depth"] += 1
     try:
         yield
     finally:
-        if torch.get_num_threads() != before:
-            torch.set_num_threads(before)
+        with state["lock"]:
+            state["depth"] -= 1
+            if state["depth"] == 0 and torch.get_num_threads() != state["before"]:
+                torch.set_num_threads(state["before"])
+
+
+#: The best-epoch checkpoint folders' names in the temporary folder: ``gmnet_ckpt_<pid>_<random>``.
+CHECKPOINT_PREFIX = "gmnet_ckpt_"
+
+
+def sweep_checkpoint_dirs(older_than_s: float = 6 * 3600) -> list:
+    """Remove the best-epoch folders of killed fits (a fit removes its own, unless it is killed):
+    the ones whose process is gone and that have not changed for ``older_than_s`` seconds (a
+    process of another PID namespace sharing the folder could look gone). Returns those removed."""
+    import re
+
+    root, removed, now = Path(tempfile.gettempdir()), [], time.time()
+    for folder in root.glob(f"{CHECKPOINT_PREFIX}*_*"):
+        match = re.fullmatch(rf"{CHECKPOINT_PREFIX}(\d+)_\w+", folder.name)
+        if not match or not folder.is_dir():
+            continue
+        try:
+            if now - folder.stat().st_mtime < older_than_s:
+                continue
+            os.kill(int(match.group(1)), 0)  # (signal 0: only whether the process is there)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+        except OSError:  # alive (another user's), or the folder went meanwhile
+            continue
+    return removed
 
 
 def _seed(random_state) -> int:
@@ -273,18 +326,46 @@ class SmilesNetBase(BaseEstimator):
         earlier fit stays usable (a refit with a mistyped ``y_valid`` does not cost the model
         already trained). One that fails later, in training, leaves it unfitted: the earlier
         networks are let go before training starts, so a refit never holds two models' memory.
+
+        The fit draws from torch's global random generator (seeded from ``random_state``) and gives
+        the caller's generator state back afterwards. That generator and torch's thread count are
+        one per process, so fits running at once in threads (joblib's threading backend, a dask
+        worker's threads) do not repeat: a warning says so; run them in processes (joblib's
+        default).
         """
         self._validate_params()
         # Everything a fit sets replaces an attribute (none is changed in place), so a shallow copy
         # is the whole earlier state: a failure half-way must not leave the old networks beside the
         # new data's vocabulary and target scaling, nor lose a fitted model to a bad argument.
         before = dict(self.__dict__)
+        with _ACTIVE_FITS["lock"]:
+            _ACTIVE_FITS["count"] += 1
+            concurrent = _ACTIVE_FITS["count"] > 1
         try:
-            return self._fit(X, y, X_valid, y_valid, before)
+            if concurrent:
+                warnings.warn("another fit is running in this process (threads): torch's random generator and thread "
+                              "count are one per process, so seeded fits running at once do not repeat; run them in "
+                              "processes (joblib's default backend)", UserWarning, stacklevel=_caller_stacklevel())
+            with torch.random.fork_rng(devices=self._cuda_devices()):  # the caller's stream, given back
+                return self._fit(X, y, X_valid, y_valid, before)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(before)
             raise
+        finally:
+            with _ACTIVE_FITS["lock"]:
+                _ACTIVE_FITS["count"] -= 1
+
+    def _cuda_devices(self) -> list:
+        """The CUDA device a fit on ``device`` draws random numbers on ([] on CPU, or where the name
+        is not a device: the fit names that error itself)."""
+        try:
+            device = torch.device(resolve_device(self.device))
+        except (RuntimeError, ValueError, TypeError):
+            return []
+        if device.type != "cuda" or not torch.cuda.is_available():
+            return []
+        return [device.index if device.index is not None else torch.cuda.current_device()]
 
     def _fit(self, X, y, X_valid, y_valid, before: dict):
         """``fit``'s work, on validated parameters; ``fit`` restores ``before`` if it raises, from
@@ -678,7 +759,8 @@ class SmilesNetBase(BaseEstimator):
     def _selection_callbacks(self, valid_set):
         name, lower, scorer = self._validation_metric(valid_set.y.cpu().numpy())
         self._selection_metric = name  # best_epoch_ reads its "_best" flags, not a user scorer's
-        self._checkpoint_dir = tempfile.mkdtemp(prefix="gmnet_ckpt_")
+        sweep_checkpoint_dirs()
+        self._checkpoint_dir = tempfile.mkdtemp(prefix=f"{CHECKPOINT_PREFIX}{os.getpid()}_")
         scoring = [] if scorer is None else [EpochScoring(scorer, name=name, lower_is_better=lower, on_train=False, use_caching=True)]
         stopping = [] if self.patience is None else [
             EarlyStopping(monitor=name, patience=self.patience, threshold=0.0, threshold_mode="abs",
