@@ -225,7 +225,7 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
         out = np.empty((len(X), self.n_features_out_), dtype=np.float32)
         with torch_threads(getattr(self.estimator_, "n_jobs", None)):  # as the estimator's own predict
             in_chunks(X, lambda rows, start, stop: self._transform_into(source, rows, out[start:stop], on_invalid),
-                      lambda whole: source.encode(whole, on_invalid))  # "raise": names every invalid row
+                      (lambda whole: source.encode(whole, "raise")) if on_invalid == "raise" else None)
         return out
 
     def _transform_into(self, source: EncoderSource, X: list, out: np.ndarray, on_invalid: str) -> None:

@@ -98,24 +98,21 @@ TRAINING_PARAMETER_CONSTRAINTS = {
 FUSED_FINGERPRINT = {"radius": 2, "n_bits": 2048}
 #: Rows predicted (and embedded) at a time: the molecule features (about 2,200 columns, made
 #: through float64 copies) are held for the rows at hand, so in one piece a million-molecule
-#: screen held all of its rows' at once; every row's answer is its own (TTA variants are seeded
-#: per molecule), so the chunks change nothing else.
+#: screen held all of its rows' at once. Every row's answer is its own (TTA variants are seeded
+#: per molecule): the chunks change it only by float rounding (batches of other rows).
 PREDICT_CHUNK = 20_000
 
 
-def in_chunks(X: list, predict, encode_whole, chunk: int | None = None):
-    """``predict(rows, start, stop)`` over ``X`` in chunks of :data:`PREDICT_CHUNK` rows; where a
-    chunk's SMILES are refused (``on_invalid="raise"``), ``encode_whole(X)`` raises the error a
-    single piece would have, naming every offending row of ``X`` by its position in ``X``."""
+def in_chunks(X: list, predict, check_whole=None, chunk: int | None = None) -> None:
+    """``predict(rows, start, stop)`` over ``X`` in chunks of :data:`PREDICT_CHUNK` rows. With
+    ``check_whole`` (``on_invalid="raise"``: the whole input's encoding) it runs first, so an
+    invalid SMILES is named at once, by its position in ``X``, not after the chunks before it."""
     chunk = PREDICT_CHUNK if chunk is None else chunk
+    if check_whole is not None and len(X) > chunk:
+        check_whole(X)
     for start in range(0, len(X), chunk):
         stop = min(start + chunk, len(X))
-        try:
-            predict(X[start:stop], start, stop)
-        except (ValueError, TypeError):
-            if start or stop < len(X):
-                encode_whole(X)  # (when only this chunk's message is wrong: its positions are the chunk's)
-            raise
+        predict(X[start:stop], start, stop)
 
 
 def resolve_device(device: str) -> str:
@@ -137,71 +134,30 @@ def adam_options(device: str) -> dict:
 # one per process, so their seeded draws interleave.
 _ACTIVE_FITS = {"lock": threading.Lock(), "count": 0}
 
-# torch's thread count is one setting per process: the blocks that set it (fits and predicts, in
-# threads too) share it, the first sets it, the last gives back what was there before.
-_THREADS = {"lock": threading.Lock(), "depth": 0, "before": None, "count": None}
-
-
 @contextlib.contextmanager
 def torch_threads(n_jobs: int | None):
     """torch's intra-op threads set to ``n_jobs`` inside the block (None: left as they are; -1 all
     CPUs, -2 all but one, as in scikit-learn), and restored after. The descriptors' worker
     processes and the forest's jobs follow the same count (they read ``torch.get_num_threads()``).
-
-    The setting is process-wide: blocks running at once (fits in threads: joblib's threading
-    backend, a dask worker's threads) share it. The first one sets it and the last one restores
-    it; one asking for another count meanwhile runs on the first's, with a warning."""
-    if n_jobs is None:
-        yield
-        return
-    if n_jobs < 0:
+    (With torch's OpenMP backend the count is the calling thread's: fits in threads each keep
+    their own.)"""
+    before = torch.get_num_threads()
+    if n_jobs is not None and n_jobs < 0:
         from joblib import effective_n_jobs
 
         n_jobs = effective_n_jobs(n_jobs)
-    state = _THREADS
-    with state["lock"]:
-        if state["depth"] == 0:
-            state["before"], state["count"] = torch.get_num_threads(), n_jobs
-            if n_jobs != state["before"]:
-                torch.set_num_threads(n_jobs)
-        elif n_jobs != state["count"]:
-            warnings.warn(f"n_jobs={n_jobs}: another fit or predict of this process runs on {state['count']} torch "
-                          f"thread(s), a setting of the whole process: this one runs on them too", UserWarning)
-        state["depth"] += 1
+    if n_jobs is not None and n_jobs != before:
+        torch.set_num_threads(n_jobs)
     try:
         yield
     finally:
-        with state["lock"]:
-            state["depth"] -= 1
-            if state["depth"] == 0 and torch.get_num_threads() != state["before"]:
-                torch.set_num_threads(state["before"])
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
 
 
-#: The best-epoch checkpoint folders' names in the temporary folder: ``gmnet_ckpt_<pid>_<random>``.
+#: The best-epoch checkpoint folders' names in the temporary folder: ``gmnet_ckpt_<pid>_<random>``
+#: (a fit removes its own; one killed cannot, and its folder names the process it was).
 CHECKPOINT_PREFIX = "gmnet_ckpt_"
-
-
-def sweep_checkpoint_dirs(older_than_s: float = 6 * 3600) -> list:
-    """Remove the best-epoch folders of killed fits (a fit removes its own, unless it is killed):
-    the ones whose process is gone and that have not changed for ``older_than_s`` seconds (a
-    process of another PID namespace sharing the folder could look gone). Returns those removed."""
-    import re
-
-    root, removed, now = Path(tempfile.gettempdir()), [], time.time()
-    for folder in root.glob(f"{CHECKPOINT_PREFIX}*_*"):
-        match = re.fullmatch(rf"{CHECKPOINT_PREFIX}(\d+)_\w+", folder.name)
-        if not match or not folder.is_dir():
-            continue
-        try:
-            if now - folder.stat().st_mtime < older_than_s:
-                continue
-            os.kill(int(match.group(1)), 0)  # (signal 0: only whether the process is there)
-        except ProcessLookupError:
-            shutil.rmtree(folder, ignore_errors=True)
-            removed.append(folder)
-        except OSError:  # alive (another user's), or the folder went meanwhile
-            continue
-    return removed
 
 
 def _seed(random_state) -> int:
@@ -327,8 +283,8 @@ class SmilesNetBase(BaseEstimator):
         already trained). One that fails later, in training, leaves it unfitted: the earlier
         networks are let go before training starts, so a refit never holds two models' memory.
 
-        The fit draws from torch's global random generator (seeded from ``random_state``) and gives
-        the caller's generator state back afterwards. That generator and torch's thread count are
+        The fit draws from torch's global random generator (seeded from ``random_state``; on CUDA
+        also the GPUs') and gives the caller's generator state back afterwards. That generator is
         one per process, so fits running at once in threads (joblib's threading backend, a dask
         worker's threads) do not repeat: a warning says so; run them in processes (joblib's
         default).
@@ -343,9 +299,9 @@ class SmilesNetBase(BaseEstimator):
             concurrent = _ACTIVE_FITS["count"] > 1
         try:
             if concurrent:
-                warnings.warn("another fit is running in this process (threads): torch's random generator and thread "
-                              "count are one per process, so seeded fits running at once do not repeat; run them in "
-                              "processes (joblib's default backend)", UserWarning, stacklevel=_caller_stacklevel())
+                warnings.warn("another fit is running in this process (threads): torch's random generator is one per "
+                              "process, so seeded fits running at once do not repeat; run them in processes (joblib's "
+                              "default backend)", UserWarning, stacklevel=_caller_stacklevel())
             with torch.random.fork_rng(devices=self._cuda_devices()):  # the caller's stream, given back
                 return self._fit(X, y, X_valid, y_valid, before)
         except BaseException:
@@ -357,15 +313,16 @@ class SmilesNetBase(BaseEstimator):
                 _ACTIVE_FITS["count"] -= 1
 
     def _cuda_devices(self) -> list:
-        """The CUDA device a fit on ``device`` draws random numbers on ([] on CPU, or where the name
-        is not a device: the fit names that error itself)."""
+        """The CUDA devices whose generators a fit on ``device`` seeds (every one, as
+        ``torch.manual_seed`` does, for a fit on CUDA; [] on CPU, or where the name is not a
+        device: the fit names that error itself)."""
         try:
             device = torch.device(resolve_device(self.device))
         except (RuntimeError, ValueError, TypeError):
             return []
         if device.type != "cuda" or not torch.cuda.is_available():
             return []
-        return [device.index if device.index is not None else torch.cuda.current_device()]
+        return list(range(torch.cuda.device_count()))
 
     def _fit(self, X, y, X_valid, y_valid, before: dict):
         """``fit``'s work, on validated parameters; ``fit`` restores ``before`` if it raises, from
@@ -599,7 +556,12 @@ class SmilesNetBase(BaseEstimator):
     def _initialize_module(self, seed: int) -> torch.nn.Module:
         """The model with its initial weights, drawn from ``seed``; with ``pretrained`` the
         encoder's weights are then the checkpoint's (the head stays fresh)."""
-        torch.manual_seed(seed)
+        # torch.manual_seed also seeds (or, CUDA not yet started, queues seeding) every GPU: a fit
+        # on CPU seeds the CPU generator alone, so the caller's GPU streams stay theirs
+        if str(getattr(self, "device_", "cpu")).startswith("cuda"):
+            torch.manual_seed(seed)
+        else:
+            torch.default_generator.manual_seed(seed)
         module = self._make_module()
         if getattr(self, "pretrained_", None) is not None:
             from . import warm_start
@@ -759,7 +721,6 @@ class SmilesNetBase(BaseEstimator):
     def _selection_callbacks(self, valid_set):
         name, lower, scorer = self._validation_metric(valid_set.y.cpu().numpy())
         self._selection_metric = name  # best_epoch_ reads its "_best" flags, not a user scorer's
-        sweep_checkpoint_dirs()
         self._checkpoint_dir = tempfile.mkdtemp(prefix=f"{CHECKPOINT_PREFIX}{os.getpid()}_")
         scoring = [] if scorer is None else [EpochScoring(scorer, name=name, lower_is_better=lower, on_train=False, use_caching=True)]
         stopping = [] if self.patience is None else [
@@ -791,7 +752,7 @@ class SmilesNetBase(BaseEstimator):
                     total = np.empty((part.shape[0], len(X), *part.shape[2:]), dtype=part.dtype)
                 total[:, start:stop] = part
 
-            in_chunks(X, predict, lambda whole: self._encode(whole, self.on_invalid))
+            in_chunks(X, predict, (lambda whole: self._encode(whole)) if self.on_invalid == "raise" else None)
             return total, valid
 
     def _member_outputs_of(self, X: list, features: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
