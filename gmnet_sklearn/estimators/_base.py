@@ -475,12 +475,15 @@ class SmilesNetBase(BaseEstimator):
         """Training tokens outside a given vocabulary (a checkpoint's or ``vocab_file``'s) are all
         read as one [UNK]: said once, with the tokens, rather than trained on unseen. (A vocabulary
         fitted on X has every token of X.)"""
-        unk = self.tokenizer_.unk_id
-        rows = [i for i, ids in enumerate(encoded.ids) if (np.asarray(ids) == unk).any()]
-        if not rows:
+        if self.pretrained is None and self.vocab_file is None:  # (fitted on X and its variants: none unknown)
             return
-        n_unknown = int(sum((np.asarray(encoded.ids[i]) == unk).sum() for i in rows))
-        n_tokens = int(sum(len(ids) - 2 for ids in encoded.ids))  # without [CLS] and [SEP]
+        unk = self.tokenizer_.unk_id
+        counts = np.array([np.count_nonzero(ids == unk) for ids in encoded.ids])
+        rows = np.flatnonzero(counts)
+        if not len(rows):
+            return
+        n_unknown = int(counts.sum())
+        n_tokens = int(encoded.lengths.sum()) - 2 * len(encoded)  # without [CLS] and [SEP]
         vocabulary = self.tokenizer_.vocabulary_
         tokens = list(dict.fromkeys(t for i in rows[:50] for t in tokenize_smiles(smiles[i].strip()) if t not in vocabulary))
         source = f"pretrained={str(self.pretrained)!r}" if self.pretrained is not None else f"vocab_file={str(self.vocab_file)!r}"

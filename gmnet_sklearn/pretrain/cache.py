@@ -88,12 +88,14 @@ def _encode_in_pieces(pool, n_jobs: int, tokenizer, smiles: list[str], max_lengt
 
 def build_cache(files, tokenizer, cache_dir, shard_size: int = 100_000, max_length: int | None = None,
                 limit: int | None = None, progress: bool = False, label: str = "encoding corpus",
-                n_jobs: int = 1, smiles_column: str | None = None, limit_name: str = "limit") -> dict:
+                n_jobs: int = 1, smiles_column: str | None = None, limit_name: str = "limit",
+                content: str | None = None) -> dict:
     """Encode the SMILES of ``files`` (the first ``limit`` records, or all; a CSV's
     ``smiles_column``, default "smiles") into ``cache_dir``, resuming a partial build, with
     ``n_jobs`` processes (-1: one per core); returns the manifest. A cache built from other files,
-    vocabulary, ``max_length``, ``shard_size``, ``limit`` or column raises ``ValueError`` (naming
-    ``limit`` as the caller's ``limit_name``)."""
+    vocabulary, ``max_length``, ``shard_size``, ``limit`` or column, or from files edited since
+    (their contents' digest: ``content``, computed here unless the caller has it), raises
+    ``ValueError`` (naming ``limit`` as the caller's ``limit_name``)."""
     n_jobs = (os.cpu_count() or 1) if n_jobs == -1 else n_jobs
     if not (isinstance(n_jobs, numbers.Integral) and n_jobs >= 1):
         raise ValueError(f"n_jobs must be a positive integer or -1, got {n_jobs!r}")
@@ -103,17 +105,16 @@ def build_cache(files, tokenizer, cache_dir, shard_size: int = 100_000, max_leng
     cache_dir.mkdir(parents=True, exist_ok=True)
     with build_lock(cache_dir):
         return _build_cache(files, tokenizer, cache_dir, shard_size, max_length, limit, progress, label, n_jobs,
-                            smiles_column, limit_name)
+                            smiles_column, limit_name, content_digest(files) if content is None else content)
 
 
 def _build_cache(files, tokenizer, cache_dir: Path, shard_size, max_length, limit, progress, label, n_jobs,
-                 smiles_column, limit_name) -> dict:
+                 smiles_column, limit_name, content: str) -> dict:
     identity = {"format": CACHE_FORMAT, "files": describe(files), "vocab": vocab_digest(tokenizer),
                 "max_length": max_length, "shard_size": int(shard_size), "limit": None if limit is None else int(limit)}
     if smiles_column is not None:  # only then: caches built before the option keep their identity
         identity["smiles_column"] = smiles_column
     path = cache_dir / "manifest.json"
-    content = content_digest(files)
     manifest = {**identity, "content": content, "complete": False, "shards": [], "invalid_examples": []}
     if path.exists():
         old = json.loads(path.read_text())

@@ -302,7 +302,7 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
 
         train_manifest = build_cache(files, tokenizer, cache_dir / "train", shard_size, max_length, limit=max_smiles,
                                      progress=progress, label="encoding corpus", n_jobs=n_jobs, smiles_column=smiles_column,
-                                     limit_name="max_smiles")
+                                     limit_name="max_smiles", content=content["corpus"])
         train = EncodedCorpus(cache_dir / "train")
         cost = cache_cost(train_manifest)
         if cost["n_unknown"]:
@@ -325,7 +325,7 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
         if test_files:
             build_cache(test_files, tokenizer, cache_dir / "test", shard_size, max_length, limit=eval_size,
                         progress=progress, label="encoding test set", n_jobs=n_jobs, smiles_column=smiles_column,
-                        limit_name="eval_size")
+                        limit_name="eval_size", content=content["test"])
             held_out = EncodedCorpus(cache_dir / "test")
             if sum(held_out.shard_sizes) == 0:
                 warnings.warn(f"the held-out set {test_path} has no SMILES the tokenizer takes"
