@@ -254,11 +254,17 @@ def test_grid_search_over_k_and_L(n_jobs):
     est = GMNetRegressor(**{**TINY, "max_epochs": 1, "valid_split": None, "forest": False, "descriptors": False})
     # in worker processes (each imports torch and loads the kernels) two cells show it as well as four
     param_grid = {"k": [4, 6], "L": [2, 3]} if n_jobs == 1 else {"k": [4, 6], "L": [3]}
+    if n_jobs > 1:
+        est.set_params(n_jobs=1)  # the README: scores equal to the sequential search's, to the bit
     grid = GridSearchCV(est, param_grid, cv=KFold(2), n_jobs=n_jobs, error_score="raise")
     grid.fit(X, Y)
     assert len(grid.cv_results_["params"]) == (4 if n_jobs == 1 else 2)
     assert np.isfinite(grid.cv_results_["mean_test_score"]).all()
     assert grid.best_estimator_.predict(X[:3]).shape == (3,)
+    if n_jobs > 1:
+        sequential = GridSearchCV(est, param_grid, cv=KFold(2), error_score="raise").fit(X, Y)
+        for key in ("split0_test_score", "split1_test_score"):
+            np.testing.assert_array_equal(grid.cv_results_[key], sequential.cv_results_[key], err_msg=key)
 
 
 def test_memory_caches_the_descriptors_of_a_searchs_folds_and_changes_no_prediction(tmp_path, monkeypatch):
