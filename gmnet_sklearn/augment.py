@@ -11,6 +11,8 @@ import zlib
 
 import numpy as np
 
+__all__ = ["randomized_smiles"]
+
 
 def _molecule_seed(random_state: int, smiles: str) -> int:
     """RDKit's seed for one SMILES's variants: from ``random_state`` and the string alone (without

@@ -18,6 +18,8 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.preprocessing import QuantileTransformer
 from sklearn.utils.validation import check_is_fitted
 
+__all__ = ["RDKitDescriptors", "cached_descriptors", "compute_descriptors", "descriptor_names", "PARALLEL_MIN_SMILES"]
+
 
 def descriptor_names() -> list[str]:
     from rdkit.Chem import Descriptors
@@ -191,19 +193,31 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
 
     Parameters
     ----------
-    n_quantiles : quantiles of the map (capped at the number of training molecules).
-    on_invalid : "raise" (default) or "nan": rows of SMILES RDKit rejects come out 0 (the training
-        median, as a descriptor RDKit cannot compute for a molecule does), with an
+    n_quantiles : int, default=1000
+        Quantiles of the map (capped at the number of training molecules).
+    on_invalid : {"raise", "nan"}, default="raise"
+        "raise": an error naming the SMILES RDKit rejects. "nan": their rows come out 0 (the
+        training median, as a descriptor RDKit cannot compute for a molecule does), with an
         :class:`~gmnet_sklearn.exceptions.InvalidSmilesWarning` naming them.
-    n_jobs : worker processes for the descriptors (joblib's meaning; None: one) when there are
-        many distinct SMILES; the values do not depend on it.
-    memory : None (default), a folder or a ``joblib.Memory``: where the raw descriptors of each
-        list of SMILES given to ``fit`` or ``transform`` are cached (``cached_descriptors``).
+    n_jobs : int, default=None
+        Worker processes for the descriptors (joblib's meaning; None: one) when there are many
+        distinct SMILES; the values do not depend on it.
+    memory : str, path-like or joblib.Memory, default=None
+        Where the raw descriptors of each list of SMILES given to ``fit`` or ``transform`` are
+        cached (``cached_descriptors``); None caches nothing.
 
     Attributes
     ----------
-    feature_names_in_ : not set (the input is SMILES); ``get_feature_names_out`` names the kept
-        descriptors. ``kept_`` : mask of descriptors that vary on the training data.
+    kept_ : ndarray of bool
+        Which of RDKit's descriptors vary on the training data (the others are dropped).
+    names_ : ndarray of str
+        RDKit's descriptor names at fit, in order (``get_feature_names_out`` gives the kept ones).
+    quantiles_ : QuantileTransformer
+        The map of the kept descriptors to N(0, 1), fitted on the training data.
+    rdkit_version_ : str
+        The RDKit that computed them (another version may list other descriptors).
+    n_features_out_ : int
+        Number of kept descriptors. (``feature_names_in_`` is not set: the input is SMILES.)
     """
 
     def __init__(self, n_quantiles: int = 1000, on_invalid: str = "raise", n_jobs=None, memory=None):

@@ -89,10 +89,11 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
     moments : {"mean", "forward", "backward"}, default="mean"
         Which terminal state for "moments": "mean" (the paper's M_mol = (forward + backward) / 2),
         "forward" or "backward".
-    layers : list of int, default=None
-        Encoder layers whose moments are kept (None: all).
+    layers : int or list of int, default=None
+        Encoder layers whose moments are kept (None: all; negative indices count from the top).
     member : int or "all", default=0
-        The ensemble member (``n_estimators > 1``) whose encoder is used, or "all" for the
+        The ensemble member (``n_estimators > 1``; negative indices count from the last) whose
+        encoder is used, or "all" for the
         members' features side by side.
     batch_size : int, default=128
         Molecules per forward pass in ``transform``.

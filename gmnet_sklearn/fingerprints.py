@@ -19,8 +19,22 @@ __all__ = ["MorganFingerprint"]
 class MorganFingerprint(TransformerMixin, BaseEstimator):
     """SMILES -> (n, n_bits) uint8 Morgan fingerprint bits (``counts=True``: uint16 counts).
 
-    ``on_invalid``: "raise" (default) names the SMILES RDKit rejects; "zeros" gives them all-zero
-    rows, with an :class:`~gmnet_sklearn.exceptions.InvalidSmilesWarning` naming them.
+    Parameters
+    ----------
+    radius : int, default=2
+        Morgan radius (2: ECFP4).
+    n_bits : int, default=2048
+        Fingerprint length.
+    counts : bool, default=False
+        Counts of each folded environment (uint16) instead of bits.
+    on_invalid : {"raise", "zeros"}, default="raise"
+        "raise" names the SMILES RDKit rejects; "zeros" gives them all-zero rows, with an
+        :class:`~gmnet_sklearn.exceptions.InvalidSmilesWarning` naming them.
+
+    Attributes
+    ----------
+    n_features_out_ : int
+        ``n_bits`` (set by ``fit``, which fits no other state).
     """
 
     def __init__(self, radius: int = 2, n_bits: int = 2048, counts: bool = False, on_invalid: str = "raise"):

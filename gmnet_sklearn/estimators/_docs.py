@@ -114,11 +114,11 @@ memory : str, path-like or object with the joblib.Memory interface, default=None
     score the same folds, compute them once per fold
     (``gmnet_sklearn.descriptors.cached_descriptors``). It changes no result, and ``save`` does
     not keep it.
-layer_lr_decay : float, default=1.0
+layer_lr_decay : float in (0, 1], default=1.0
     With ``pretrained``, layer-wise learning-rate decay: the fresh head trains at ``lr``, the
     top encoder layer at ``lr * layer_lr_decay``, each layer below at one factor more and the
     embeddings at ``lr * layer_lr_decay ** (n_layers + 1)``, so the most general pretrained
-    features move least. 1.0: one learning rate. Another value without ``pretrained`` raises
+    features move least. 1.0: one learning rate. A value below 1 without ``pretrained`` raises
     ``ValueError``.
 """
 

@@ -36,6 +36,8 @@ from sklearn.model_selection._split import GroupsConsumerMixin as _GroupsConsume
 from ..utils.validation import check_smiles_input
 
 __all__ = [
+    "MAX_SMILES_LENGTH",
+    "balanced_scaffold_split",
     "murcko_scaffold",
     "scaffold_groups",
     "scaffold_split",
@@ -559,8 +561,11 @@ class ScaffoldKFold(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
     Parameters
     ----------
     n_splits : int, default 5
+        Number of folds.
     max_smiles_length : int or None, default 200
+        SMILES longer than this (characters) are in no fold (None: none dropped).
     smiles_column : str, default "smiles"
+        The SMILES column when X (or ``groups``) is a DataFrame.
     on_invalid : {"raise", "skip"}, default "raise"
         SMILES RDKit cannot parse: "raise" names their rows; "skip" leaves them in no fold, with
         a warning naming them.

@@ -195,6 +195,16 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
     ``objective``: "mlm" (masked-LM) or "mtr" (regression of RDKit's 2D descriptors, computed
     once per SMILES beside the cache with ``n_jobs`` processes; see the module docstring).
     ``max_smiles``: train on the first ``max_smiles`` records of the corpus only (None: all).
+
+    The other keywords: ``vocab_file``, the token vocabulary (default ``$GMNET_TOKENIZER_VOCAB``,
+    DeepChem's 591 tokens); ``batch_size`` SMILES per step; AdamW's ``lr`` and ``weight_decay``;
+    ``max_grad_norm``, the gradient-norm clip; ``mask_prob``, the masked-LM's share of masked
+    tokens; ``eval_every`` steps between held-out evaluations, on the first ``eval_size`` records
+    of the held-out file (None: all of them); ``shard_size`` SMILES per cache shard;
+    ``bucket_by_length``, batches of SMILES of similar length (less padding; False: plain shuffled
+    batches); ``cache_dir``, where the encoded corpus is kept (default ``output_dir/cache``);
+    ``seed`` for the initial weights, masks and batch order; ``device`` ("auto": CUDA when
+    available); ``progress``, tqdm bars.
     """
     check_family(model)
     if objective not in OBJECTIVES:
