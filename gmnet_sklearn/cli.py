@@ -36,16 +36,13 @@ def _vocab_file(parser, arg: str | None) -> str | None:
 
 
 def _check_device(device: str) -> None:
-    import torch
-
     from .estimators._base import resolve_device
 
     try:
-        resolved = torch.device(resolve_device(device))
-    except RuntimeError as exc:
-        raise ValueError(f"--device {device!r} is not a torch device ({exc})") from None
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"--device {device!r}: this machine has no CUDA device (--device cpu, or auto)")
+        resolve_device(device)  # a torch device this machine has
+    except ValueError as exc:  # in the flag's words
+        raise ValueError(str(exc).replace(f"device={device!r}", f"--device {device!r}")
+                         .replace("(device='cpu', or 'auto')", "(--device cpu, or auto)")) from None
 
 
 def main(argv=None) -> int:
@@ -79,7 +76,23 @@ def main(argv=None) -> int:
     from .model_selection import scaffold_split
 
     vocab_file = _vocab_file(parser, args.vocab)  # before the data: a wrong path fails first
+    if args.data_home is not None and not os.path.isdir(args.data_home):  # (the library only warns, then downloads)
+        parser.error(f"--data-home {args.data_home}: not a folder")
     endpoint = ENDPOINTS[args.dataset]
+    metric, paper_gm, paper_cb = endpoint.metric, endpoint.paper_value("gmnet"), endpoint.paper_value("chemberta")
+    cls = GMNetRegressor if metric == "rmse" else GMNetClassifier
+    params = dict(PAPER_PROTOCOL) if args.protocol == "paper" else {}
+    overrides = {"k": args.k, "L": args.L, "d_model": args.d_model, "n_layers": args.n_layers,
+                 "n_heads": args.n_heads, "max_epochs": args.epochs, "lr": args.lr, "batch_size": args.batch_size}
+    params.update({key: value for key, value in overrides.items() if value is not None})
+    est = cls(**params, random_state=args.seed, device=args.device, vocab_file=vocab_file,
+              verbose=0 if args.quiet else 1)
+    try:  # what the flags alone rule out is a usage error, before the data are read
+        est._validate_params()
+        _check_device(args.device)
+        est._check_model_parameters()  # (--d-model and --n-heads: divisible)
+    except ValueError as exc:  # (scikit-learn's InvalidParameterError is a ValueError)
+        parser.error(str(exc).replace("'max_epochs'", "'max_epochs' (--epochs)").replace("'random_state'", "'random_state' (--seed)"))
     try:
         data = fetch_moleculenet(endpoint.dataset, data_home=args.data_home)
     except (DatasetNotFoundError, ChecksumError, ValueError) as exc:  # what is wrong with the file, not a traceback
@@ -88,7 +101,6 @@ def main(argv=None) -> int:
     with warnings.catch_warnings():  # the rows it leaves out are reported below, in the run's words
         warnings.simplefilter("ignore", InvalidSmilesWarning)
         train, valid, test = scaffold_split(smiles)
-    metric, paper_gm, paper_cb = endpoint.metric, endpoint.paper_value("gmnet"), endpoint.paper_value("chemberta")
     print(f"{args.dataset}: {len(smiles)} molecules from {data.source} ({data.path}); "
           f"DeepChem scaffold split {len(train)}/{len(valid)}/{len(test)}")
     left_out = np.setdiff1d(np.arange(len(smiles)), np.concatenate([train, valid, test]))
@@ -103,18 +115,6 @@ def main(argv=None) -> int:
         print(f"  left out as the protocol does: {len(unparsable)} SMILES RDKit cannot parse (rows "
               f"{unparsable[:10]}{' ...' if len(unparsable) > 10 else ''}), {len(left_out) - len(unparsable)} longer "
               f"than {MAX_SMILES_LENGTH} characters")
-    cls = GMNetRegressor if metric == "rmse" else GMNetClassifier
-    params = dict(PAPER_PROTOCOL) if args.protocol == "paper" else {}
-    overrides = {"k": args.k, "L": args.L, "d_model": args.d_model, "n_layers": args.n_layers,
-                 "n_heads": args.n_heads, "max_epochs": args.epochs, "lr": args.lr, "batch_size": args.batch_size}
-    params.update({key: value for key, value in overrides.items() if value is not None})
-    est = cls(**params, random_state=args.seed, device=args.device, vocab_file=vocab_file,
-              verbose=0 if args.quiet else 1)
-    try:  # what the flags alone rule out is a usage error, before any training
-        est._validate_params()
-        _check_device(args.device)
-    except ValueError as exc:  # (scikit-learn's InvalidParameterError is a ValueError)
-        parser.error(str(exc).replace("'max_epochs'", "'max_epochs' (--epochs)").replace("'random_state'", "'random_state' (--seed)"))
     print(f"vocabulary: {vocab_file or 'fitted on the training SMILES (no --vocab, GMNET_TOKENIZER_VOCAB unset)'}")
     y = data.target
     import torch

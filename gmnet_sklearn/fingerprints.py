@@ -66,18 +66,21 @@ class MorganFingerprint(TransformerMixin, BaseEstimator):
         import warnings
 
         from .estimators._base import check_smiles_input
+        from .estimators._targets import _caller_stacklevel
         from .exceptions import InvalidSmilesWarning
+        from .tokenizer import _short_repr
 
         X = check_smiles_input(X)
         self._check_on_invalid()
         out, bad = self._fingerprints(X)
         if bad:
-            shown = ", ".join(f"{i} ({X[i]!r})" for i in bad[:5]) + (f", ... ({len(bad) - 5} more)" if len(bad) > 5 else "")
+            shown = ", ".join(f"{i} ({_short_repr(X[i])})" for i in bad[:5]) + (f", ... ({len(bad) - 5} more)" if len(bad) > 5 else "")
             if self.on_invalid == "raise":
                 raise ValueError(f"RDKit cannot parse {len(bad)} SMILES, e.g. at rows {shown} "
                                  "(on_invalid='zeros' gives them all-zero rows)")
             warnings.warn(f"MorganFingerprint(on_invalid='zeros'): {len(bad)} of {len(X)} SMILES RDKit cannot "
-                          f"parse get all-zero rows: rows {shown}", InvalidSmilesWarning, stacklevel=2)
+                          f"parse get all-zero rows: rows {shown}", InvalidSmilesWarning,
+                          stacklevel=_caller_stacklevel())
         return out
 
     def _fingerprints(self, X: list) -> tuple[np.ndarray, list]:

@@ -67,7 +67,7 @@ def tokenize_smiles(smiles: str) -> list[str]:
     not covered by the regex (DeepChem would drop them silently and change the molecule).
     """
     if not isinstance(smiles, str):
-        raise TypeError(f"SMILES must be a str, got {type(smiles).__name__}: {smiles!r}")
+        raise TypeError(f"SMILES must be a str, got {type(smiles).__name__}: {_short_repr(smiles)}")
     # Surrounding whitespace is not part of a SMILES (RDKit and DeepChem ignore it; ESOL has
     # trailing spaces); whitespace inside one is still an error.
     smiles = smiles.strip()
@@ -77,7 +77,7 @@ def tokenize_smiles(smiles: str) -> list[str]:
                          "inside it (a name or a CXSMILES extension after the SMILES?)")
     tokens = SMILES_PATTERN.findall(smiles)
     if sum(map(len, tokens)) != len(smiles):  # cheap check first; findall never overlaps
-        raise ValueError(f"cannot tokenize SMILES {smiles!r}: {_describe_unmatched(smiles)}")
+        raise ValueError(f"cannot tokenize SMILES {_short_repr(smiles)}: {_describe_unmatched(smiles)}")
     return tokens
 
 
@@ -154,7 +154,7 @@ def _flags_from_mol(mol: Any, tokens: Sequence[str], smiles: str) -> np.ndarray:
     if len(atom_pos) != mol.GetNumAtoms():
         # Should not happen for valid SMILES; guards the token<->atom alignment assumption.
         raise ValueError(
-            f"SMILES {smiles!r}: {len(atom_pos)} atom tokens but RDKit has {mol.GetNumAtoms()} atoms; "
+            f"SMILES {_short_repr(smiles)}: {len(atom_pos)} atom tokens but RDKit has {mol.GetNumAtoms()} atoms; "
             "cannot align conjugation flags with tokens"
         )
     # Index loops: RDKit's GetAtoms()/GetBonds() sequence wrappers are ~3x slower in Python.
@@ -182,7 +182,7 @@ def conjugation_flags(smiles: str, tokens: list[str] | None = None) -> np.ndarra
         tokens = tokenize_smiles(smiles)
     mol = _parse(smiles)
     if mol is None:
-        raise ValueError(f"invalid SMILES {smiles!r}: {_parse_error(smiles)}")
+        raise ValueError(f"invalid SMILES {_short_repr(smiles)}: {_parse_error(smiles)}")
     return _flags_from_mol(mol, tokens, smiles)
 
 
@@ -389,7 +389,7 @@ class SmilesTokenizer:
     @staticmethod
     def _check_str(smiles: Any) -> str:
         if not isinstance(smiles, str):
-            raise TypeError(f"SMILES must be a str, got {type(smiles).__name__}: {smiles!r}")
+            raise TypeError(f"SMILES must be a str, got {type(smiles).__name__}: {_short_repr(smiles)}")
         if not smiles.strip():  # as the batch path: blank is empty
             raise ValueError("empty SMILES string")
         return smiles

@@ -47,11 +47,17 @@ def test_main_job_without_the_data_file_says_where_it_looked(monkeypatch, capsys
         return download
 
     monkeypatch.setattr(moleculenet, "_downloader", offline)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--dataset", "bbbp", "--data-home", str(tmp_path / "empty"), "--quiet"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "BBBP.csv" in err and str(tmp_path / "empty") in err and "Traceback" not in err
+    # a mistyped folder is a usage error at once (the library warns and goes on to download)
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["--dataset", "bbbp", "--data-home", str(tmp_path / "nowhere"), "--quiet"])
     assert exit_info.value.code == 2
-    err = capsys.readouterr().err
-    assert "BBBP.csv" in err and "Traceback" not in err
+    assert f"--data-home {tmp_path / 'nowhere'}: not a folder" in capsys.readouterr().err
 
 
 def test_main_job_says_which_rows_the_protocol_left_out(monkeypatch, capsys):
@@ -139,7 +145,7 @@ def test_flags_the_estimator_or_torch_refuse_are_usage_errors(monkeypatch, capsy
 
     monkeypatch.setattr(moleculenet, "_downloader", offline)
     for argv, message in ((["--epochs", "0"], "'max_epochs' (--epochs)"), (["--device", "gpu"], "--device 'gpu'"),
-                          (["--lr", "-1"], "'lr'")):
+                          (["--lr", "-1"], "'lr'"), (["--d-model", "10", "--n-heads", "3"], "not divisible by n_heads")):
         with pytest.raises(SystemExit) as exit_info:
             cli.main([*argv, "--quiet", "--no-peers"])
         assert exit_info.value.code == 2

@@ -103,6 +103,20 @@ FUSED_FINGERPRINT = {"radius": 2, "n_bits": 2048}
 PREDICT_CHUNK = 20_000
 
 
+def _every_task_in_training(train: np.ndarray, valid: np.ndarray, y) -> tuple[np.ndarray, np.ndarray]:
+    """The internal split's validation rows that hold a task's only labels go back to training
+    (a sparse task's few labelled molecules can all be rare scaffolds, which the scaffold split
+    puts into validation), as the classifiers keep a class the split would leave out of training."""
+    if y is None or np.ndim(y) != 2 or not len(valid):
+        return train, valid
+    observed = ~np.isnan(np.asarray(y, dtype=np.float64))
+    untrained = ~observed[train].any(0)
+    move = observed[valid][:, untrained].any(1)
+    if move.any():
+        train, valid = np.sort(np.concatenate([train, valid[move]])), valid[~move]
+    return train, valid
+
+
 def in_chunks(X: list, predict, check_whole=None, chunk: int | None = None) -> None:
     """``predict(rows, start, stop)`` over ``X`` in chunks of :data:`PREDICT_CHUNK` rows. With
     ``check_whole`` (``on_invalid="raise"``: the whole input's encoding) it runs first, so an
@@ -115,9 +129,23 @@ def in_chunks(X: list, predict, check_whole=None, chunk: int | None = None) -> N
         predict(X[start:stop], start, stop)
 
 
-def resolve_device(device: str) -> str:
-    if device == "auto":
+def resolve_device(device, check: bool = True):
+    """"auto" -> "cuda" where torch sees a GPU, else "cpu"; another value is checked (with
+    ``check``) to be a torch device this machine has, so a fit fails at once naming ``device``
+    rather than after its data are prepared, in torch's words."""
+    if isinstance(device, str) and device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
+    if check:
+        try:
+            resolved = torch.device(device)
+        except (RuntimeError, TypeError, ValueError) as exc:
+            raise ValueError(f"device={device!r} is not a torch device ({exc})") from None
+        if resolved.type == "cuda":
+            n_gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+            if not n_gpus:
+                raise ValueError(f"device={device!r}: this machine has no CUDA device (device='cpu', or 'auto')")
+            if resolved.index is not None and resolved.index >= n_gpus:
+                raise ValueError(f"device={device!r}: this machine has {n_gpus} CUDA device(s)")
     return device
 
 
@@ -260,7 +288,7 @@ class SmilesNetBase(BaseEstimator):
             perm = np.random.RandomState(seed).permutation(n)
             n_valid = max(1, int(round(self.valid_size * n)))
             valid, train = np.sort(perm[:n_valid]), np.sort(perm[n_valid:])
-        return np.asarray(train), np.asarray(valid)
+        return _every_task_in_training(np.asarray(train), np.asarray(valid), y)
 
     # ---- fit --------------------------------------------------------------------------------
     # skorch's way: fit = prepare the data once, then per ensemble member build the module, the
@@ -336,6 +364,10 @@ class SmilesNetBase(BaseEstimator):
         if self.layer_lr_decay != 1.0 and self.pretrained is None:
             raise ValueError(f"layer_lr_decay={self.layer_lr_decay} slows the lower layers of a pretrained encoder, "
                              "which needs pretrained weights: pass pretrained=... or layer_lr_decay=1.0")
+        self.device_ = resolve_device(self.device)
+        if len([cb for cb in (self.callbacks or []) if _snapshot_in(cb) is not None]) > 1:
+            raise ValueError("pass at most one TrainingSnapshot in callbacks")
+        self._check_model_parameters()
         seed = _seed(self.random_state)
         # what save() writes: the parameters this fit ran with (a set_params after fit must not
         # make the saved model rebuild another shape), and tta's seed (one draw, so repeated
@@ -377,7 +409,6 @@ class SmilesNetBase(BaseEstimator):
         if (X_valid is None) != (y_valid is None):
             raise ValueError("pass both X_valid and y_valid, or neither")
         self.max_length_ = self._max_length()
-        self.device_ = resolve_device(self.device)
         fingerprint_data = [np.asarray(X, dtype=object), y, None if X_valid is None else np.asarray(X_valid, dtype=object),
                             None if y_valid is None else np.asarray(y_valid)]
         # on_invalid="skip": rows RDKit (or the tokenizer) rejects leave before anything else, so
@@ -418,7 +449,8 @@ class SmilesNetBase(BaseEstimator):
 
                     n_groups = len(_sorted_scaffold_sets(_scaffolds(np.asarray(X, dtype=object), strict=False)))
                     why = (f" ({len(X)} molecules in {n_groups} scaffold group(s): no group fits a validation part "
-                           f"of valid_size={self.valid_size}; valid_split='random' splits molecules, not groups)")
+                           f"of valid_size={self.valid_size}, or its rows held the only training labels of a class or "
+                           "task and stayed in training; valid_split='random' splits molecules, not groups)")
                 warnings.warn(f"the internal validation split is empty{why}; training without best-epoch selection",
                               UserWarning, stacklevel=_caller_stacklevel())
                 train_idx = np.arange(len(X))
@@ -556,6 +588,12 @@ class SmilesNetBase(BaseEstimator):
         warm_start.check_compatible(self, self.pretrained_, self._pretrain_family)
         return warm_start.tokenizer_for(self, self.pretrained_)
 
+    def _check_model_parameters(self) -> None:
+        """What only the model's constructor checks (``d_model`` divisible by ``n_heads``, the
+        activation, ...), on a small probe model before the data are prepared: the error comes
+        at once, and a refit that raises it keeps the earlier fit."""
+        self._build_module(8, 1, 0)  # (vocabulary size and outputs do not matter here)
+
     def _initialize_module(self, seed: int) -> torch.nn.Module:
         """The model with its initial weights, drawn from ``seed``; with ``pretrained`` the
         encoder's weights are then the checkpoint's (the head stays fresh)."""
@@ -637,9 +675,7 @@ class SmilesNetBase(BaseEstimator):
 
     def _fit_member(self, member: int, seed: int, train_set, valid_set, fingerprint_data):
         """Train one ensemble member; returns its net and its snapshot's resume info (or None)."""
-        snapshots = [snap for cb in (self.callbacks or []) if (snap := _snapshot_in(cb)) is not None]
-        if len(snapshots) > 1:
-            raise ValueError("pass at most one TrainingSnapshot in callbacks")
+        snapshots = [snap for cb in (self.callbacks or []) if (snap := _snapshot_in(cb)) is not None]  # (one: _fit)
         self._checkpoint_dir = None
         # the checkpoint folder _callbacks makes is removed whatever fails after it (a pretrained
         # shape conflict in _initialize_module, a snapshot that does not bind), not only the training
@@ -676,6 +712,7 @@ class SmilesNetBase(BaseEstimator):
             finished = snapshot is not None and snapshot.finished_  # it stopped early: nothing left to train
             net.partial_fit(train_set, y=None, epochs=0 if finished else self.max_epochs - epochs_done)
             _warn_if_interrupted(net, self.max_epochs, member)
+            _check_finite_weights(net, self.lr, member)
             # predefined_split holds the validation set (tokens, fused features): a fitted model
             # (and its pickle) does not need it
             net.train_split = None
@@ -706,7 +743,7 @@ class SmilesNetBase(BaseEstimator):
         if valid_set is not None:
             head = None if valid_set.descriptors is None else valid_set.descriptors.cpu().numpy()
             # forest_ is None yet: the network alone (its features were computed with the validation set)
-            network = self._member_outputs(valid_set.smiles, features=head)[0].mean(0)
+            network = self._member_outputs(valid_set.smiles, features=head, warn_unknown=False)[0].mean(0)
             y_valid = valid_set.y.cpu().numpy()
             weight = choose_blend_weight(network, forest.predict(self._forest_features(valid_set.smiles, head)),
                                          lambda pred: self._blend_score(pred, y_valid))
@@ -735,32 +772,55 @@ class SmilesNetBase(BaseEstimator):
         ] + stopping
 
     # ---- predict ----------------------------------------------------------------------------
-    def _member_outputs(self, X, features: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def _member_outputs(self, X, features: np.ndarray | None = None,
+                        warn_unknown: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """Module outputs of every member, (n_members, n, n_outputs) in input order, each
         averaged over ``tta`` SMILES variants besides the given SMILES (in the space
         ``_average_space`` gives: probabilities for classifiers) and blended with the forest's
         predictions when there is one (``forest_weight_`` > 0); NaN rows for invalid SMILES.
-        ``features``: the molecule features of ``X`` when the caller has them already."""
+        ``features``: the molecule features of ``X`` when the caller has them already. Rows
+        whose SMILES hold tokens outside the vocabulary are named in one warning."""
         check_is_fitted(self, "net_")
         X = check_smiles_input(X)
+        unknown = [] if warn_unknown else None
         with torch_threads(self.n_jobs):
             if len(X) <= PREDICT_CHUNK:
-                return self._member_outputs_of(X, features)
-            total, valid = None, np.empty(len(X), dtype=bool)
+                total, valid = self._member_outputs_of(X, features, unknown)
+            else:
+                total, valid = None, np.empty(len(X), dtype=bool)
 
-            def predict(rows, start, stop):
-                nonlocal total
-                part, valid[start:stop] = self._member_outputs_of(rows, None if features is None else features[start:stop])
-                if total is None:
-                    total = np.empty((part.shape[0], len(X), *part.shape[2:]), dtype=part.dtype)
-                total[:, start:stop] = part
+                def predict(rows, start, stop):
+                    nonlocal total
+                    part, valid[start:stop] = self._member_outputs_of(
+                        rows, None if features is None else features[start:stop], unknown, start)
+                    if total is None:
+                        total = np.empty((part.shape[0], len(X), *part.shape[2:]), dtype=part.dtype)
+                    total[:, start:stop] = part
 
-            in_chunks(X, predict, (lambda whole: self._encode(whole)) if self.on_invalid == "raise" else None)
-            return total, valid
+                in_chunks(X, predict, (lambda whole: self._encode(whole)) if self.on_invalid == "raise" else None)
+        if unknown and (rows := np.concatenate(unknown)).size:
+            self._warn_unknown_at_predict(X, rows)
+        return total, valid
 
-    def _member_outputs_of(self, X: list, features: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """``_member_outputs``' work on checked SMILES, run under the estimator's ``n_jobs``."""
+    def _warn_unknown_at_predict(self, X: list, rows: np.ndarray) -> None:
+        """The network reads a token its vocabulary lacks as [UNK] (with a vocabulary fitted on the
+        training SMILES, an embedding no step trained): the rows and tokens are named, since a
+        new chemical space (a metal, a charged atom the training set lacked) shows up this way."""
+        vocabulary = self.tokenizer_.vocabulary_
+        tokens = list(dict.fromkeys(t for i in rows[:50] for t in tokenize_smiles(X[i].strip()) if t not in vocabulary))
+        shown = ", ".join(str(r) for r in rows[:5]) + (f", ... ({len(rows) - 5} more)" if len(rows) > 5 else "")
+        warnings.warn(f"{len(rows)} of {len(X)} SMILES hold tokens the model's vocabulary lacks, read as [UNK]: rows "
+                      f"{shown}; tokens {tokens[:10]}", UserWarning, stacklevel=_caller_stacklevel())
+
+    def _member_outputs_of(self, X: list, features: np.ndarray | None, unknown: list | None = None,
+                           offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """``_member_outputs``' work on checked SMILES, run under the estimator's ``n_jobs``;
+        appends to ``unknown`` the positions (+ ``offset``) of valid rows with an [UNK] token."""
         encoded = self._encode(X, self.on_invalid)  # "raise": names X's invalid rows
+        if unknown is not None:
+            unk = self.tokenizer_.unk_id
+            has_unknown = np.fromiter((bool((ids == unk).any()) for ids in encoded.ids), dtype=bool, count=len(encoded))
+            unknown.append(offset + np.flatnonzero(has_unknown & encoded.valid))
         views = [encoded]
         if self.tta:
             # each SMILES variant is encoded once (tokens and RDKit's parse are most of a view's
@@ -907,12 +967,11 @@ class SmilesNetBase(BaseEstimator):
     @classmethod
     def load(cls, path, device: str | None = None):
         """Load a directory written by :meth:`save` (no pickle, no code execution)."""
-        from safetensors.torch import load_file
-
+        from ..utils.files import read_json, read_safetensors
         from . import ESTIMATORS
 
         path = Path(path)
-        config = json.loads((path / "config.json").read_text())
+        config = read_json(path / "config.json")
         if config.get("format") != "gmnet_sklearn.v1":
             raise ValueError(f"{path} is not a gmnet_sklearn model directory (format {config.get('format')!r})")
         est_cls = ESTIMATORS[config["estimator"]]
@@ -930,7 +989,7 @@ class SmilesNetBase(BaseEstimator):
         est._tta_seed = est.random_state if est.random_state is not None else 0
         est.set_params(**config.get("predict_params", {}))
         est._restore_fitted_metadata(config["fitted"])
-        est.device_ = resolve_device(est.device)
+        est.device_ = resolve_device(est.device, check=device is not None)
         if device is None and str(est.device_).startswith("cuda") and not torch.cuda.is_available():
             # as an unpickled model does (skorch maps its nets to the CPU): it predicts on this machine
             warnings.warn(f"{path} holds a model fitted with device={est.device!r} and this machine has no CUDA: "
@@ -940,7 +999,7 @@ class SmilesNetBase(BaseEstimator):
             from safetensors import safe_open
 
             file = path / "descriptors.safetensors"
-            arrays = load_file(str(file))
+            arrays = read_safetensors(file)
             with safe_open(str(file), framework="pt") as fh:
                 meta = fh.metadata() or {}  # none in folders saved before names were recorded
             est.descriptor_scaler_ = RDKitDescriptors()._restore(
@@ -950,7 +1009,7 @@ class SmilesNetBase(BaseEstimator):
         est.nets_ = []
         for i in range(est.n_estimators):
             module = est._make_module()
-            module.load_state_dict(load_file(str(path / _weights_file(i))))
+            module.load_state_dict(read_safetensors(path / _weights_file(i)))
             net = SmilesNet(module=module, criterion=est._criterion(), device=est.device_,
                             iterator_valid=sequential_loader, train_split=None, cuda_graphs=est.cuda_graphs,
                             precision=est.precision, pad_id=est.tokenizer_.pad_id)
@@ -1003,7 +1062,8 @@ class RestoreBest(Checkpoint):
     def on_train_end(self, net, **kwargs):
         if self.load_best and not os.path.exists(self.get_formatted_files(net)["f_params"]):
             warnings.warn(f"the validation metric ({self.monitor[:-len('_best')]}) was not finite in any epoch: "
-                          "no best epoch to restore, the last epoch's weights are kept")
+                          "no best epoch to restore, the last epoch's weights are kept", UserWarning,
+                          stacklevel=_caller_stacklevel())
             return
         super().on_train_end(net, **kwargs)
 
@@ -1078,6 +1138,20 @@ def _warn_if_interrupted(net, max_epochs: int, member: int) -> None:
                       f"{max_epochs} epochs (interrupted: Ctrl-C, or a callback); the model is the best of those "
                       "epochs. A TrainingSnapshot in callbacks lets a later fit resume it", UserWarning,
                       stacklevel=_caller_stacklevel())
+
+
+def _check_finite_weights(net, lr: float, member: int) -> None:
+    """A fit whose training diverged (weights inf or NaN: a learning rate too high, or targets of
+    extreme scale) raises, as scikit-learn's MLP does, instead of returning a model that
+    predicts NaN for every row (which ``score`` would then put down to the SMILES)."""
+    if all(bool(torch.isfinite(p).all()) for p in net.module_.parameters()):
+        return
+    losses = [row.get("train_loss") for row in net.history]
+    first_bad = next((i + 1 for i, loss in enumerate(losses) if loss is None or not np.isfinite(loss)), None)
+    when = f"; the training loss was not finite from epoch {first_bad}" if first_bad else ""
+    raise ValueError(f"training{f' of ensemble member {member}' if member else ''} diverged: the network's weights "
+                     f"are not finite after {len(net.history)} epoch(s){when}. Lower the learning rate (lr={lr}), "
+                     "or check y for values of extreme scale")
 
 
 #: Parameters ``predict`` reads as they are now (not as the fit ran with them): ``save`` keeps

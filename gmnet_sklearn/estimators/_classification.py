@@ -11,11 +11,11 @@ from sklearn.base import ClassifierMixin
 from sklearn.exceptions import DataConversionWarning
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_consistent_length, check_is_fitted
+from sklearn.utils.validation import _check_sample_weight, check_consistent_length, check_is_fitted
 
 from ._base import _placing_every_row
 from ._invalid import warn_unscored_rows
-from ._targets import _caller_stacklevel, check_n_outputs, check_target, missing_labels
+from ._targets import _caller_stacklevel, as_float_target, check_n_outputs, check_target, missing_labels
 from .losses import CrossEntropyLoss, MaskedBCEWithLogitsLoss
 from .metrics import ValidROCAUC, has_auc, probability_roc_auc, scores_from_raw
 
@@ -48,10 +48,7 @@ class SmilesClassifierMixin(ClassifierMixin):
                           DataConversionWarning, stacklevel=_caller_stacklevel())
             y = column
         if y.ndim == 2:
-            try:
-                y = y.astype(np.float64)
-            except (TypeError, ValueError):
-                raise ValueError(f"{name}: multi-label targets must be 0/1 with NaN for missing labels") from None
+            y = as_float_target(y, name, "multi-label targets must be 0/1 with NaN for missing labels")
             bad = ~np.isnan(y) & (y != 0) & (y != 1)
             if bad.any():
                 rows = np.nonzero(bad.any(1))[0]
@@ -63,6 +60,13 @@ class SmilesClassifierMixin(ClassifierMixin):
                     f"{name}: single-task labels must not be missing (rows {np.nonzero(missing)[0][:10].tolist()}); "
                     "pass a 2-D y with NaN for multi-task data with missing labels"
                 )
+            infinite = [i for i, v in enumerate(y.tolist()) if isinstance(v, float) and np.isinf(v)]
+            if infinite:  # (scikit-learn's own check says "infinity", not where)
+                raise ValueError(f"{name} has infinite labels at rows {infinite[:10]}")
+            blank = [i for i, v in enumerate(y.tolist()) if isinstance(v, str) and not v.strip()]
+            if blank:  # a missing label written as "", not a class of its own
+                raise ValueError(f"{name} has blank labels at rows {blank[:10]}: single-task labels must not be "
+                                 "missing (leave those rows out, or pass a 2-D y with NaN for missing labels)")
             check_classification_targets(y)  # a continuous y is a regression target
         return y
 
@@ -224,17 +228,20 @@ class SmilesClassifierMixin(ClassifierMixin):
         check_is_fitted(self, "net_")
         y = check_target(y)
         check_n_outputs(y, self.n_tasks_)
-        if self.n_tasks_ > 1:
-            y = self._check_y(y, len(y))  # 0, 1 or NaN, as fit takes them
+        y = self._check_y(y, len(y))  # as fit takes them: 0, 1 or NaN per task; one task's labels all present
         probs = self.predict_proba(X)
         check_consistent_length(probs, y, sample_weight)
+        if sample_weight is not None:  # 1-D, finite, one per row (scikit-learn's check)
+            sample_weight = _check_sample_weight(sample_weight, probs, allow_all_zero_weights=True)
         valid = ~np.isnan(probs).any(1)
         warn_unscored_rows(~valid)
         if not valid.any():
             return float("nan")
         pred = self._labels(probs[valid])
-        weight = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)[valid]
+        weight = None if sample_weight is None else sample_weight[valid]
         if self.n_tasks_ == 1:
+            if weight is not None and not weight.any():  # all of it weighing 0: no score, as the regressors say
+                return float("nan")
             return float(accuracy_score(y[valid], pred, sample_weight=weight))
         y = np.asarray(y, dtype=np.float64)[valid]
         weight = np.ones(len(y)) if weight is None else weight

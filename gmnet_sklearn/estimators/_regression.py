@@ -10,7 +10,7 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
 from ._invalid import warn_unscored_rows
-from ._targets import check_n_outputs, check_target
+from ._targets import as_float_target, check_n_outputs, check_target
 from .losses import MaskedMSELoss
 from .metrics import ValidRMSE, masked_rmse
 
@@ -31,21 +31,7 @@ class SmilesRegressorMixin(RegressorMixin):
     (``normalize_y=True``, the default) or taken as given."""
 
     def _check_y(self, y, n: int, name: str = "y") -> np.ndarray:
-        y = check_target(y, name)
-        try:
-            y = y.astype(np.float64)
-        except (TypeError, ValueError):
-            bad = []
-            for row, value in zip(range(n), y.reshape(n, -1)):
-                for v in np.atleast_1d(value):
-                    try:
-                        float(v)
-                    except (TypeError, ValueError):
-                        bad.append(f"[{row}] {(v.item() if isinstance(v, np.generic) else v)!r}"[:60])
-                        break
-                if len(bad) == 5:
-                    break
-            raise ValueError(f"{name}: regression targets must be numeric; not a number at rows {', '.join(bad)}") from None
+        y = as_float_target(check_target(y, name), name, "regression targets must be numeric")
         if np.isinf(y).any():
             rows = np.nonzero(np.isinf(y).reshape(n, -1).any(1))[0]
             raise ValueError(f"{name} has infinite values at rows {rows[:10].tolist()}")
@@ -107,9 +93,9 @@ class SmilesRegressorMixin(RegressorMixin):
         from sklearn.metrics import r2_score
 
         check_is_fitted(self, "net_")
-        y = check_target(y)
+        y = as_float_target(check_target(y), "y", "regression targets must be numeric")
         check_n_outputs(y, self.n_outputs_)
-        y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+        y = y.reshape(len(y), -1)
         pred = np.asarray(self.predict(X), dtype=np.float64)
         check_consistent_length(pred, y, sample_weight)  # else a reshape pairs rows wrongly
         pred = pred.reshape(len(y), -1)

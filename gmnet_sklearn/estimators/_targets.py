@@ -8,6 +8,7 @@ often a data problem (a failed merge, an empty cell), so :func:`warn_missing_tar
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -16,7 +17,7 @@ import numpy as np
 
 from ..exceptions import MissingTargetWarning
 
-__all__ = ["MissingTargetWarning", "check_target", "missing_labels", "warn_missing_targets"]
+__all__ = ["MissingTargetWarning", "as_float_target", "check_target", "missing_labels", "warn_missing_targets"]
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[1])  # .../gmnet_sklearn
 _SET_OUTPUT_WRAPPER = str(Path("sklearn", "utils", "_set_output.py"))
@@ -30,7 +31,7 @@ def _caller_stacklevel() -> int:
     frame = sys._getframe(2)  # the function that called warn_missing_targets
     level = 2
     # (scikit-learn's set_output wrapper around transform and fit_transform is no caller either)
-    while frame is not None and (str(Path(frame.f_code.co_filename).resolve()).startswith(_PACKAGE_DIR)
+    while frame is not None and (str(Path(frame.f_code.co_filename).resolve()).startswith(_PACKAGE_DIR + os.sep)
                                  or frame.f_code.co_filename.endswith(_SET_OUTPUT_WRAPPER)):
         frame = frame.f_back
         level += 1
@@ -84,6 +85,25 @@ def check_target(y, name: str = "y") -> np.ndarray:
     if y.dtype.kind == "c":  # astype(float) would keep the real part only (scikit-learn's wording)
         raise ValueError(f"Complex data not supported: {name} is complex")
     return y  # its length is checked against X's by check_consistent_length
+
+
+def as_float_target(y: np.ndarray, name: str, rule: str) -> np.ndarray:
+    """``y`` as float64; values that are not numbers raise a ``ValueError`` that states ``rule``
+    and names their rows (the first five), as numpy's "could not convert string" does not."""
+    try:
+        return y.astype(np.float64)
+    except (TypeError, ValueError):
+        bad = []
+        for row, value in enumerate(y.reshape(len(y), -1)):
+            for v in value:
+                try:
+                    float(v)
+                except (TypeError, ValueError):
+                    bad.append(f"[{row}] {(v.item() if isinstance(v, np.generic) else v)!r}"[:60])
+                    break
+            if len(bad) == 5:
+                break
+        raise ValueError(f"{name}: {rule}; not a number at rows {', '.join(bad)}") from None
 
 
 def check_n_outputs(y: np.ndarray, n_fitted: int) -> None:

@@ -24,7 +24,7 @@ GMNET_PARAMETER_CONSTRAINTS = {
     # a zonal activation's name (gm.functional resolves it, case-insensitively) or a callable
     "activation": [str, callable],
     "adaptive": ["boolean"],
-    "conj_shift": [Real],
+    "conj_shift": [Interval(Real, None, None, closed="neither")],  # finite (inf or NaN: a NaN model)
 }
 
 
@@ -54,7 +54,8 @@ dropout : float, default=0.1
     Dropout of the encoder.
 activation : str or callable, default="gelu"
     SH-FFN zonal activation: its name (resolved case-insensitively by ``gm.functional``) or a
-    callable (``save`` needs a name).
+    callable applied elementwise to a numpy float64 array (``np.tanh``, not a torch function;
+    ``save`` needs a name).
 adaptive : bool, default=False
     Whether the SH-FFN activation's eigenvalues are trained.
 conj_shift : float, default=1.0

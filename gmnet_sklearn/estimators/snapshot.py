@@ -45,6 +45,7 @@ from skorch.callbacks import Callback, EarlyStopping
 
 from ..utils.files import write_atomic
 from ..utils.rng import set_cuda_rng_states
+from ._targets import _caller_stacklevel
 
 SNAPSHOT_FORMAT = "gmnet_sklearn.training_snapshot.v1"
 # What the other callbacks carry from epoch to epoch: scorers' and Checkpoint's best score,
@@ -133,7 +134,7 @@ class TrainingSnapshot(Callback):
             changed = sorted(k for k in set(saved) | set(self.inputs_) if saved.get(k) != self.inputs_.get(k))
             warnings.warn(f"{self.path_} is a snapshot of this fit's parameters and data, but its {' and '.join(changed)} "
                           "changed since (the same path, other contents): it is not resumed; the fit starts afresh "
-                          "and replaces it", UserWarning, stacklevel=2)
+                          "and replaces it", UserWarning, stacklevel=_caller_stacklevel())
             self.pending_ = None
         self.finished_ = self.pending_ is not None and bool(self.pending_.get("stopped_early"))
         return 0 if self.pending_ is None else int(self.pending_["epochs_done"])

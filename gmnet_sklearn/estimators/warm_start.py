@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import os
 import re
 from pathlib import Path
@@ -30,6 +29,7 @@ from pathlib import Path
 import torch
 
 from ..pretrain.models import PRETRAINED_FORMAT, SHAPE_PARAMS
+from ..utils.files import read_json, read_safetensors
 from .fusion import DescriptorFusion
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent / "pretrained"
@@ -89,7 +89,7 @@ def read_source(pretrained, family: str) -> dict:
                                     "to finish it")
         raise FileNotFoundError(f"pretrained={str(pretrained)!r}: {path} has no config.json; expected a folder written "
                                 "by gmnet_sklearn.pretrain or a Hugging Face RobertaForMaskedLM folder")
-    config = json.loads(config_file.read_text())
+    config = read_json(config_file)
     vocab = path / "vocab.txt"
     if config.get("format") == PRETRAINED_FORMAT:
         if config["model"] != family:
@@ -202,17 +202,13 @@ def encoder_state(source: dict, family: str) -> dict[str, torch.Tensor]:
     """The checkpoint's encoder weights, named as in the estimator's property model."""
     path = Path(source["path"])
     if source["kind"] == "gmnet_sklearn":
-        from safetensors.torch import load_file
-
-        state = load_file(str(path / "model.safetensors"))
+        state = read_safetensors(path / "model.safetensors")
         enc = {k[len("encoder."):]: v for k, v in state.items() if k.startswith("encoder.")}
         return {f"encoder.{k}": v for k, v in enc.items()} if family == "gmnet" else enc
     from ..baselines.chemberta import hf_to_chemberta_key
 
     if (path / "model.safetensors").is_file():
-        from safetensors.torch import load_file
-
-        raw = load_file(str(path / "model.safetensors"))
+        raw = read_safetensors(path / "model.safetensors")
     elif (path / "pytorch_model.bin").is_file():
         raw = torch.load(path / "pytorch_model.bin", map_location="cpu", weights_only=True)
     else:

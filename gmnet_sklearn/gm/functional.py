@@ -349,5 +349,14 @@ def funk_hecke(sigma: Activation, k: int, L: int, n_quad: int = 512) -> np.ndarr
     a = (k - 3) / 2.0
     nodes, weights = special.roots_jacobi(n_quad, a, a)
     P = gegenbauer_normalised(L, k, nodes)  # (n_quad, L+1)
-    values = np.asarray(f(nodes), dtype=np.float64)
+    try:
+        values = np.asarray(f(nodes), dtype=np.float64)
+    except Exception as exc:
+        if not callable(sigma):
+            raise
+        raise TypeError(f"activation={sigma!r}: a callable activation takes and returns numpy float64 arrays (the "
+                        f"quadrature nodes of its Funk-Hecke eigenvalues); it raised {type(exc).__name__}: {exc}") from exc
+    if values.shape != nodes.shape:
+        raise ValueError(f"activation={sigma!r} returned shape {values.shape} for an array of shape {nodes.shape}: "
+                         "it must apply elementwise")
     return sphere_area(k - 1) * (weights * values) @ P

@@ -33,6 +33,7 @@ from sklearn.utils.validation import _num_samples
 # Requests `groups` when metadata routing is enabled.
 from sklearn.model_selection._split import GroupsConsumerMixin as _GroupsConsumer
 
+from ..tokenizer import _short_repr
 from ..utils.validation import check_smiles_input
 
 __all__ = [
@@ -452,7 +453,7 @@ def _check_parsable(splitter, smiles: np.ndarray, scaffolds: list) -> None:
     bad = [i for i, sc in enumerate(scaffolds) if sc is _UNPARSABLE]
     if not bad:
         return
-    shown = ", ".join(f"{i} ({smiles[i]!r})" for i in bad[:5]) + (f", ... ({len(bad) - 5} more)" if len(bad) > 5 else "")
+    shown = ", ".join(f"{i} ({_short_repr(smiles[i])})" for i in bad[:5]) + (f", ... ({len(bad) - 5} more)" if len(bad) > 5 else "")
     if splitter.on_invalid == "raise":
         raise ValueError(f"{name}: RDKit cannot parse {len(bad)} of {len(smiles)} SMILES, at rows {shown}; "
                          "pass on_invalid='skip' to leave them out of every fold")

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from ..estimators.presets import PAPER_SHAPE
+from ..utils.files import read_json, read_safetensors
 
 PRETRAINED_FORMAT = "gmnet_sklearn.pretrained.v1"
 FAMILIES = ("gmnet", "chemberta")
@@ -187,7 +188,7 @@ def read_config(path) -> dict:
     if not file.is_file():
         raise FileNotFoundError(f"{path} is not a pretrained model folder: it has no config.json "
                                 "(a pretraining run writes it when it finishes)")
-    config = json.loads(file.read_text())
+    config = read_json(file)
     if config.get("format") != PRETRAINED_FORMAT:
         raise ValueError(f"{path}: config.json is not a gmnet_sklearn pretrained model (format {config.get('format')!r})")
     return config
@@ -195,8 +196,6 @@ def read_config(path) -> dict:
 
 def load_mlm(path, device: str = "cpu") -> tuple[torch.nn.Module, dict]:
     """The masked-LM model of a pretrained folder (weights loaded) and its config."""
-    from safetensors.torch import load_file
-
     config = read_config(path)
     if config.get("objective", "mlm") != "mlm":
         raise ValueError(f"{path} was pretrained with objective={config['objective']!r}: it has no masked-LM head "
@@ -205,7 +204,7 @@ def load_mlm(path, device: str = "cpu") -> tuple[torch.nn.Module, dict]:
     if config["model"] == "gmnet":
         params.setdefault("lm_head", "sphere")  # folders written before lm_head existed have the sphere head
     mlm = build_mlm(config["model"], config["vocab_size"], config["pad_id"], params)
-    load_stored_state(mlm, load_file(str(Path(path) / "model.safetensors"), device=device))
+    load_stored_state(mlm, read_safetensors(Path(path) / "model.safetensors", device=device))
     return mlm.to(device), config
 
 

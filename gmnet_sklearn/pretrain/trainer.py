@@ -249,11 +249,7 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
         raise ValueError(f"max_length must be in [3, {limit}] for {model}, got {max_length}")
     from ..estimators._base import resolve_device
 
-    device = resolve_device(device)
-    try:  # a bad device name fails here, not after the corpus is encoded
-        torch.device(device)
-    except RuntimeError as e:
-        raise ValueError(f"device={device!r} is not a torch device ({e})") from None
+    device = resolve_device(device)  # a bad name, or CUDA where there is none, fails here, not after the corpus is encoded
     # Everything that can reject the arguments runs before the corpus is encoded (hours on MOSES):
     # the masker, the test files, the model (built again, seeded, below).
     masker = Masker(tokenizer, mask_prob)

@@ -1,6 +1,8 @@
 """Files written whole or not at all: a reader (another process, a resumed run) never sees half
 of one, whatever kills the writer. (Files a library writes itself, ``torch.save`` and
-safetensors' ``save_file``, go to a temporary path and are renamed where they are written.)"""
+safetensors' ``save_file``, go to a temporary path and are renamed where they are written.)
+And the readers of a model folder's files, whose errors name the file: a JSON or safetensors
+parser's own message (``Unterminated string``, ``invalid header length``) does not."""
 
 from __future__ import annotations
 
@@ -27,3 +29,30 @@ def write_atomic(path, data: bytes) -> None:
 def write_json_atomic(path, obj, indent: int = 1) -> None:
     """``obj`` as JSON (Python's ``json.dumps``, NaN allowed), written with :func:`write_atomic`."""
     write_atomic(path, json.dumps(obj, indent=indent).encode())
+
+
+def _unreadable(path, exc: Exception) -> ValueError:
+    return ValueError(f"{path}: not readable ({type(exc).__name__}: {exc}); the file is cut short or not what "
+                      "its name says")
+
+
+def read_json(path):
+    """A JSON file's object; a file that is not JSON raises ``ValueError`` naming it."""
+    text = Path(path).read_text()  # (a missing file: FileNotFoundError, which names it)
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise _unreadable(path, exc) from exc
+
+
+def read_safetensors(path, device: str = "cpu") -> dict:
+    """A safetensors file's tensors; one that is not readable (safetensors' ``SafetensorError`` is
+    no ``ValueError``) raises ``ValueError`` naming it."""
+    from safetensors.torch import load_file
+
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    try:
+        return load_file(str(path), device=device)
+    except Exception as exc:
+        raise _unreadable(path, exc) from exc
