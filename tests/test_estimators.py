@@ -154,12 +154,15 @@ def test_multi_output_regression_with_missing_targets():
     assert pred.shape == (len(X), 2) and np.isfinite(pred).all()
     with pytest.raises(ValueError, match="no observed values"):
         GMNetRegressor(**TINY).fit(X, np.stack([Y, np.full(len(Y), np.nan)], 1))
-    # observed only in rows an internal split holds out: the message says where they went
+    # observed only in rows an internal split would hold out: they stay in training
     held_out = GMNetRegressor(**TINY, valid_split="random")._internal_split(X, 0)[1]
     sparse = np.full(len(Y), np.nan)
     sparse[held_out] = 1.0
-    with pytest.raises(ValueError, match="among the training rows .*internal validation split"):
-        GMNetRegressor(**TINY, valid_split="random").fit(X, np.stack([Y, sparse], 1))
+    est = GMNetRegressor(**TINY, valid_split="random").fit(X, np.stack([Y, sparse], 1))
+    assert est.n_train_ == len(X) and est.n_valid_ == 0  # (every held-out row held a label of the task)
+    with pytest.raises(ValueError, match=r"among the training rows \(labels in y_valid alone do not count\)"):
+        GMNetRegressor(**TINY).fit(X[:20], np.stack([Y[:20], np.full(20, np.nan)], 1), X_valid=X[20:],
+                                   y_valid=np.stack([Y[20:], Y[20:]], 1))
 
 
 def test_classifier_string_labels(fitted_classifier):

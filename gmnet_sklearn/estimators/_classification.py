@@ -83,8 +83,7 @@ class SmilesClassifierMixin(ClassifierMixin):
             empty = np.isnan(y).all(0)
             if empty.any():  # as the regressors say it: nothing to learn that task from
                 raise ValueError(f"target column(s) {np.nonzero(empty)[0].tolist()} have no observed labels among the "
-                                 "training rows (an internal validation split's rows do not count: pass X_valid/y_valid "
-                                 "or valid_split=None)")
+                                 "training rows (labels in y_valid alone do not count)")
             one_class = [j for j in range(y.shape[1]) if len(np.unique(y[~np.isnan(y[:, j]), j])) < 2]
             if one_class:
                 warnings.warn(f"tasks {one_class} have fewer than two classes in the training data",

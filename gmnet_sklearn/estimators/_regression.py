@@ -44,8 +44,7 @@ class SmilesRegressorMixin(RegressorMixin):
         empty = np.isnan(y2).all(0)
         if empty.any():
             raise ValueError(f"target column(s) {np.nonzero(empty)[0].tolist()} have no observed values among the "
-                             "training rows (an internal validation split's rows do not count: pass X_valid/y_valid "
-                             "or valid_split=None)")
+                             "training rows (labels in y_valid alone do not count)")
         if self.normalize_y:
             self.y_mean_ = np.nanmean(y2, axis=0)
             scale = np.nanstd(y2, axis=0)  # population sd, as DeepChem's NormalizationTransformer
