@@ -687,7 +687,7 @@ def test_predicting_in_chunks_gives_the_whole_inputs_answers(monkeypatch):
     monkeypatch.setattr(_base, "PREDICT_CHUNK", 7)
     pieces = []
     real = GMNetRegressor._member_outputs_of
-    monkeypatch.setattr(GMNetRegressor, "_member_outputs_of", lambda self, rows, f: pieces.append(len(rows)) or real(self, rows, f))
+    monkeypatch.setattr(GMNetRegressor, "_member_outputs_of", lambda self, rows, *a: pieces.append(len(rows)) or real(self, rows, *a))
     chunked = (reg.predict(X_all, return_std=True), clf.predict_proba(X_all))
     assert pieces == [7, 7, 7, 7, 7, 5]
     for a, b in zip([*whole[0], whole[1]], [*chunked[0], chunked[1]]):
