@@ -124,6 +124,7 @@ def main(argv=None) -> int:
 
         print("preparing the fused CPU kernels (compiled the first time on a machine, about a minute) ...", flush=True)
         print("  ready" if cpu_kernels_available() else "  not available: training on the eager path", flush=True)
+    threads = torch.get_num_threads()  # (the fit's: a seed's figure changes with them, and with the CPU)
     start = time.perf_counter()
     est.fit(smiles[train], y[train], X_valid=smiles[valid], y_valid=y[valid])
     seconds = time.perf_counter() - start
@@ -132,7 +133,8 @@ def main(argv=None) -> int:
     p = est.get_params()
     members = f", {p['n_estimators']} members" if p["n_estimators"] > 1 else ""
     print(f"\nChem-GMNet ({args.protocol} recipe: k={p['k']}, L={p['L']}, width {p['d_model']}, {n_params:,} parameters"
-          f"{members}) best epoch {est.best_epoch_}/{len(est.history_)}, {seconds:.0f} s on {est.device_}")
+          f"{members}) best epoch {est.best_epoch_}/{len(est.history_)}, {seconds:.0f} s on {est.device_}"
+          + (f" ({threads} thread{'s' * (threads > 1)})" if str(est.device_) == "cpu" else ""))
     unit = " (sigma units)" if args.dataset == "freesolv" else ""
     print(f"test {metric.upper()}{unit}: {score:.3f}   "
           f"paper: Chem-GMNet {paper_gm[0]:.3f} +- {paper_gm[1]:.3f}, ChemBERTa {paper_cb[0]:.3f} +- {paper_cb[1]:.3f}")

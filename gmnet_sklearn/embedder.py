@@ -224,12 +224,17 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
         # one output, written batch by batch (the moments are ~117 KB a molecule at the defaults),
         # the rows in chunks as the estimators' predict (their molecule features' memory)
         out = np.empty((len(X), self.n_features_out_), dtype=np.float32)
+        unknown = []  # rows with tokens the vocabulary lacks, named once, as the estimator's predict does
         with torch_threads(getattr(self.estimator_, "n_jobs", None)):  # as the estimator's own predict
-            in_chunks(X, lambda rows, start, stop: self._transform_into(source, rows, out[start:stop], on_invalid),
+            in_chunks(X, lambda rows, start, stop: unknown.append(
+                          start + self._transform_into(source, rows, out[start:stop], on_invalid)),
                       (lambda whole: source.encode(whole, "raise")) if on_invalid == "raise" else None)
+        if (rows := np.concatenate(unknown)).size:
+            self.estimator_._warn_unknown_at_predict(X, rows)
         return out
 
-    def _transform_into(self, source: EncoderSource, X: list, out: np.ndarray, on_invalid: str) -> None:
+    def _transform_into(self, source: EncoderSource, X: list, out: np.ndarray, on_invalid: str) -> np.ndarray:
+        """Writes ``X``'s features into ``out``; returns the rows with an [UNK] token."""
         encoded = source.encode(X, on_invalid)
         order = np.argsort(encoded.lengths, kind="stable")  # batches of similar length: less padding
         fused = self.features == "head" and any(m is not e for m, e in zip(source.modules, source.encoders))
@@ -239,6 +244,7 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
         for k, member in enumerate(self.members_):
             self._member_features(source, member, ds, out[:, k * width:(k + 1) * width], order)
         out[~np.asarray(encoded.valid)] = np.nan
+        return self.estimator_._unknown_rows(encoded)
 
     def _member_features(self, source: EncoderSource, member: int, ds, out: np.ndarray, order: np.ndarray) -> None:
         """The member's features of ``ds``'s rows, written to ``out``'s rows ``order`` batch by batch."""

@@ -84,6 +84,10 @@ def test_predict_names_the_rows_whose_tokens_the_vocabulary_lacks():
         patch.setattr(_base, "PREDICT_CHUNK", 2)  # the chunks' rows in one warning, by position in X
         est.predict(["CCI", "CCO", "CCN", "CCI", "CCO", "CCN", "CCI"])
     assert sum("[UNK]" in str(w.message) for w in record) == 1
+    from gmnet_sklearn import GMNetEmbedder
+
+    with pytest.warns(UserWarning, match=r"1 of 2 SMILES hold tokens .*: rows 1; tokens \['I'\]"):
+        GMNetEmbedder(est, prefit=True).fit(X).transform(["CCO", "CCI"])
 
 
 def test_the_internal_split_keeps_a_sparse_tasks_only_labels_in_training():

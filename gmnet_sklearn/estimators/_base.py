@@ -812,15 +812,19 @@ class SmilesNetBase(BaseEstimator):
         warnings.warn(f"{len(rows)} of {len(X)} SMILES hold tokens the model's vocabulary lacks, read as [UNK]: rows "
                       f"{shown}; tokens {tokens[:10]}", UserWarning, stacklevel=_caller_stacklevel())
 
+    def _unknown_rows(self, encoded) -> np.ndarray:
+        """Positions of the valid rows of ``encoded`` with an [UNK] token."""
+        unk = self.tokenizer_.unk_id
+        has_unknown = np.fromiter((bool((ids == unk).any()) for ids in encoded.ids), dtype=bool, count=len(encoded))
+        return np.flatnonzero(has_unknown & np.asarray(encoded.valid, dtype=bool))
+
     def _member_outputs_of(self, X: list, features: np.ndarray | None, unknown: list | None = None,
                            offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """``_member_outputs``' work on checked SMILES, run under the estimator's ``n_jobs``;
         appends to ``unknown`` the positions (+ ``offset``) of valid rows with an [UNK] token."""
         encoded = self._encode(X, self.on_invalid)  # "raise": names X's invalid rows
         if unknown is not None:
-            unk = self.tokenizer_.unk_id
-            has_unknown = np.fromiter((bool((ids == unk).any()) for ids in encoded.ids), dtype=bool, count=len(encoded))
-            unknown.append(offset + np.flatnonzero(has_unknown & encoded.valid))
+            unknown.append(offset + self._unknown_rows(encoded))
         views = [encoded]
         if self.tta:
             # each SMILES variant is encoded once (tokens and RDKit's parse are most of a view's
