@@ -76,7 +76,7 @@ def main(argv=None) -> int:
     from .model_selection import scaffold_split
 
     vocab_file = _vocab_file(parser, args.vocab)  # before the data: a wrong path fails first
-    if args.data_home is not None and not os.path.isdir(args.data_home):  # (the library only warns, then downloads)
+    if args.data_home is not None and not os.path.isdir(os.path.expanduser(args.data_home)):  # (the library only warns, then downloads)
         parser.error(f"--data-home {args.data_home}: not a folder")
     endpoint = ENDPOINTS[args.dataset]
     metric, paper_gm, paper_cb = endpoint.metric, endpoint.paper_value("gmnet"), endpoint.paper_value("chemberta")

@@ -118,7 +118,7 @@ def test_the_classifier_names_infinite_and_blank_labels_and_scores_as_it_fits():
         clf.score(X, y_nan)
     y = np.array([0, 1] * 20)
     assert np.isnan(clf.score(X, y, sample_weight=np.zeros(len(X))))  # as the regressor: no weight, no score
-    with pytest.raises(ValueError, match="Sample weights must be 1D"):
+    with pytest.raises(ValueError, match="sample_weight must be 1-D"):
         clf.score(X, y, sample_weight=np.ones((len(X), 1)))
     multi = GMNetClassifier(**SMALL).fit(X, np.c_[y, 1 - y].astype(float))
     with pytest.raises(ValueError, match="NaN"):
@@ -144,3 +144,12 @@ def test_a_folder_named_like_the_package_is_not_the_package():
     with pytest.warns(Warning) as record:
         namespace["user_fit"](np.array([np.nan, 1.0]))
     assert record[0].filename == source
+
+
+def test_a_callbacks_warning_is_the_callers_past_skorch():
+    # RestoreBest (called by skorch at the end of training) warns when no epoch had a finite
+    # validation metric: the fit that diverged
+    with pytest.warns(UserWarning, match="not finite in any epoch") as record:
+        with pytest.raises(ValueError, match="diverged"):
+            GMNetRegressor(**{**SMALL, "lr": 1e30}).fit(X, Y)
+    assert [w.filename for w in record if "not finite in any epoch" in str(w.message)] == [__file__]

@@ -11,7 +11,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.exceptions import DataConversionWarning
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_consistent_length, check_is_fitted
+from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted
 
 from ._base import _placing_every_row
 from ._invalid import warn_unscored_rows
@@ -230,8 +230,10 @@ class SmilesClassifierMixin(ClassifierMixin):
         y = self._check_y(y, len(y))  # as fit takes them: 0, 1 or NaN per task; one task's labels all present
         probs = self.predict_proba(X)
         check_consistent_length(probs, y, sample_weight)
-        if sample_weight is not None:  # 1-D, finite, one per row (scikit-learn's check)
-            sample_weight = _check_sample_weight(sample_weight, probs, allow_all_zero_weights=True)
+        if sample_weight is not None:  # finite and 1-D (its length: above)
+            sample_weight = check_array(sample_weight, ensure_2d=False, dtype=np.float64, input_name="sample_weight")
+            if sample_weight.ndim != 1:
+                raise ValueError(f"sample_weight must be 1-D, one weight per row; got shape {sample_weight.shape}")
         valid = ~np.isnan(probs).any(1)
         warn_unscored_rows(~valid)
         if not valid.any():

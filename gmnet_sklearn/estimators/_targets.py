@@ -30,8 +30,11 @@ def _caller_stacklevel() -> int:
     that made it)."""
     frame = sys._getframe(2)  # the function that called warn_missing_targets
     level = 2
-    # (scikit-learn's set_output wrapper around transform and fit_transform is no caller either)
-    while frame is not None and (str(Path(frame.f_code.co_filename).resolve()).startswith(_PACKAGE_DIR + os.sep)
+    # (scikit-learn's set_output wrapper around transform and fit_transform is no caller either,
+    # nor skorch, which calls the callbacks of the estimators' own nets)
+    skorch = sys.modules.get("skorch")
+    library = (_PACKAGE_DIR + os.sep,) + ((str(Path(skorch.__file__).resolve().parent) + os.sep,) if skorch else ())
+    while frame is not None and (str(Path(frame.f_code.co_filename).resolve()).startswith(library)
                                  or frame.f_code.co_filename.endswith(_SET_OUTPUT_WRAPPER)):
         frame = frame.f_back
         level += 1

@@ -38,21 +38,24 @@ def _unreadable(path, exc: Exception) -> ValueError:
 
 def read_json(path):
     """A JSON file's object; a file that is not JSON raises ``ValueError`` naming it."""
-    text = Path(path).read_text()  # (a missing file: FileNotFoundError, which names it)
-    try:
-        return json.loads(text)
-    except ValueError as exc:
+    try:  # (a missing file: FileNotFoundError, which names it)
+        return json.loads(Path(path).read_text())
+    except ValueError as exc:  # (UnicodeDecodeError is one)
         raise _unreadable(path, exc) from exc
 
 
 def read_safetensors(path, device: str = "cpu") -> dict:
-    """A safetensors file's tensors; one that is not readable (safetensors' ``SafetensorError`` is
-    no ``ValueError``) raises ``ValueError`` naming it."""
+    """A safetensors file's tensors, on ``device``; one that is not readable (safetensors'
+    ``SafetensorError`` is no ``ValueError``) raises ``ValueError`` naming it. The file is read on
+    the CPU, so a device's own errors (no CUDA, out of memory) are not put down to the file."""
+    import safetensors
     from safetensors.torch import load_file
 
     if not Path(path).is_file():
         raise FileNotFoundError(f"{path}: no such file")
+    unreadable = (ValueError, OSError, *([safetensors.SafetensorError] if hasattr(safetensors, "SafetensorError") else []))
     try:
-        return load_file(str(path), device=device)
-    except Exception as exc:
+        tensors = load_file(str(path))
+    except unreadable as exc:
         raise _unreadable(path, exc) from exc
+    return tensors if str(device) == "cpu" else {name: t.to(device) for name, t in tensors.items()}
