@@ -34,6 +34,10 @@ FALLBACK_WEIGHT = 0.5
 __all__ = ["MoleculeForest", "blend_weight", "network_alone", "blend", "choose_blend_weight"]
 
 
+#: Rows each thread of a forest's predict gets at least: fewer rows, fewer threads (one thread below
+#: twice this), since joblib's thread pool costs more than the trees on a few molecules.
+ROWS_PER_THREAD = 500
+
 class MoleculeForest:
     """Per-task scikit-learn forests on molecule features.
 
@@ -77,10 +81,14 @@ class MoleculeForest:
     def predict(self, features: np.ndarray, n_jobs: int | None = None) -> np.ndarray:
         """``n_jobs``: threads of this call (the predicting machine's, not the fitting one's);
         None: ``self.n_jobs``."""
+        from joblib import effective_n_jobs
+
         features = np.asarray(features, dtype=np.float32)
+        # (the threads' start and polling cost more than 500 trees on one molecule)
+        jobs = max(1, min(effective_n_jobs(self.n_jobs if n_jobs is None else n_jobs), len(features) // ROWS_PER_THREAD))
         for forest in self.forests_:
             if not isinstance(forest, float):
-                forest.n_jobs = self.n_jobs if n_jobs is None else n_jobs
+                forest.n_jobs = jobs
         if self.kind == "classification" and not self.multi_label:
             forest = self.forests_[0]
             proba = np.zeros((len(features), self.n_classes_))

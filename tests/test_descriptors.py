@@ -174,3 +174,25 @@ def test_fit_transform_computes_the_descriptors_once_and_equals_fit_then_transfo
     np.testing.assert_array_equal(once, RDKitDescriptors().fit(SMILES).transform(SMILES))
     df = RDKitDescriptors().set_output(transform="pandas").fit_transform(SMILES)
     assert list(df.columns) == list(RDKitDescriptors().fit(SMILES).get_feature_names_out())
+
+
+def test_the_quantile_map_equals_scikit_learns_transform_on_ties_bounds_and_nan():
+    """The fast path (normal quantile function once on the matrix) against scikit-learn's
+    QuantileTransformer.transform, its reference: bit for bit."""
+    from sklearn.preprocessing import QuantileTransformer
+
+    from gmnet_sklearn.descriptors import quantile_normal_transform
+
+    rng = np.random.default_rng(0)
+    train = np.c_[rng.normal(size=300), rng.integers(0, 4, 300).astype(float),  # ties: repeated quantiles
+                  np.exp(rng.normal(size=300) * 5), np.full(300, 2.0)]  # heavy tail; a constant
+    train[::7, 0] = np.nan
+    for n_quantiles in (1000, 17):
+        qt = QuantileTransformer(n_quantiles=n_quantiles, output_distribution="normal", subsample=None).fit(train)
+        test = np.r_[train[:50], rng.normal(size=(40, 4)) * 10, [[np.nan] * 4], qt.quantiles_[[0, -1]],
+                     qt.quantiles_[[0, -1]] + [[-1e-8], [1e-8]]]  # past the bounds, at them, within 1e-7
+        np.testing.assert_array_equal(quantile_normal_transform(qt, test), qt.transform(test))
+    descriptors = RDKitDescriptors().fit(SMILES[:40])  # and on the descriptors themselves
+    raw = compute_descriptors(SMILES[40:] + ODD, on_invalid="nan")[:, descriptors.kept_]
+    np.testing.assert_array_equal(quantile_normal_transform(descriptors.quantiles_, raw),
+                                  descriptors.quantiles_.transform(raw))

@@ -1,6 +1,7 @@
 """The scikit-learn estimators: fit/predict, the sklearn ecosystem, persistence, bad input."""
 
 import json
+import os
 import re
 import pickle
 
@@ -133,6 +134,7 @@ def test_adam_is_fused_where_torch_has_it(fitted_regressor):
     opt = fitted_regressor.net_.optimizer_
     assert isinstance(opt, torch.optim.Adam) and opt.defaults["lr"] == fitted_regressor.lr
     assert bool(opt.defaults.get("fused")) == (version >= (2, 4))
+    assert not opt.state  # the moments serve no predict: not kept in memory or in a pickle
 
 
 def test_predictions_in_original_units():
@@ -793,7 +795,14 @@ def test_save_load_keeps_the_best_epoch_and_refuses_what_json_cannot_hold_before
     X, y = list(SMILES[:40]), regression_target(SMILES[:40])
     est = GMNetRegressor(**{**TINY, "max_epochs": 3}, device=torch.device("cpu")).fit(X, y)
     assert est.net_.train_split is None  # the fitted net holds no validation data
-    loaded = load_model(est.save(tmp_path / "m"))
+    old_mask = os.umask(0o022)
+    try:
+        folder = est.save(tmp_path / "m")
+    finally:
+        os.umask(old_mask)
+    # every file readable as the umask lets new files be (safetensors writes its own 0600)
+    assert {f.name: oct(f.stat().st_mode & 0o777) for f in folder.iterdir()} == {f.name: "0o644" for f in folder.iterdir()}
+    loaded = load_model(folder)
     assert loaded.best_epoch_ == est.best_epoch_ and loaded.resume_info_ is None
     np.testing.assert_allclose(loaded.predict(X[:5]), est.predict(X[:5]), rtol=1e-5)
     odd = GMNetRegressor(**{**TINY, "max_epochs": 1}, activation=np.tanh).fit(X, y)  # a callable: numpy in, out

@@ -174,6 +174,13 @@ def test_forest_seeds_near_2_to_the_32_and_threads_of_the_predicting_call():
     est = GMNetRegressor(**TINY, forest=True, n_jobs=2).fit(X, Y)
     est.set_params(n_jobs=1).predict(X[:4])
     assert all(f.n_jobs == 1 for f in est.forest_.forests_)  # the predicting call's threads
+    # a few rows: one thread (a pool costs more than the trees); more threads as the rows grow
+    from gmnet_sklearn.forest import ROWS_PER_THREAD
+
+    for rows, jobs in ((1, 1), (2 * ROWS_PER_THREAD - 1, 1), (2 * ROWS_PER_THREAD, 2), (10 * ROWS_PER_THREAD, 2)):
+        expected = forest.predict(np.zeros((rows, 4)), n_jobs=1)
+        np.testing.assert_allclose(forest.predict(np.zeros((rows, 4)), n_jobs=2), expected, rtol=1e-12)
+        assert [f.n_jobs for f in forest.forests_] == [jobs, jobs]
 
 
 def test_network_alone_leaves_an_unfitted_estimator_unfitted():

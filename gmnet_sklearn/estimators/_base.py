@@ -713,9 +713,10 @@ class SmilesNetBase(BaseEstimator):
             net.partial_fit(train_set, y=None, epochs=0 if finished else self.max_epochs - epochs_done)
             _warn_if_interrupted(net, self.max_epochs, member)
             _check_finite_weights(net, self.lr, member)
-            # predefined_split holds the validation set (tokens, fused features): a fitted model
-            # (and its pickle) does not need it
+            # predefined_split holds the validation set (tokens, fused features), and the optimizer
+            # Adam's moments (twice the weights): a fitted model (its memory, its pickle) needs neither
             net.train_split = None
+            net.optimizer_.state.clear()
         finally:
             if self._checkpoint_dir is not None:
                 shutil.rmtree(self._checkpoint_dir, ignore_errors=True)
@@ -905,6 +906,8 @@ class SmilesNetBase(BaseEstimator):
         ``history_<i>.json`` for member i > 0) and ``vocab.txt``."""
         from safetensors.torch import save_file
 
+        from ..utils.files import with_umask_mode
+
         check_is_fitted(self, "net_")
         params = {k: v for k, v in self.__dict__.get("_params_at_fit", self.get_params(deep=False)).items()
                   if k != "callbacks"}
@@ -948,6 +951,7 @@ class SmilesNetBase(BaseEstimator):
         for i, net in enumerate(self.nets_):
             state = {k: v.detach().cpu().contiguous() for k, v in net.module_.state_dict().items()}
             save_file(state, str(path / _weights_file(i)))
+            with_umask_mode(path / _weights_file(i))
             (path / _history_file(i)).write_text(histories[i])
         if params["descriptors"]:  # as fitted (config.json says so), whatever set_params did since
             scaler = self.descriptor_scaler_
@@ -959,6 +963,7 @@ class SmilesNetBase(BaseEstimator):
             save_file({k: torch.as_tensor(np.ascontiguousarray(v)) for k, v in arrays.items()},
                       str(path / "descriptors.safetensors"),
                       metadata={"names": json.dumps(scaler.names_.tolist()), "rdkit_version": rdkit.__version__})
+            with_umask_mode(path / "descriptors.safetensors")
         if getattr(self, "forest_", None) is not None:
             self.forest_.save(path / "forest.skops")
         else:  # a folder saved into before must not lend this model another model's forest

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..utils.files import write_json_atomic
+from ..utils.files import with_umask_mode, write_json_atomic
 from ..utils.locks import exclusive_lock
 from .corpus import content_digest, describe, iter_file, read_chunks
 
@@ -182,6 +182,7 @@ def _write_shard(cache_dir: Path, manifest: dict, chunk, ids, flags, invalid, to
     name = f"shard_{len(manifest['shards']):05d}.safetensors"
     tmp = cache_dir / (name + ".tmp")
     save_file(arrays, str(tmp))
+    with_umask_mode(tmp)
     os.replace(tmp, cache_dir / name)
     manifest["shards"].append({"file": name, "n_read": len(chunk), "n_valid": len(ids),
                                "n_invalid": len(invalid), "n_too_long": too_long,

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from ..estimators.presets import PAPER_SHAPE
-from ..utils.files import read_json, read_safetensors
+from ..utils.files import read_json, read_safetensors, with_umask_mode
 
 PRETRAINED_FORMAT = "gmnet_sklearn.pretrained.v1"
 FAMILIES = ("gmnet", "chemberta")
@@ -168,6 +168,7 @@ def save_pretrained(path, mlm: torch.nn.Module, model: str, params: dict, tokeni
         config_path.unlink()  # the folder is incomplete until the new config is in place
     tmp = path / "model.safetensors.tmp"
     save_file(stored_state(mlm), str(tmp), metadata={"format": PRETRAINED_FORMAT, "model": model})
+    with_umask_mode(tmp)
     os.replace(tmp, path / "model.safetensors")
     vocab = sorted(tokenizer.vocabulary_.items(), key=lambda kv: kv[1])
     (path / "vocab.txt").write_text("".join(tok + "\n" for tok, _ in vocab))

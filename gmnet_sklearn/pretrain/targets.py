@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..utils.files import write_json_atomic
+from ..utils.files import with_umask_mode, write_json_atomic
 from .cache import build_lock
 
 TARGETS_FORMAT = "gmnet_sklearn.descriptor_targets.v1"
@@ -115,6 +115,7 @@ def _build_targets(corpus, tokenizer, out_dir: Path, n_jobs: int, progress: bool
             raw = _rows(smiles, n_jobs).reshape(len(smiles), len(identity["names"]))
             name = f"shard_{i:05d}.safetensors"
             save_file({"raw": raw}, str(out_dir / (name + ".tmp")))
+            with_umask_mode(out_dir / (name + ".tmp"))
             os.replace(out_dir / (name + ".tmp"), out_dir / name)
             manifest["shards"].append({"file": name, "n": len(smiles), "n_unparsed": int(np.isnan(raw).all(1).sum()),
                                        "seconds": time.perf_counter() - t0, "n_jobs": n_jobs})

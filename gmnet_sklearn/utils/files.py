@@ -59,3 +59,25 @@ def read_safetensors(path, device: str = "cpu") -> dict:
     except unreadable as exc:
         raise _unreadable(path, exc) from exc
     return tensors if str(device) == "cpu" else {name: t.to(device) for name, t in tensors.items()}
+
+
+def _new_file_mode() -> int:
+    """The mode ``open()`` gives a new file under this process's umask, read from /proc where it
+    can be (``os.umask`` reads it only by setting it, for every thread at once)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # (no /proc: the brief window in which another thread's new file gets 0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def with_umask_mode(path) -> None:
+    """Give a file the mode a new file gets under the umask: safetensors' ``save_file`` creates its
+    files 0600 (owner only), so a model folder saved by one account could not be served by another
+    whose umask lets it read the rest of the folder."""
+    os.chmod(path, _new_file_mode())
