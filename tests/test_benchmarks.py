@@ -1319,3 +1319,24 @@ def test_resume_redoes_a_record_made_under_other_parameters(tmp_path, monkeypatc
     assert C.stale_parameters(rec) is None
     rec["hyperparameters"]["max_epochs"] = current["max_epochs"] + 10
     assert "max_epochs" in C.stale_parameters(rec)
+
+
+def test_predict_latency_times_each_arm_and_size_and_the_report_shows_them(moleculenet_path, deepchem_vocab,
+                                                                           monkeypatch, tmp_path):
+    from benchmarks import predict_latency
+    from benchmarks.protocols import get_protocol
+    from benchmarks.report.predict_latency import predict_latency_section
+
+    protocol = type(get_protocol("tuned"))
+    original, tiny = protocol.estimator_params, dict(d_model=16, n_layers=1, n_heads=2, k=3, L=1, max_epochs=1)
+    monkeypatch.setattr(protocol, "estimator_params", lambda self, *a, **kw: {**original(self, *a, **kw), **tiny})
+    assert predict_latency.main(["--sizes", "1", "3", "--repeats", "2", "--threads", "2", "--results-dir",
+                                 str(tmp_path / "predict_latency"), "--data-home", str(moleculenet_path),
+                                 "--vocab-file", str(deepchem_vocab)]) == 0
+    rec = json.loads((tmp_path / "predict_latency" / "freesolv_2threads.json").read_text())
+    assert set(rec["arms"]) == {"gmnet", "rf_ecfp_1_thread", "rf_ecfp_2_threads"}
+    assert all(set(by_size) == {"1", "3"} and all(len(r["seconds"]) == 2 for r in by_size.values())
+               for by_size in rec["arms"].values())
+    assert rec["command"].startswith("python -m benchmarks.predict_latency") and rec["hyperparameters"]["d_model"] == 16
+    text, summary = predict_latency_section(tmp_path)
+    assert "| Model | N = 1 | N = 3 |" in text and text.count("RF-ECFP4") == 2 and set(summary) == {"freesolv_2threads.json"}

@@ -5,7 +5,7 @@
 
 One module per part of the README (its sections in the order they appear: ``table1``,
 ``peers``, ``fit_time``, ``extras``, ``table2``, ``target_scaling``, ``embedder``, ``hardware``,
-``throughput``, ``reruns``); this module puts them together. Every figure in the README comes from the
+``throughput``, ``predict_latency``, ``reruns``); this module puts them together. Every figure in the README comes from the
 result files (ours) or from the endpoint table (``gmnet_sklearn/datasets/endpoints.py``; the
 paper's, copied from ``paper/chem-gmnet.tex``); nothing is typed in by hand. Means are over the
 seeds present, with the population standard deviation (numpy ``std(ddof=0)``), as the paper.
@@ -26,6 +26,7 @@ from ..protocols import ARMS, ENDPOINTS, EXTRA_ENDPOINTS, PAPER_KL, PAPER_KL_LAB
 from ._format import rel
 from ._records import Index, default_kl, load_results, split_fingerprints
 from .embedder import embedder_section
+from .predict_latency import predict_latency_section
 from .reruns import reruns_section
 from .extras import EXTRAS_INTRO, extras_section
 from .fit_time import FIT_TIME_INTRO, fit_time_section
@@ -242,6 +243,10 @@ def render(idx: Index, results_dir: Path, out_path: Path, primary: str) -> Tuple
     fvr = fast_vs_reference_section(results_dir, out_dir)
     if fvr:
         parts += ["## Fast path vs reference (accuracy)", "", fvr, ""]
+    latency, summary["predict_latency"] = predict_latency_section(results_dir)
+    if latency:
+        parts += ["## Predict latency", "", "Written by `benchmarks/predict_latency.py`: a fitted model's `predict` "
+                  "on N SMILES, as a service or a screen calls it, beside the peer in the same run.", "", latency, ""]
     reruns, summary["reruns"] = reruns_section(idx, results_dir, out_dir)
     if reruns:
         parts += ["## Committed records run again", "", reruns, ""]
