@@ -246,7 +246,9 @@ def render(idx: Index, results_dir: Path, out_path: Path, primary: str) -> Tuple
     latency, summary["predict_latency"] = predict_latency_section(results_dir)
     if latency:
         parts += ["## Predict latency", "", "Written by `benchmarks/predict_latency.py`: a fitted model's `predict` "
-                  "on N SMILES, as a service or a screen calls it, beside the peer in the same run.", "", latency, ""]
+                  "on N SMILES, as a service or a screen calls it, beside the peer in the same run. A record in "
+                  "`at_<commit>/` is the same command on an export of that earlier commit with the script added "
+                  "(\"with changes\"): the library before a change, on the same host.", "", latency, ""]
     reruns, summary["reruns"] = reruns_section(idx, results_dir, out_dir)
     if reruns:
         parts += ["## Committed records run again", "", reruns, ""]

@@ -23,7 +23,8 @@ def _arm_label(arm: str) -> str:
 
 def predict_latency_section(results_dir: Path) -> Tuple[Optional[str], dict]:
     recs = []
-    for path in sorted((Path(results_dir) / "predict_latency").glob("*.json")):
+    root = Path(results_dir) / "predict_latency"
+    for path in sorted(root.rglob("*.json")):  # (a subfolder: the same run at an earlier commit)
         rec = json.loads(path.read_text())
         if rec.get("schema") == "gmnet-predict-latency/1":
             recs.append((path, rec))
@@ -34,11 +35,18 @@ def predict_latency_section(results_dir: Path) -> Tuple[Optional[str], dict]:
         sizes = [str(n) for n in rec["sizes"]]
         rows = [[_arm_label(arm)] + [f"{by_size[n]['median_seconds'] * 1000:.0f}" for n in sizes]
                 for arm, by_size in rec["arms"].items()]
-        parts += [f"`{path.name}`: fitted on {ENDPOINTS[rec['endpoint']].label}'s training part ({rec['n_train']} "
+        peer = rec["arms"].get("rf_ecfp_1_thread")
+        if peer:  # side by side in one run: what host noise cannot move
+            rows.append(["Chem-GMNet / RF-ECFP4 on 1 thread (ratio)"] + [
+                f"{rec['arms']['gmnet'][n]['median_seconds'] / peer[n]['median_seconds']:.1f}x" for n in sizes])
+        git = rec.get("git") or {}
+        commit = f"{str(git.get('commit'))[:7]}{' with changes' if git.get('dirty') else ''}"
+        name = path.relative_to(root).as_posix()
+        parts += [f"`{name}` (commit {commit}): fitted on {ENDPOINTS[rec['endpoint']].label}'s training part ({rec['n_train']} "
                   f"molecules, forest weight {rec['forest_weight']:.1f}), predicting the first N SMILES of "
                   f"{ENDPOINTS[rec['screen']].label}; median of {rec['repeats']} calls after an untimed one, ms; "
                   f"{cpu_label(rec['hardware'])}, {rec['torch_threads']} torch thread(s); `{rec['command']}`", "",
                   md_table(["Model", *[f"N = {n}" for n in sizes]], rows), ""]
-        summary[path.name] = {arm: {n: r["median_seconds"] for n, r in by_size.items()}
+        summary[name] = {arm: {n: r["median_seconds"] for n, r in by_size.items()}
                               for arm, by_size in rec["arms"].items()}
     return "\n".join(parts).rstrip(), summary
