@@ -21,8 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .tokenizer import _short_repr
 
-__all__ = ["RDKitDescriptors", "cached_descriptors", "compute_descriptors", "descriptor_names", "quantile_normal_transform",
-           "PARALLEL_MIN_SMILES"]
+__all__ = ["RDKitDescriptors", "cached_descriptors", "compute_descriptors", "descriptor_names", "PARALLEL_MIN_SMILES"]
 
 
 def descriptor_names() -> list[str]:
@@ -192,8 +191,9 @@ def _warn_invalid_rows(smiles: list, raw: np.ndarray) -> None:
                       stacklevel=_caller_stacklevel())
 
 
-def quantile_normal_transform(qt: QuantileTransformer, X: np.ndarray) -> np.ndarray:
-    """``qt.transform(X)`` of a fitted ``QuantileTransformer(output_distribution="normal")``, the
+def _quantile_normal_transform(qt: QuantileTransformer, X: np.ndarray) -> np.ndarray:
+    """``qt.transform(X)`` of a fitted ``QuantileTransformer(output_distribution="normal")`` for
+    float64 rows of finite values or NaN (the raw descriptors: no other input is checked here), the
     same values, with scipy's normal quantile function called once on the whole matrix:
     scikit-learn calls it three times per column, and scipy's per-call overhead made that a fixed
     cost of every predict larger than the network's on a few molecules. The reference stays
@@ -203,6 +203,8 @@ def quantile_normal_transform(qt: QuantileTransformer, X: np.ndarray) -> np.ndar
     bounds = getattr(sklearn_data, "BOUNDS_THRESHOLD", 1e-7)
     X = np.array(X, dtype=np.float64)  # (a copy, as QuantileTransformer's)
     quantiles, references = qt.quantiles_, qt.references_
+    if X.ndim != 2 or X.shape[1] != quantiles.shape[1]:
+        raise ValueError(f"X has shape {X.shape}; the map has {quantiles.shape[1]} columns")
     with np.errstate(invalid="ignore"):  # NaN compares False, as in scikit-learn
         for j in range(X.shape[1]):  # scikit-learn's _transform_col, forward, "normal"
             col, q = X[:, j], quantiles[:, j]
@@ -325,7 +327,7 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
         # the wrong columns, or fail on their number
         if getattr(self, "names_", None) is not None:  # (recorded by every fit and load since they existed)
             _check_descriptor_names(self.names_, f"this {type(self).__name__}", getattr(self, "rdkit_version_", None))
-        z = quantile_normal_transform(self.quantiles_, raw[:, self.kept_])
+        z = _quantile_normal_transform(self.quantiles_, raw[:, self.kept_])
         return np.nan_to_num(z, nan=0.0).astype(np.float32)
 
     def get_feature_names_out(self, input_features=None):

@@ -34,8 +34,8 @@ FALLBACK_WEIGHT = 0.5
 __all__ = ["MoleculeForest", "blend_weight", "network_alone", "blend", "choose_blend_weight"]
 
 
-#: Rows each thread of a forest's predict gets at least: fewer rows, fewer threads (one thread below
-#: twice this), since joblib's thread pool costs more than the trees on a few molecules.
+#: Rows per thread of a forest's predict (the threads split the trees; each walks every row): fewer
+#: rows, fewer threads, one below twice this, since a thread pool costs more than the trees on a few.
 ROWS_PER_THREAD = 500
 
 class MoleculeForest:

@@ -1340,4 +1340,4 @@ def test_predict_latency_times_each_arm_and_size_and_the_report_shows_them(molec
     assert rec["command"].startswith("python -m benchmarks.predict_latency") and rec["hyperparameters"]["d_model"] == 16
     text, summary = predict_latency_section(tmp_path)
     assert "| Model | N = 1 | N = 3 |" in text and text.count("| RF-ECFP4") == 2 and set(summary) == {"freesolv_2threads.json"}
-    assert "| Chem-GMNet / RF-ECFP4 on 1 thread (ratio) |" in text
+    assert "| Chem-GMNet (2 threads) / RF-ECFP4 (1 thread), ratio |" in text

@@ -181,7 +181,7 @@ def test_the_quantile_map_equals_scikit_learns_transform_on_ties_bounds_and_nan(
     QuantileTransformer.transform, its reference: bit for bit."""
     from sklearn.preprocessing import QuantileTransformer
 
-    from gmnet_sklearn.descriptors import quantile_normal_transform
+    from gmnet_sklearn.descriptors import _quantile_normal_transform as quantile_normal_transform
 
     rng = np.random.default_rng(0)
     train = np.c_[rng.normal(size=300), rng.integers(0, 4, 300).astype(float),  # ties: repeated quantiles

@@ -36,8 +36,8 @@ def predict_latency_section(results_dir: Path) -> Tuple[Optional[str], dict]:
         rows = [[_arm_label(arm)] + [f"{by_size[n]['median_seconds'] * 1000:.0f}" for n in sizes]
                 for arm, by_size in rec["arms"].items()]
         peer = rec["arms"].get("rf_ecfp_1_thread")
-        if peer:  # side by side in one run: what host noise cannot move
-            rows.append(["Chem-GMNet / RF-ECFP4 on 1 thread (ratio)"] + [
+        if peer:  # (measured in one run, arm after arm: less exposed to a host's drift than two runs)
+            rows.append([f"Chem-GMNet ({rec['torch_threads']} threads) / RF-ECFP4 (1 thread), ratio"] + [
                 f"{rec['arms']['gmnet'][n]['median_seconds'] / peer[n]['median_seconds']:.1f}x" for n in sizes])
         git = rec.get("git") or {}
         commit = f"{str(git.get('commit'))[:7]}{' with changes' if git.get('dirty') else ''}"

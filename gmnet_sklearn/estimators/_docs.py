@@ -104,7 +104,8 @@ freeze_encoder_epochs : int, default=0
     ``pretrained`` raises ``ValueError``.
 n_jobs : int, default=None
     CPU threads for ``fit`` and ``predict``: torch's intra-op threads, the descriptors' worker
-    processes and the forest's jobs; torch's setting is restored afterwards. None: torch's
+    processes and the forest's jobs (one below 1,000 rows, where a thread pool costs more than
+    the trees); torch's setting is restored afterwards. None: torch's
     current setting (all cores unless changed); -1: all CPUs, -2: all but one (joblib's
     ``effective_n_jobs``, as in scikit-learn). On a machine other jobs keep busy, fewer
     threads than cores is much faster: threads that wait for a core stall every parallel step.

@@ -71,7 +71,7 @@ def _new_file_mode() -> int:
                     return 0o666 & ~int(line.split()[1], 8)
     except (OSError, ValueError):
         pass
-    mask = os.umask(0o022)  # (no /proc: the brief window in which another thread's new file gets 0o022)
+    mask = os.umask(0o077)  # (no /proc: in the brief window another thread's new file is private, not open)
     os.umask(mask)
     return 0o666 & ~mask
 
