@@ -150,8 +150,11 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
                     "GMNetEmbedder(FrozenEstimator(est)), with prefit=False"
                 )
             # a copy, as SelectFromModel(prefit=True) takes: a later refit of the user's estimator
-            # must not change (or break) the features this embedder was fitted to give
-            estimator = copy.deepcopy(self.estimator)
+            # must not change (or break) the features this embedder was fitted to give. The forest
+            # is shared, not copied: no step changes it in place (a refit makes a new one), and its
+            # trees are most of a fitted model's memory
+            forest = getattr(self.estimator, "forest_", None)
+            estimator = copy.deepcopy(self.estimator, {} if forest is None else {id(forest): forest})
         else:
             estimator = clone(self.estimator)  # a FrozenEstimator clones to itself, fitted
             if y is None and not _is_fitted(estimator):

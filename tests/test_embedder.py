@@ -80,6 +80,12 @@ def test_shapes_names_and_members(fused):
     second = GMNetEmbedder(fused, member=1, prefit=True).fit(SMILES).transform(SMILES)
     np.testing.assert_array_equal(both[:, 16:], second)
     assert not np.allclose(both[:, :16], second)  # the members are different models
+    # prefit=True copies the estimator (a refit of the user's must not change the features) but
+    # shares its forest, which nothing changes in place (a refit makes a new one)
+    copied = GMNetEmbedder(fused, prefit=True).fit(SMILES).estimator_
+    assert fused.forest_ is not None and copied.forest_ is fused.forest_
+    assert copied.nets_[0] is not fused.nets_[0] and copied.descriptor_scaler_ is not fused.descriptor_scaler_
+    np.testing.assert_array_equal(copied.predict(SMILES[:5]), fused.predict(SMILES[:5]))
 
 
 def test_pooled_features_are_what_the_head_sees(plain, fused):
