@@ -72,7 +72,7 @@ def main(argv=None) -> int:
     from . import PAPER_PROTOCOL, GMNetClassifier, GMNetRegressor
     from .datasets import ChecksumError, DatasetNotFoundError, fetch_moleculenet
     from .datasets.endpoints import ENDPOINTS
-    from .exceptions import InvalidSmilesWarning
+    from .exceptions import InvalidSmilesWarning, UnknownTokenWarning
     from .model_selection import scaffold_split
 
     vocab_file = _vocab_file(parser, args.vocab)  # before the data: a wrong path fails first
@@ -128,7 +128,9 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     est.fit(smiles[train], y[train], X_valid=smiles[valid], y_valid=y[valid])
     seconds = time.perf_counter() - start
-    score = _test_score(metric, y[test], est.predict(smiles[test]) if metric == "rmse" else est.predict_proba(smiles[test])[:, 1])
+    with warnings.catch_warnings():  # said below, in the run's words, once
+        warnings.simplefilter("ignore", UnknownTokenWarning)
+        score = _test_score(metric, y[test], est.predict(smiles[test]) if metric == "rmse" else est.predict_proba(smiles[test])[:, 1])
     n_params = est.net_.module_.n_parameters()
     p = est.get_params()
     members = f", {p['n_estimators']} members" if p["n_estimators"] > 1 else ""
@@ -138,13 +140,21 @@ def main(argv=None) -> int:
     unit = " (sigma units)" if args.dataset == "freesolv" else ""
     print(f"test {metric.upper()}{unit}: {score:.3f}   "
           f"paper: Chem-GMNet {paper_gm[0]:.3f} +- {paper_gm[1]:.3f}, ChemBERTa {paper_cb[0]:.3f} +- {paper_cb[1]:.3f}")
+    unknown = est._unknown_rows(est._encode(list(smiles[test]), "nan"))
+    if len(unknown):  # the network reads them as [UNK] (the forest's features see the whole molecule)
+        from .tokenizer import tokenize_smiles
+
+        tokens = sorted({t for i in unknown for t in tokenize_smiles(smiles[test][i]) if t not in est.tokenizer_.vocabulary_})
+        print(f"  ({len(unknown)} of {len(test)} test SMILES hold tokens outside the model's vocabulary, read as "
+              f"[UNK]: {tokens[:10]})")
     weight = est.forest_weight_ if getattr(est, "forest_", None) is not None else None
     if weight == 0:  # no blend to speak of
         print("  (the network alone: the forest on the same molecule features got weight 0 on the validation split)")
     elif weight is not None:
         from .forest import network_alone
 
-        with network_alone(est):
+        with network_alone(est), warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnknownTokenWarning)
             alone = _test_score(metric, y[test], est.predict(smiles[test]) if metric == "rmse"
                                 else est.predict_proba(smiles[test])[:, 1])
         print(f"  (a blend: the network with weight {1 - weight:.1f}, the forest on the same molecule features "

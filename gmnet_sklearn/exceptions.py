@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["InvalidSmilesWarning", "MissingTargetWarning"]
+__all__ = ["InvalidSmilesWarning", "MissingTargetWarning", "UnknownTokenWarning"]
 
 
 class InvalidSmilesWarning(UserWarning):
@@ -14,3 +14,9 @@ class InvalidSmilesWarning(UserWarning):
 
 class MissingTargetWarning(UserWarning):
     """A single-task ``y`` has missing values (NaN); those rows are masked in training."""
+
+
+class UnknownTokenWarning(UserWarning):
+    """SMILES hold tokens outside the model's vocabulary, which the network reads as one [UNK]
+    token: at ``predict`` (and the embedder's ``transform``) with any vocabulary, at ``fit`` and
+    in pretraining with a given one (``vocab_file``, ``pretrained``)."""

@@ -74,7 +74,9 @@ def test_a_broken_model_folder_names_the_file(tmp_path):
 def test_predict_names_the_rows_whose_tokens_the_vocabulary_lacks():
     est = GMNetRegressor(**SMALL).fit(X, Y)
     assert "I" not in est.tokenizer_.vocabulary_ and "[U]" not in est.tokenizer_.vocabulary_
-    with pytest.warns(UserWarning, match=r"2 of 3 SMILES hold tokens the model's vocabulary lacks, read as "
+    from gmnet_sklearn.exceptions import UnknownTokenWarning
+
+    with pytest.warns(UnknownTokenWarning, match=r"2 of 3 SMILES hold tokens the model's vocabulary lacks, read as "
                                          r"\[UNK\]: rows 0, 2; tokens \['I', '\[U\]'\]"):
         est.predict(["CCI", "CCO", "[U]"])
     with warnings.catch_warnings():

@@ -34,6 +34,7 @@ from skorch.history import History
 from .. import __version__
 from ..augment import randomized_smiles
 from ..descriptors import RDKitDescriptors, cached_descriptors
+from ..exceptions import UnknownTokenWarning
 from ..fingerprints import MorganFingerprint
 from ..forest import MoleculeForest, blend, choose_blend_weight
 from ..tokenizer import EncodedBatch, SmilesTokenizer, tokenize_smiles
@@ -521,7 +522,7 @@ class SmilesNetBase(BaseEstimator):
         source = f"pretrained={str(self.pretrained)!r}" if self.pretrained is not None else f"vocab_file={str(self.vocab_file)!r}"
         warnings.warn(f"{n_unknown} of {n_tokens} tokens of the training SMILES (in {len(rows)} of {len(encoded.ids)}, "
                       "SMILES variants included) are not in the "
-                      f"vocabulary of {source} and are read as [UNK]: {tokens[:10]}", UserWarning,
+                      f"vocabulary of {source} and are read as [UNK]: {tokens[:10]}", UnknownTokenWarning,
                       stacklevel=_caller_stacklevel())
 
     def _encodable_variants(self, smiles: list, variants: list) -> list:
@@ -811,7 +812,7 @@ class SmilesNetBase(BaseEstimator):
         tokens = list(dict.fromkeys(t for i in rows[:50] for t in tokenize_smiles(X[i].strip()) if t not in vocabulary))
         shown = ", ".join(str(r) for r in rows[:5]) + (f", ... ({len(rows) - 5} more)" if len(rows) > 5 else "")
         warnings.warn(f"{len(rows)} of {len(X)} SMILES hold tokens the model's vocabulary lacks, read as [UNK]: rows "
-                      f"{shown}; tokens {tokens[:10]}", UserWarning, stacklevel=_caller_stacklevel())
+                      f"{shown}; tokens {tokens[:10]}", UnknownTokenWarning, stacklevel=_caller_stacklevel())
 
     def _unknown_rows(self, encoded) -> np.ndarray:
         """Positions of the valid rows of ``encoded`` with an [UNK] token."""

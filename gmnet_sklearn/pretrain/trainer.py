@@ -40,6 +40,7 @@ import torch
 from torch.nn import functional as F
 
 from ..estimators.schedule import lr_factor
+from ..exceptions import UnknownTokenWarning
 from ..gm.cuda_graphs import autocast_context
 from ..tokenizer import SmilesTokenizer
 from .batches import BatchPlan, collate
@@ -314,7 +315,7 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
         if cost["n_unknown"]:
             n_tokens = cost["n_tokens"] - 2 * cost["n_valid"]  # without [CLS] and [SEP], as fit's warning counts
             warnings.warn(f"{cost['n_unknown']} of {n_tokens} tokens of the corpus are not in the vocabulary "
-                          f"{tokenizer.vocab_file} and are read as [UNK]", UserWarning, stacklevel=2)
+                          f"{tokenizer.vocab_file} and are read as [UNK]", UnknownTokenWarning, stacklevel=2)
         if sum(train.shard_sizes) == 0:
             examples = [e["smiles"] for e in train_manifest["invalid_examples"][:3]]
             raise ValueError(f"{[Path(f).name for f in files]}: no valid SMILES to train on ({cost['n_read']} records "
