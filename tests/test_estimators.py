@@ -1113,3 +1113,26 @@ def test_a_stratified_random_split_never_leaves_a_class_out_of_training():
     for seed in range(5):
         train, valid = est._internal_split(list(X[:20]), seed, y)
         assert set(y[train]) == {"a", "b"} and sorted([*train, *valid]) == list(range(20))
+
+
+def test_searches_on_missing_labels_and_routed_validation_sets_as_the_readme_says():
+    """Found in review: README's recipes for scikit-learn's tools on multi-label y with NaN (a
+    splitter, not an integer cv; the estimator's own score) and for X_valid/y_valid (metadata
+    routing), and the hint when cross_val_predict label-encoded the columns."""
+    import sklearn
+    from sklearn.model_selection import cross_val_predict, cross_validate
+
+    small = dict(TINY, max_epochs=1, descriptors=False, fingerprint=False, forest=False)
+    X40, c = list(SMILES[:40]), C[:40]
+    Y = np.c_[c, 1 - c].astype(float)
+    Y[::5, 0] = np.nan
+    grid = GridSearchCV(GMNetClassifier(**small), {"k": [3, 4]}, cv=KFold(2)).fit(X40, Y)
+    assert np.isfinite(grid.cv_results_["mean_test_score"]).all()
+    with pytest.raises(ValueError, match="cross_val_predict.*label-encoded each column"):
+        cross_val_predict(GMNetClassifier(**small), X40, Y, cv=KFold(2), method="predict_proba")
+    y = regression_target(SMILES[:40])
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = GMNetRegressor(**small).set_fit_request(X_valid=True, y_valid=True)
+        folds = cross_validate(est, X40, y, cv=KFold(2), params={"X_valid": X40[:10], "y_valid": y[:10]},
+                               return_estimator=True)
+    assert [e.n_valid_ for e in folds["estimator"]] == [10, 10]  # the whole validation set in each fold

@@ -52,7 +52,13 @@ class SmilesClassifierMixin(ClassifierMixin):
             bad = ~np.isnan(y) & (y != 0) & (y != 1)
             if bad.any():
                 rows = np.nonzero(bad.any(1))[0]
-                raise ValueError(f"{name}: multi-label targets must be 0, 1 or NaN; bad values at rows {rows[:10].tolist()}")
+                # scikit-learn's cross_val_predict(method="predict_proba") label-encodes each column
+                # before the fit: NaN becomes 2
+                hint = ("; if cross_val_predict(method='predict_proba') passed it, it label-encoded each column "
+                        "(NaN became 2): take cross_validate(return_estimator=True, return_indices=True) and each "
+                        "fold's predict_proba instead") if not np.isnan(y).any() and set(np.unique(y)) <= {0, 1, 2} else ""
+                raise ValueError(f"{name}: multi-label targets must be 0, 1 or NaN; bad values at rows "
+                                 f"{rows[:10].tolist()}{hint}")
         else:
             missing = missing_labels(y)
             if missing.any():
