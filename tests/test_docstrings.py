@@ -73,7 +73,8 @@ def test_the_other_public_classes_document_each_parameter_in_order(cls):
 @pytest.mark.parametrize("module", ["gmnet_sklearn.augment", "gmnet_sklearn.descriptors", "gmnet_sklearn.display",
                                     "gmnet_sklearn.embedder", "gmnet_sklearn.fingerprints", "gmnet_sklearn.forest",
                                     "gmnet_sklearn.tokenizer", "gmnet_sklearn.model_selection.scaffold",
-                                    "gmnet_sklearn.datasets", "gmnet_sklearn.estimators", "gmnet_sklearn.pretrain"])
+                                    "gmnet_sklearn.datasets", "gmnet_sklearn.estimators", "gmnet_sklearn.pretrain",
+                                    "gmnet_sklearn.metrics"])
 def test_each_public_module_lists_what_it_exports(module):
     import importlib
 
