@@ -70,10 +70,9 @@ def measure(endpoint: str, sizes: Sequence[int], repeats: int, threads: int, voc
         return predict_rf(ep.task_type, forests, morgan_fingerprints(smiles)[0])
 
     predict = est.predict if ep.task_type == "regression" else est.predict_proba
-    arms: Dict[str, Callable[[List[str]], object]] = {
-        "gmnet": predict, "rf_ecfp_1_thread": lambda s: rf(s, 1), f"rf_ecfp_{threads}_threads": lambda s: rf(s, threads)}
-    if threads == 1:
-        del arms["rf_ecfp_1_threads"]
+    arms: Dict[str, Callable[[List[str]], object]] = {"gmnet": predict, "rf_ecfp_1_thread": lambda s: rf(s, 1)}
+    if threads > 1:
+        arms[f"rf_ecfp_{threads}_threads"] = lambda s: rf(s, threads)
     results: Dict[str, Dict[str, object]] = {arm: {} for arm in arms}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # tokens outside the vocabulary: expected in a screen

@@ -142,9 +142,7 @@ def main(argv=None) -> int:
           f"paper: Chem-GMNet {paper_gm[0]:.3f} +- {paper_gm[1]:.3f}, ChemBERTa {paper_cb[0]:.3f} +- {paper_cb[1]:.3f}")
     unknown = est._unknown_rows(est._encode(list(smiles[test]), "nan"))
     if len(unknown):  # the network reads them as [UNK] (the forest's features see the whole molecule)
-        from .tokenizer import tokenize_smiles
-
-        tokens = sorted({t for i in unknown for t in tokenize_smiles(smiles[test][i]) if t not in est.tokenizer_.vocabulary_})
+        tokens = sorted(est._unknown_tokens(list(smiles[test]), unknown))
         print(f"  ({len(unknown)} of {len(test)} test SMILES hold tokens outside the model's vocabulary, read as "
               f"[UNK]: {tokens[:10]})")
     weight = est.forest_weight_ if getattr(est, "forest_", None) is not None else None

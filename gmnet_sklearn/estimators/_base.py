@@ -345,13 +345,11 @@ class SmilesNetBase(BaseEstimator):
         """The CUDA devices whose generators a fit on ``device`` seeds (every one, as
         ``torch.manual_seed`` does, for a fit on CUDA; [] on CPU, or where the name is not a
         device: the fit names that error itself)."""
-        try:
+        try:  # (resolve_device refuses a name that is no device, and CUDA where there is none)
             device = torch.device(resolve_device(self.device))
-        except (RuntimeError, ValueError, TypeError):
+        except ValueError:
             return []
-        if device.type != "cuda" or not torch.cuda.is_available():
-            return []
-        return list(range(torch.cuda.device_count()))
+        return list(range(torch.cuda.device_count())) if device.type == "cuda" else []
 
     def _fit(self, X, y, X_valid, y_valid, before: dict):
         """``fit``'s work, on validated parameters; ``fit`` restores ``before`` if it raises, from
@@ -517,8 +515,7 @@ class SmilesNetBase(BaseEstimator):
             return
         n_unknown = int(counts.sum())
         n_tokens = int(encoded.lengths.sum()) - 2 * len(encoded)  # without [CLS] and [SEP]
-        vocabulary = self.tokenizer_.vocabulary_
-        tokens = list(dict.fromkeys(t for i in rows[:50] for t in tokenize_smiles(smiles[i].strip()) if t not in vocabulary))
+        tokens = self._unknown_tokens(smiles, rows[:50])
         source = f"pretrained={str(self.pretrained)!r}" if self.pretrained is not None else f"vocab_file={str(self.vocab_file)!r}"
         warnings.warn(f"{n_unknown} of {n_tokens} tokens of the training SMILES (in {len(rows)} of {len(encoded.ids)}, "
                       "SMILES variants included) are not in the "
@@ -808,11 +805,15 @@ class SmilesNetBase(BaseEstimator):
         """The network reads a token its vocabulary lacks as [UNK] (with a vocabulary fitted on the
         training SMILES, an embedding no step trained): the rows and tokens are named, since a
         new chemical space (a metal, a charged atom the training set lacked) shows up this way."""
-        vocabulary = self.tokenizer_.vocabulary_
-        tokens = list(dict.fromkeys(t for i in rows[:50] for t in tokenize_smiles(X[i].strip()) if t not in vocabulary))
+        tokens = self._unknown_tokens(X, rows[:50])
         shown = ", ".join(str(r) for r in rows[:5]) + (f", ... ({len(rows) - 5} more)" if len(rows) > 5 else "")
         warnings.warn(f"{len(rows)} of {len(X)} SMILES hold tokens the model's vocabulary lacks, read as [UNK]: rows "
                       f"{shown}; tokens {tokens[:10]}", UnknownTokenWarning, stacklevel=_caller_stacklevel())
+
+    def _unknown_tokens(self, smiles: list, rows) -> list:
+        """The tokens outside the vocabulary in ``smiles``' ``rows``, in the order first met."""
+        vocabulary = self.tokenizer_.vocabulary_
+        return list(dict.fromkeys(t for i in rows for t in tokenize_smiles(smiles[i].strip()) if t not in vocabulary))
 
     def _unknown_rows(self, encoded) -> np.ndarray:
         """Positions of the valid rows of ``encoded`` with an [UNK] token."""
