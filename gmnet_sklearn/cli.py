@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -183,3 +184,7 @@ def _random_forest_ecfp(metric, X_train, y_train, X_test, y_test, seed) -> tuple
     model = make_pipeline(MorganFingerprint(), forest).fit(X_train, y_train)
     pred = model.predict(X_test) if metric == "rmse" else model.predict_proba(X_test)[:, 1]
     return _test_score(metric, y_test, pred), time.perf_counter() - start
+
+
+if __name__ == "__main__":  # python -m gmnet_sklearn.cli, as the gmnet-train script
+    sys.exit(main())

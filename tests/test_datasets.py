@@ -416,6 +416,42 @@ def test_labels_that_are_not_numbers_are_named(tmp_path):
     assert np.isnan(b.target[1:]).all() and b.target[0] == 1.5 and "missing labels (NaN): 2" in b.DESCR
 
 
+def test_infinite_labels_and_classes_other_than_0_and_1_are_named(tmp_path):
+    """A damaged file's ``inf`` label or a class 2 in a 0/1 set was returned as it was (a review)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "clearance.csv").write_text("id,target,smiles\nA,1.5,CCO\nB,inf,c1ccccc1\n")
+    with pytest.warns(UserWarning, match="rows where DeepChem"), \
+            pytest.raises(ValueError, match=r"1 label\(s\) of task 'target' are infinite \(row 1: inf\)"):
+        fetch_moleculenet("clearance", home, download=False)
+    (home / "BBBP.csv").write_text("num,name,p_np,smiles\n1,a,1,CCO\n2,b,2,CCN\n3,c,0.5,CCC\n4,d,0,CCCl\n5,e,,CCBr\n")
+    with pytest.warns(UserWarning, match="rows where DeepChem"), \
+            pytest.raises(ValueError, match=r"2 label\(s\) of task 'p_np' are not 0, 1 or empty "
+                                            r"\(row 1: 2, row 2: 0.5\)"):
+        fetch_moleculenet("bbbp", home, download=False)
+    (home / "BBBP.csv").write_text("num,name,p_np,smiles\n1,a,1,CCO\n4,d,0,CCCl\n5,e,,CCBr\n")
+    with pytest.warns(UserWarning, match="rows where DeepChem"):
+        b = fetch_moleculenet("bbbp", home, download=False)
+    np.testing.assert_array_equal(b.target, [1.0, 0.0, np.nan])
+
+
+def test_a_missing_gmnet_data_folder_is_said_with_its_absolute_path(tmp_path, monkeypatch):
+    """A typo in GMNET_DATA fell through to the cache or a download without a word, and the
+    offline error showed a relative folder as it was given (a review)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GMNET_DATA", "typo/moleculenet")
+    with pytest.warns(UserWarning, match=r"GMNET_DATA folder '.*typo/moleculenet' is not a folder"), \
+            pytest.raises(DatasetNotFoundError) as info:
+        fetch_moleculenet("bbbp", download_if_missing=False)
+    assert str(tmp_path / "typo" / "moleculenet") in str(info.value)
+
+
+def test_a_one_task_alias_refuses_other_tasks():
+    """``tox21_sr_p53`` with ``tasks=["NR-AR"]`` returned NR-AR under SR-p53's name and DESCR."""
+    with pytest.raises(ValueError, match=r"use fetch_moleculenet\('tox21', tasks=\['NR-AR'\]\)"):
+        fetch_moleculenet("tox21_sr_p53", tasks=["NR-AR"], download=False)
+
+
 def test_known_checksums_match_the_reference_files():
     if DATA is None:
         pytest.skip("MoleculeNet files not found")
@@ -704,6 +740,6 @@ def test_review_findings_another_copy_a_damaged_file_a_missing_folder_and_sklear
     Path(home).write_bytes(b"\x1f\x8b\x08\x00garbage")
     with pytest.raises(ValueError, match=r"delaney-processed.csv: cannot be read as the .* table .*delete or replace it"):
         fetch_moleculenet("esol", tmp_path / "home", download=False)
-    with pytest.warns(UserWarning, match=r"data_home=.*typo' is not a folder"), \
+    with pytest.warns(UserWarning, match=r"data_home folder .*typo' is not a folder"), \
             pytest.raises(DatasetNotFoundError):
         fetch_moleculenet("bbbp", tmp_path / "typo", download_if_missing=False)

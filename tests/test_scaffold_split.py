@@ -529,9 +529,26 @@ def test_scaffold_folds_name_the_rows_past_the_length_cut():
     smiles = [f"c1ccccc1{'C' * i}" for i in range(1, 10)] + [f"C1CCCCC1{'C' * i}" for i in range(1, 10)] + \
              ["C" * 201] + [f"c1ccncc1{'O' * i}" for i in range(1, 10)]
     X = np.array(smiles, dtype=object).reshape(-1, 1)
-    for cv in (ScaffoldKFold(3), ScaffoldSplit()):
+    for cv in (ScaffoldKFold(3, max_smiles_length=200), ScaffoldSplit()):
         with pytest.warns(InvalidSmilesWarning, match=r"1 of 28 SMILES are longer than max_smiles_length=200 .*rows 18"):
             cross_val_score(DummyRegressor(), X, np.arange(28.0), cv=cv)
+
+
+def test_scaffold_kfold_is_a_partition_by_default():
+    """ScaffoldKFold cut SMILES over 200 characters out of every fold by default, so
+    ``cross_val_predict`` (which needs a partition) failed on 7 of the 12 sets (a review)."""
+    import warnings
+
+    from sklearn.dummy import DummyRegressor
+    from sklearn.model_selection import cross_val_predict
+
+    smiles = [f"c1ccccc1{'C' * i}" for i in range(1, 6)] + ["C" * 201] + [f"C1CCCCC1{'C' * i}" for i in range(1, 6)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pred = cross_val_predict(DummyRegressor(), np.array(smiles, dtype=object).reshape(-1, 1),
+                                 np.arange(11.0), cv=ScaffoldKFold(2))
+    assert pred.shape == (11,)
+    assert sorted(np.concatenate([te for _, te in ScaffoldKFold(2).split(smiles)]).tolist()) == list(range(11))
 
 
 def test_a_classifier_whose_scaffold_validation_part_has_one_class_uses_the_balanced_order():
@@ -702,3 +719,39 @@ def test_balanced_scaffold_split_refuses_an_empty_validation_part():
     assert len(np.unique(y[deepchem_valid])) == 1
     train, valid = GMNetClassifier(valid_size=0.1)._internal_split(smiles, 0, y)
     assert sorted(valid) == sorted(deepchem_valid) and sorted([*train, *valid]) == list(range(10))
+
+
+def test_the_splitters_refuse_the_smiles_the_estimators_refuse():
+    """A blank SMILES and one with whitespace inside (RDKit's default reads "CC O" as ethane
+    named "O") went into folds, so each fold's fit failed on them later (a review);
+    scaffold_split keeps DeepChem's reading."""
+    from gmnet_sklearn.exceptions import InvalidSmilesWarning
+
+    X = ["c1ccccc1C", "C1CCCCC1C", "c1ccncc1C", "", "CC O", "c1ccccc1CC", " CCO "]
+    for cv in (ScaffoldKFold(2), ScaffoldSplit(frac_train=0.5, frac_valid=0.2)):
+        with pytest.raises(ValueError, match=r"cannot parse 2 of 7 SMILES, at rows 3 \(''\), 4 \('CC O'\)"):
+            list(cv.split(X))
+        with pytest.warns(InvalidSmilesWarning, match=r"2 of 7 SMILES RDKit cannot parse are in no fold"):
+            folds = list(cv.set_params(on_invalid="skip").split(X))
+        assert not {3, 4} & {int(i) for tr, te in folds for i in (*tr, *te)}
+        if isinstance(cv, ScaffoldKFold):  # (a partition) surrounding blanks: the estimators strip them
+            assert {int(i) for _, te in folds for i in te} == {0, 1, 2, 5, 6}
+    parts = scaffold_split(X, 0.5, 0.2, 0.3)  # DeepChem's ScaffoldSplitter keeps both rows
+    assert {3, 4} <= {int(i) for p in parts for i in p}
+
+
+def test_splitters_check_the_length_of_y_and_balanced_split_names_what_it_leaves_out():
+    """A y of another length than X folded without a word (scikit-learn's splitters check it), and
+    balanced_scaffold_split left unparsable rows out without a warning (a review)."""
+    from gmnet_sklearn.exceptions import InvalidSmilesWarning
+    from gmnet_sklearn.model_selection import balanced_scaffold_split
+
+    for cv in (ScaffoldKFold(2), ScaffoldSplit()):
+        with pytest.raises(ValueError, match="y has 2 rows for 3 SMILES"):
+            list(cv.split(["c1ccccc1", "C1CCCCC1", "CCO"], y=[1, 2]))
+    smiles = [f"{r}{'C' * k}" for r in ("c1ccccc1", "C1CCCCC1", "c1ccncc1", "c1ccoc1") for k in (1, 2, 3)] + ["XX", "C1CC"]
+    with pytest.warns(InvalidSmilesWarning, match=r"2 of 14 SMILES RDKit cannot parse .* are in neither part \(rows 12, 13\)"):
+        train, valid = balanced_scaffold_split(smiles, 0.25)
+    assert len(train) + len(valid) == 12
+    with pytest.raises(TypeError, match="frac_valid must be a real number"):
+        balanced_scaffold_split(smiles, "0.2")

@@ -45,8 +45,8 @@ class Endpoint:
     # left out of the hash (the name is the endpoint's identity), so an Endpoint can key a dict
     paper: Optional[Mapping[str, Figure]] = field(default=None, hash=False)
     # Single-task classification: rows with a missing label are dropped after the split (DeepChem
-    # 2.8.0 keeps them, y = NaN with weight 1: its CSV loader zeroes the weights of '' cells only,
-    # and pandas reads Tox21's empty cells as NaN). Multi-task sets keep them (NaN, masked).
+    # 2.8.0 keeps them as y = 0 with weight 0, which its metrics leave out: the same scores).
+    # Multi-task sets keep them (NaN, masked).
     drop_missing_labels: bool = False
     units: str = ""
 

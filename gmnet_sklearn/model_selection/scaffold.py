@@ -161,6 +161,22 @@ def _scaffolds(smiles: np.ndarray, include_chirality: bool = False, strict: bool
         return out
 
 
+def _splitter_scaffolds(smiles: np.ndarray) -> list:
+    """:func:`_scaffolds` with the package's own test of a SMILES (``mol_from_smiles``), as the
+    estimators, tokenizer and featurisers apply it: a blank SMILES, or one with whitespace inside
+    (RDKit's default reads ``"CC O"`` as ethane named "O"), is unparsable here, so a CV splitter
+    names it up front instead of each fold's fit failing on it. :func:`scaffold_split` keeps
+    RDKit's default reading, as DeepChem's ScaffoldSplitter does."""
+    from ..utils.validation import mol_from_smiles
+
+    scaffolds = _scaffolds(smiles)
+    with _QuietRDKit():
+        for i, s in enumerate(smiles):
+            if isinstance(s, str) and (not s.strip() or any(c.isspace() for c in s)):
+                scaffolds[i] = _UNPARSABLE if mol_from_smiles(s) is None else _scaffold_of_str(s.strip(), False)
+    return scaffolds
+
+
 # ----------------------------------------------------------------------------------------
 # Input handling
 # ----------------------------------------------------------------------------------------
@@ -354,11 +370,21 @@ def balanced_scaffold_split(smiles, frac_valid: float = 0.1, random_state=0) -> 
     other sets are shuffled (``random_state``: an int, a ``RandomState`` or None, scikit-learn's
     meaning) and fill the validation part first. DeepChem's order (smallest sets last) can give
     a validation part of rare scaffolds that all share one label; the shuffled small sets rarely
-    do. Unparsable SMILES are in neither part. Returns sorted positions in ``smiles``."""
-    if not 0.0 < float(frac_valid) < 1.0:
+    do. Unparsable SMILES are in neither part, with an ``InvalidSmilesWarning`` naming them, as
+    :func:`scaffold_split` gives. Returns sorted positions in ``smiles``."""
+    from ..exceptions import InvalidSmilesWarning
+
+    _check_fraction("frac_valid", frac_valid)
+    if not 0.0 < frac_valid < 1.0:
         raise ValueError(f"frac_valid must be in (0, 1), got {frac_valid!r}")
     smiles = _as_smiles_array(smiles)
-    sets = _sorted_scaffold_sets(_scaffolds(smiles))
+    scaffolds = _scaffolds(smiles)
+    left_out = [i for i, sc in enumerate(scaffolds) if sc is _UNPARSABLE or sc is None]
+    if left_out:
+        warnings.warn(f"balanced_scaffold_split: {len(left_out)} of {len(smiles)} SMILES RDKit cannot parse (or "
+                      f"without a Murcko scaffold) are in neither part (rows {_shown(left_out)})",
+                      InvalidSmilesWarning, stacklevel=2)
+    sets = _sorted_scaffold_sets(scaffolds)
     n_total = sum(len(s) for s in sets)
     n_valid = int(round(frac_valid * n_total))
     if n_valid == 0:
@@ -412,9 +438,17 @@ class _ParamsMixin:
 _FEATURIZED_HINT = "For featurized X, pass the SMILES as `groups=` to split()."
 
 
-def _smiles_from(X, groups, smiles_column):
+def _smiles_from(X, groups, smiles_column, y=None):
     """SMILES come from ``groups`` when given (useful when X is a feature matrix),
-    else from X."""
+    else from X; ``y``, when given, must have one row per SMILES (scikit-learn's splitters
+    check it too: folds of X would index past a shorter y, or leave a longer one's tail out)."""
+    smiles = _smiles_of(X, groups, smiles_column)
+    if y is not None and _num_samples(y) != len(smiles):
+        raise ValueError(f"y has {_num_samples(y)} rows for {len(smiles)} SMILES: one label row per SMILES")
+    return smiles
+
+
+def _smiles_of(X, groups, smiles_column):
     if groups is not None:
         smiles = _as_smiles_array(groups, smiles_column, name="groups")
         if X is not None and _num_samples(X) != len(smiles):  # GroupKFold's check: no row left in no fold
@@ -533,8 +567,8 @@ class ScaffoldSplit(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
             raise ValueError(f"frac_train + frac_valid must be at most 1, got {self.frac_train} + "
                              f"{self.frac_valid} = {self.frac_train + self.frac_valid}")
         _check_max_length(self.max_smiles_length)
-        smiles = _smiles_from(X, groups, self.smiles_column)
-        scaffolds = _scaffolds(smiles)
+        smiles = _smiles_from(X, groups, self.smiles_column, y)
+        scaffolds = _splitter_scaffolds(smiles)
         _check_parsable(self, smiles, scaffolds)
         _warn_length_cut(self, smiles, scaffolds)
         train, valid, test = _deepchem_split(smiles, scaffolds, self.frac_train, self.frac_valid,
@@ -556,15 +590,17 @@ class ScaffoldKFold(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
     Scaffold groups are taken largest first (DeepChem's order) and each is put into the
     fold that currently holds the fewest molecules (lowest fold number on ties), so folds
     are balanced in size and deterministic. Unparsable SMILES raise (``on_invalid="skip"``:
-    in no fold); SMILES longer than ``max_smiles_length`` are dropped from both sides of
-    every fold.
+    in no fold); with ``max_smiles_length`` set, SMILES longer than it are dropped from both
+    sides of every fold.
 
     Parameters
     ----------
     n_splits : int, default 5
         Number of folds.
-    max_smiles_length : int or None, default 200
-        SMILES longer than this (characters) are in no fold (None: none dropped).
+    max_smiles_length : int or None, default None
+        SMILES longer than this (characters) are in no fold, with a warning naming them (200 is
+        DeepChem's cut, as :func:`scaffold_split` and :class:`ScaffoldSplit` apply it). None, the
+        default, keeps every row: the folds are a partition, as ``cross_val_predict`` needs.
     smiles_column : str, default "smiles"
         The SMILES column when X (or ``groups``) is a DataFrame.
     on_invalid : {"raise", "skip"}, default "raise"
@@ -575,7 +611,7 @@ class ScaffoldKFold(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
     def __init__(
         self,
         n_splits: int = 5,
-        max_smiles_length: Optional[int] = MAX_SMILES_LENGTH,
+        max_smiles_length: Optional[int] = None,
         smiles_column: str = "smiles",
         on_invalid: str = "raise",
     ):
@@ -597,8 +633,8 @@ class ScaffoldKFold(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
     def split(self, X, y=None, groups=None) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
         n_splits = self._checked_n_splits()
         _check_max_length(self.max_smiles_length)
-        smiles = _smiles_from(X, groups, self.smiles_column)
-        scaffolds = _scaffolds(smiles)
+        smiles = _smiles_from(X, groups, self.smiles_column, y)
+        scaffolds = _splitter_scaffolds(smiles)
         _check_parsable(self, smiles, scaffolds)
         _warn_length_cut(self, smiles, scaffolds)
         scaffold_sets = _sorted_scaffold_sets(scaffolds)
