@@ -59,7 +59,7 @@ with tempfile.TemporaryDirectory() as tmp:
     joblib.dump(est, path)
     again = joblib.load(path)
     assert np.array_equal(again.predict(X[test]), est.predict(X[test]))
-    est.save(Path(tmp) / "safe")  # model.safetensors + config.json + vocab.txt (+ the forest and descriptor scaling)
+    est.save(Path(tmp) / "safe")  # model.safetensors + config.json + vocab.txt + history.json (+ the forest and descriptor scaling)
     safe = GMNetRegressor.load(Path(tmp) / "safe")
     assert np.array_equal(safe.predict(X[test]), est.predict(X[test]))
 print("joblib and safetensors round trips give identical predictions")

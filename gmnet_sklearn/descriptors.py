@@ -180,7 +180,7 @@ def _warn_invalid_rows(smiles: list, raw: np.ndarray) -> None:
     molecule has some descriptor): they come out of the scaling as 0, like any other row."""
     import warnings
 
-    from .estimators._targets import _caller_stacklevel
+    from .utils.stacklevel import _caller_stacklevel
     from .exceptions import InvalidSmilesWarning
 
     bad = np.flatnonzero(np.isnan(raw).all(axis=1)) if raw.size else np.empty(0, dtype=np.int64)
@@ -271,10 +271,11 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
         return self._fit_raw(raw)._transform_raw(raw)
 
     def _raw(self, X) -> np.ndarray:
-        from .estimators._base import check_smiles_input
+        from .utils.validation import check_smiles_input, check_smiles_items
 
         self._check_params()
         X = check_smiles_input(X)
+        check_smiles_items(X)
         raw = cached_descriptors(self.memory, X, self.on_invalid, n_jobs=self.n_jobs)
         _warn_invalid_rows(X, raw)
         return raw

@@ -171,6 +171,11 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
         self.n_features_out_ = len(names) * len(members)
         return self
 
+    def fit_transform(self, X, y=None, **fit_params):
+        # X read once: fit would exhaust a generator before TransformerMixin's transform read it
+        X = check_smiles_input(X)
+        return self.fit(X, y, **fit_params).transform(X)
+
     def _members(self, n_members: int) -> list[int]:
         if self.member == "all":
             return list(range(n_members))

@@ -44,12 +44,19 @@ class MorganFingerprint(TransformerMixin, BaseEstimator):
         self.on_invalid = on_invalid
 
     def fit(self, X, y=None):
-        from .estimators._base import check_smiles_input
+        from .utils.validation import check_smiles_input
 
         check_smiles_input(X)
         self._check_on_invalid()
         self.n_features_out_ = int(self.n_bits)
         return self
+
+    def fit_transform(self, X, y=None, **fit_params):
+        from .utils.validation import check_smiles_input
+
+        # X read once: fit would exhaust a generator before TransformerMixin's transform read it
+        X = check_smiles_input(X)
+        return self.fit(X, y, **fit_params).transform(X)
 
     def _check_on_invalid(self):
         # here and in transform: with no state to fit, transform may run without fit
@@ -65,12 +72,13 @@ class MorganFingerprint(TransformerMixin, BaseEstimator):
     def transform(self, X) -> np.ndarray:
         import warnings
 
-        from .estimators._base import check_smiles_input
-        from .estimators._targets import _caller_stacklevel
+        from .utils.stacklevel import _caller_stacklevel
+        from .utils.validation import check_smiles_input, check_smiles_items
         from .exceptions import InvalidSmilesWarning
         from .tokenizer import _short_repr
 
         X = check_smiles_input(X)
+        check_smiles_items(X)
         self._check_on_invalid()
         out, bad = self._fingerprints(X)
         if bad:

@@ -262,3 +262,9 @@ def test_review_findings_on_invalid_rows_failed_fits_early_checks_and_repeated_l
         GMNetEmbedder(sk_clone(untrained).set_params(attention="ska"), features="moments").fit(SMILES, Y)
     with pytest.raises(ValueError, match="layers names a layer twice"):
         GMNetEmbedder(plain, prefit=True, features="moments", layers=[0, -2]).fit(SMILES)
+
+
+def test_fit_transform_reads_a_generator_once(plain):
+    """fit consumed a generator and TransformerMixin's transform then found it empty (a review)."""
+    emb = GMNetEmbedder(plain, prefit=True)
+    np.testing.assert_array_equal(emb.fit_transform(s for s in SMILES[:5]), emb.transform(SMILES[:5]))

@@ -103,3 +103,81 @@ def test_the_estimators_tokenizer_and_splitter_share_the_coercion():
     assert check_smiles_input([], ensure_min_samples=0) == []
     with pytest.raises(TypeError, match="got int"):
         check_smiles_input(42)
+
+
+TINY_FIT = dict(d_model=16, n_layers=1, n_heads=2, k=3, L=1, max_epochs=1, random_state=0,
+                descriptors=False, fingerprint=False, forest=False)
+
+
+def test_a_dataframes_other_columns_are_named_not_read_silently():
+    """A DataFrame with a 'smiles' column and others lost the others without a word: in a
+    ColumnTransformer given two SMILES columns, a transformer used one (a review)."""
+    import warnings
+
+    from gmnet_sklearn.fingerprints import MorganFingerprint
+
+    frame = pd.DataFrame({"smiles": SMILES[:6], "solvent_smiles": ["O", "CO", "CCO", "O", "CO", "ClCCl"]})
+    with pytest.warns(UserWarning, match=r"column\(s\) \['solvent_smiles'\] are not read, only its SMILES "
+                                         r"column 'smiles'") as record:
+        out = MorganFingerprint(n_bits=32).fit_transform(frame)
+    assert len(record) == 1 and record[0].filename == __file__  # the user's line, once
+    np.testing.assert_array_equal(out, MorganFingerprint(n_bits=32).transform(SMILES[:6]))
+    with warnings.catch_warnings():  # a splitter reads the SMILES of the model's feature frame: nothing lost
+        warnings.simplefilter("error")
+        scaffold_split(frame, 0.5, 0.25, 0.25)
+        check_smiles_input(frame[["smiles"]])
+
+
+def test_pd_na_in_an_object_array_is_a_missing_label():
+    """``df[tasks].to_numpy()`` of nullable columns holds pd.NA in an object array: accepted as a
+    DataFrame, refused as "not a number" as an array (a review)."""
+    from gmnet_sklearn.estimators._targets import check_target
+    from gmnet_sklearn.exceptions import MissingTargetWarning
+
+    frame = pd.DataFrame({"a": pd.array([1, None, 0, 1], dtype="Int64"), "b": pd.array([0, 1, None, 1], dtype="Int64")})
+    y = check_target(frame.to_numpy())
+    assert y.dtype == np.float64
+    np.testing.assert_array_equal(y, check_target(frame))
+    y1 = list(Y[:29]) + [pd.NA]
+    with pytest.warns(MissingTargetWarning, match=r"in 1 of 30 rows \(row 29\)"):
+        est = GMNetRegressor(**TINY_FIT).fit(SMILES[:30], y1)
+    assert est.n_train_ + est.n_valid_ == 30
+
+
+def test_one_column_y_with_nan_is_one_task_and_warns():
+    """A regressor's ``df[["logS"]]`` with NaN was masked without the warning a 1-D y gets,
+    while the classifier refused the same y (a review)."""
+    from gmnet_sklearn.estimators._targets import warn_missing_targets
+    from gmnet_sklearn.exceptions import MissingTargetWarning
+
+    y = np.array([[1.0], [np.nan], [2.0]])
+    with pytest.warns(MissingTargetWarning, match=r"in 1 of 3 rows \(row 1\)"):
+        assert warn_missing_targets(y) == 1
+    assert warn_missing_targets(np.array([[1.0, np.nan], [2.0, 3.0]])) == 0  # two tasks: on purpose
+
+
+def test_featurisers_read_generators_once_and_refuse_what_is_no_string():
+    """fit_transform on a generator failed ("X is empty": fit had consumed it), and an RDKit Mol
+    or a number became an all-zero (NaN) row as "a SMILES RDKit cannot parse" (a review)."""
+    from rdkit import Chem
+
+    from gmnet_sklearn.descriptors import RDKitDescriptors
+    from gmnet_sklearn.fingerprints import MorganFingerprint
+
+    np.testing.assert_array_equal(MorganFingerprint(n_bits=64).fit_transform(s for s in SMILES[:5]),
+                                  MorganFingerprint(n_bits=64).transform(SMILES[:5]))
+    mols = [Chem.MolFromSmiles("c1ccccc1O"), "CCO", 1.5]
+    for featuriser in (MorganFingerprint(on_invalid="zeros"), RDKitDescriptors(on_invalid="nan")):
+        with pytest.raises(TypeError, match=r"2 item\(s\) are not strings, at rows 0 \(Mol\), 2 \(float\)"):
+            featuriser.fit_transform(mols)
+    # a missing value stays an unparsable row under on_invalid
+    with pytest.warns(UserWarning, match=r"1 of 2 SMILES RDKit cannot parse get all-zero rows: rows 1 \(None\)"):
+        assert MorganFingerprint(on_invalid="zeros").transform(["CCO", None]).sum(1)[1] == 0
+
+
+def test_datetime_class_labels():
+    """datetime64 labels failed ("validation labels ... are not among the training classes",
+    with no validation set): tolist() made them dates (a review)."""
+    labels = np.where(np.arange(30) % 2 == 0, np.datetime64("2020-01-01"), np.datetime64("2021-01-01"))
+    est = GMNetClassifier(**TINY_FIT).fit(SMILES[:30], labels)
+    assert est.classes_.dtype == labels.dtype and set(est.predict(SMILES[:4])) <= set(labels)

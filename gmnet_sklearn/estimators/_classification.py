@@ -105,9 +105,11 @@ class SmilesClassifierMixin(ClassifierMixin):
         if self.n_tasks_ == 1:
             if y.ndim != 1:
                 raise ValueError("validation labels must be 1-D like the training labels")
-            unseen = set(np.unique(y)) - set(self.classes_.tolist())
-            if unseen:
-                raise ValueError(f"validation labels {sorted(unseen)} are not among the training classes {self.classes_.tolist()}")
+            # compared as arrays: tolist() makes datetime64 labels dates, no longer equal to them
+            unseen = np.unique(y[~np.isin(y, self.classes_)])
+            if unseen.size:
+                raise ValueError(f"validation labels {unseen.tolist()} are not among the training classes "
+                                 f"{self.classes_.tolist()}")
             return self._label_encoder.transform(y).astype(np.int64)
         return y.reshape(len(y), -1).astype(np.float32)
 

@@ -104,8 +104,8 @@ freeze_encoder_epochs : int, default=0
     ``pretrained`` raises ``ValueError``.
 n_jobs : int, default=None
     CPU threads for ``fit`` and ``predict``: torch's intra-op threads, the descriptors' worker
-    processes and the forest's jobs (one below 1,000 rows, where a thread pool costs more than
-    the trees); torch's setting is restored afterwards. None: torch's
+    processes and the forest's jobs (at ``predict``, one below 1,000 rows, where a thread pool
+    costs more than the trees); torch's setting is restored afterwards. None: torch's
     current setting (all cores unless changed); -1: all CPUs, -2: all but one (joblib's
     ``effective_n_jobs``, as in scikit-learn). On a machine other jobs keep busy, fewer
     threads than cores is much faster: threads that wait for a core stall every parallel step.
@@ -151,8 +151,8 @@ tokenizer_ : SmilesTokenizer
 max_length_ : int
     The longest token sequence (incl. [CLS]/[SEP]) the model takes: ``max_length``, or the
     model's own limit where it is None.
-device_ : str
-    The device the nets run on (``device`` with "auto" resolved).
+device_ : str or torch.device
+    The device the nets run on (``device`` with "auto" resolved; a ``torch.device`` given stays one).
 pretrained_ : dict or None
     What the ``pretrained`` checkpoint is (its folder, kind, shape parameters, vocabulary file
     and size, [PAD] id); None without ``pretrained``. Set by ``fit`` (not by ``load``).

@@ -1,59 +1,40 @@
 """Checks on training targets that warn rather than fail.
 
-A single-task regression ``y`` (1-D) with NaN is trained on with those rows masked out of the
-loss and of the target statistics (``y_mean_``, ``y_scale_``), as missing labels are in a 2-D
-multi-task ``y``. In 2-D that is the documented way to mark missing labels; in 1-D it is more
-often a data problem (a failed merge, an empty cell), so :func:`warn_missing_targets` says so.
+A single-task regression ``y`` (1-D, or one column) with NaN is trained on with those rows masked
+out of the loss and of the target statistics (``y_mean_``, ``y_scale_``), as missing labels are
+in a multi-task ``y``. In several columns that is the documented way to mark missing labels; in
+one it is more often a data problem (a failed merge, an empty cell), so
+:func:`warn_missing_targets` says so.
 """
 
 from __future__ import annotations
 
-import os
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 
 from ..exceptions import MissingTargetWarning
+from ..utils.stacklevel import _PACKAGE_DIR, _caller_stacklevel  # noqa: F401 (the estimators import them here)
 
 __all__ = ["MissingTargetWarning", "as_float_target", "check_target", "missing_labels", "warn_missing_targets"]
 
-_PACKAGE_DIR = str(Path(__file__).resolve().parents[1])  # .../gmnet_sklearn
-_SET_OUTPUT_WRAPPER = str(Path("sklearn", "utils", "_set_output.py"))
 _SHOWN_ROWS = 5
 
 
-def _caller_stacklevel() -> int:
-    """The ``stacklevel`` that attributes a warning raised by our caller to the first frame
-    outside the ``gmnet_sklearn`` package (the user's ``fit`` call, or the scikit-learn tool
-    that made it)."""
-    frame = sys._getframe(2)  # the function that called warn_missing_targets
-    level = 2
-    # (scikit-learn's set_output wrapper around transform and fit_transform is no caller either,
-    # nor skorch, which calls the callbacks of the estimators' own nets)
-    skorch = sys.modules.get("skorch")
-    library = (_PACKAGE_DIR + os.sep,) + ((str(Path(skorch.__file__).resolve().parent) + os.sep,) if skorch else ())
-    while frame is not None and (str(Path(frame.f_code.co_filename).resolve()).startswith(library)
-                                 or frame.f_code.co_filename.endswith(_SET_OUTPUT_WRAPPER)):
-        frame = frame.f_back
-        level += 1
-    return level
-
-
 def warn_missing_targets(y, name: str = "y") -> int:
-    """Warn, once, when a 1-D target ``y`` has missing values (NaN); return how many rows.
+    """Warn, once, when a single-task target ``y`` has missing values (NaN); return how many rows.
 
     The warning (:class:`MissingTargetWarning`, a ``UserWarning``) names the number of rows
-    with NaN, of how many, and the first few row indices. A 2-D ``y`` is left alone: NaN there
-    marks missing labels of a multi-task target on purpose. ``y`` that is not numeric is left
-    to the target checks (returns 0).
+    with NaN, of how many, and the first few row indices (a one-column 2-D ``y`` is one task too).
+    A ``y`` of two or more columns is left alone: NaN there marks missing labels of a multi-task
+    target on purpose. ``y`` that is not numeric is left to the target checks (returns 0).
     """
     y = np.asarray(y)
-    if y.ndim != 1 or len(y) == 0:
+    # one column is one task too (``df[["logS"]]``): only two or more columns mark missing labels on purpose
+    if not (y.ndim == 1 or (y.ndim == 2 and y.shape[1] == 1)) or len(y) == 0:
         return 0
     try:
-        missing = np.isnan(y.astype(np.float64))
+        missing = np.isnan(y.astype(np.float64)).reshape(len(y))
     except (TypeError, ValueError):
         return 0
     rows = np.flatnonzero(missing)
@@ -65,8 +46,8 @@ def warn_missing_targets(y, name: str = "y") -> int:
     warnings.warn(
         f"{name} has missing values (NaN) in {rows.size} of {len(y)} rows ({rows_word} {shown}{more}). "
         "A single-task target is trained with such rows masked out of the loss and the target "
-        f"statistics; drop the {rows_word} to silence this warning, or pass a 2-D y (n, n_tasks), "
-        "where NaN marks missing labels.",
+        f"statistics; drop the {rows_word} to silence this warning (in a multi-task y, two or more "
+        "columns, NaN marks missing labels without one).",
         MissingTargetWarning,
         stacklevel=_caller_stacklevel(),
     )
@@ -77,9 +58,8 @@ def check_target(y, name: str = "y") -> np.ndarray:
     """``y`` as a 1-D or 2-D array (a pandas object's values), or a clear error."""
     if y is None:  # scikit-learn's wording (check_requires_y_none)
         raise ValueError(f"the estimator requires {name} to be passed, but the target {name} is None")
-    if hasattr(y, "to_numpy"):
-        y = _pandas_values(y)
-    y = np.asarray(y)
+    # pandas' values, and pd.NA in any object array (``df[tasks].to_numpy()`` of nullable columns)
+    y = _missing_as_nan(y.to_numpy() if hasattr(y, "to_numpy") else np.asarray(y))
     if y.ndim not in (1, 2):
         raise ValueError(f"{name} must be 1-D or 2-D, got shape {y.shape}")
     if y.ndim == 2 and y.shape[1] == 0:  # scikit-learn's wording (check_array's ensure_min_features)
@@ -122,14 +102,13 @@ def missing_labels(labels) -> np.ndarray:
     return np.array([v is None or (isinstance(v, (float, np.floating)) and np.isnan(v)) for v in labels], dtype=bool)
 
 
-def _pandas_values(y) -> np.ndarray:
-    """A pandas object's values with its missing labels (``pd.NA`` of the nullable dtypes, None)
-    as NaN, numeric where every observed label is a number (an ``Int64`` column with NA)."""
+def _missing_as_nan(values: np.ndarray) -> np.ndarray:
+    """Labels with the missing ones (``pd.NA`` of pandas' nullable dtypes, None) as NaN, numeric
+    where every observed label is a number (an ``Int64`` column with NA)."""
     import numbers
 
     import pandas as pd
 
-    values = y.to_numpy()
     if values.dtype != object:
         return values
     missing = pd.isna(values)

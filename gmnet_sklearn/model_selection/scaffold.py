@@ -182,7 +182,9 @@ def _splitter_scaffolds(smiles: np.ndarray) -> list:
 # ----------------------------------------------------------------------------------------
 def _as_smiles_array(X, smiles_column: str = "smiles", name: str = "smiles") -> np.ndarray:
     """1-D object array of SMILES (the package's one input coercion, empty input allowed)."""
-    return np.asarray(check_smiles_input(X, name, smiles_column=smiles_column, ensure_min_samples=0), dtype=object)
+    # (a frame's other columns are the features of the model the folds are for: read, not lost)
+    return np.asarray(check_smiles_input(X, name, smiles_column=smiles_column, ensure_min_samples=0,
+                                         warn_unread_columns=False), dtype=object)
 
 
 def _check_fraction(name: str, v) -> None:
@@ -639,9 +641,8 @@ class ScaffoldKFold(_ParamsMixin, _GroupsConsumer, BaseCrossValidator):
         _warn_length_cut(self, smiles, scaffolds)
         scaffold_sets = _sorted_scaffold_sets(scaffolds)
         if len(scaffold_sets) < n_splits:
-            raise ValueError(
-                f"cannot make {n_splits} folds from {len(scaffold_sets)} scaffold groups"
-            )
+            acyclic = " (acyclic molecules all share the empty scaffold '')" if "" in scaffolds else ""
+            raise ValueError(f"cannot make {n_splits} folds from {len(scaffold_sets)} scaffold groups{acyclic}")
         fold_of = np.full(len(smiles), -1, dtype=np.int64)
         sizes = np.zeros(n_splits, dtype=np.int64)
         for group in scaffold_sets:

@@ -7,6 +7,7 @@ import ast
 import json
 import sys
 
+from ..cli import show_defaults
 from .models import DEFAULT_PARAMS, LIBRARY_SHAPE
 
 
@@ -66,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--prepare-only", action="store_true", help="encode the corpus into the cache, do not train")
-    return p
+    return show_defaults(p)
 
 
 def _pretrain(pretrain, args, model_kwargs: dict, callback) -> dict:

@@ -53,7 +53,7 @@ def corpus_files(corpus, hold_out: bool = True) -> list[Path]:
         if other:
             import warnings
 
-            from ..estimators._targets import _caller_stacklevel
+            from ..utils.stacklevel import _caller_stacklevel
 
             warnings.warn(f"{path}: files this reader does not take are left out: {other} (a corpus file is "
                           f"{', '.join(SUFFIXES)}, optionally .gz)", UserWarning, stacklevel=_caller_stacklevel())

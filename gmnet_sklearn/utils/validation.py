@@ -9,11 +9,17 @@ from __future__ import annotations
 import numpy as np
 
 
-def check_smiles_input(X, name: str = "X", *, smiles_column: str = "smiles", ensure_min_samples: int = 1) -> list:
+def check_smiles_input(X, name: str = "X", *, smiles_column: str = "smiles", ensure_min_samples: int = 1,
+                       warn_unread_columns: bool = True) -> list:
     """A list of items (one per molecule) from a list, tuple, iterable, 1-D array, pandas Series,
     a one-column 2-D array or DataFrame, or a DataFrame with a ``smiles_column`` column
     (matched case-insensitively). The items are not checked here: the tokenizer names every
     item that is not a usable SMILES, with its position.
+
+    A DataFrame's other columns are not read: a ``UserWarning`` names them (unless
+    ``warn_unread_columns=False``: the splitters, which read the SMILES of a frame whose other
+    columns are the model's features), since a model, or a transformer given two SMILES
+    columns in a ``ColumnTransformer``, would otherwise leave them out without a word.
 
     Raises TypeError for a single string (it would be read character by character), a set or
     mapping (no row order to match labels) or a non-iterable, ValueError for other shapes or fewer than ``ensure_min_samples`` items.
@@ -32,6 +38,16 @@ def check_smiles_input(X, name: str = "X", *, smiles_column: str = "smiles", ens
             raise ValueError(f"{name}: DataFrame has {len(chosen)} columns named like {smiles_column!r}: "
                              f"{[X.columns[i] for i in chosen]}; keep one")
         if chosen:
+            if warn_unread_columns and X.shape[1] > 1:
+                import warnings
+
+                from .stacklevel import _caller_stacklevel
+
+                others = [c for i, c in enumerate(X.columns) if i != chosen[0]]
+                warnings.warn(f"{name}: the DataFrame's column(s) {others[:10]}{' ...' if len(others) > 10 else ''} "
+                              f"are not read, only its SMILES column {X.columns[chosen[0]]!r} (pass "
+                              f"X[{X.columns[chosen[0]]!r}] to leave them out yourself)", UserWarning,
+                              stacklevel=_caller_stacklevel())
             X = X.iloc[:, chosen[0]]
         elif X.shape[1] == 1:
             X = X.iloc[:, 0]
@@ -80,3 +96,25 @@ def mol_from_smiles(smiles):
         params.parseName, params.allowCXSMILES = False, False
         _SMILES_PARAMS = params
     return Chem.MolFromSmiles(smiles.strip(), _SMILES_PARAMS)
+
+
+def check_smiles_items(X: list, name: str = "X") -> None:
+    """A ``TypeError`` naming the first rows whose item is neither a string nor a missing value
+    (None, NaN, ``pd.NA``): the featurisers would read an RDKit ``Mol`` or a number as a SMILES
+    RDKit cannot parse (all-zero or NaN rows under their ``on_invalid``), while the estimators
+    refuse it as no string. Missing values stay the caller's unparsable rows."""
+    import pandas as pd
+
+    bad = [i for i, s in enumerate(X) if not isinstance(s, str) and not _is_missing_item(s, pd)]
+    if bad:
+        shown = ", ".join(f"{i} ({type(X[i]).__name__})" for i in bad[:5]) + (f", ... ({len(bad) - 5} more)"
+                                                                             if len(bad) > 5 else "")
+        raise TypeError(f"{name} must hold SMILES strings; {len(bad)} item(s) are not strings, at rows {shown} "
+                        "(an RDKit Mol: Chem.MolToSmiles(mol) gives its SMILES)")
+
+
+def _is_missing_item(value, pd) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # an array-like: no single missing value
+        return False
