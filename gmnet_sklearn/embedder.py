@@ -33,7 +33,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from .estimators._base import check_smiles_input, in_chunks, torch_threads
-from .estimators.data import EncodedSmilesDataset, sequential_loader
+from .estimators.data import EncodedSmilesDataset, inference_loader
 from .gm import functional as F
 
 FEATURES = ("pooled", "head", "moments")
@@ -260,7 +260,7 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
         module.eval()
         done = 0
         with torch.inference_mode():
-            for batch, _ in sequential_loader(ds, batch_size=int(self.batch_size)):
+            for batch, _ in inference_loader(ds, batch_size=int(self.batch_size)):
                 if self.features == "head":
                     z = module.pool(**batch)
                 elif self.features == "pooled":

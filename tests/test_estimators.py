@@ -1136,3 +1136,24 @@ def test_searches_on_missing_labels_and_routed_validation_sets_as_the_readme_say
         folds = cross_validate(est, X40, y, cv=KFold(2), params={"X_valid": X40[:10], "y_valid": y[:10]},
                                return_estimator=True)
     assert [e.n_valid_ for e in folds["estimator"]] == [10, 10]  # the whole validation set in each fold
+
+
+def test_predict_score_transform_and_load_leave_the_callers_torch_stream(tmp_path):
+    """predict, score, the embedder and load drew from torch's global generator (a DataLoader's
+    base seed; load's random initial weights): a user's seeded sequence, or a seeded fit in
+    another thread, changed (a review). fit gave it back already."""
+    import torch
+
+    from gmnet_sklearn.embedder import GMNetEmbedder
+
+    est = GMNetRegressor(d_model=16, n_layers=1, n_heads=2, k=3, L=1, max_epochs=1, random_state=0,
+                         descriptors=False, fingerprint=False, forest=False).fit(SMILES[:30], Y[:30])
+    est.save(tmp_path / "m")
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    for call in (lambda: est.predict(SMILES[:3]), lambda: est.score(SMILES[:8], Y[:8]),
+                 lambda: GMNetEmbedder(est, prefit=True).fit(SMILES[:3]).transform(SMILES[:3]),
+                 lambda: GMNetRegressor.load(tmp_path / "m"), lambda: est.fit(SMILES[:30], Y[:30])):
+        torch.manual_seed(0)
+        call()
+        assert torch.equal(torch.rand(3), expected)

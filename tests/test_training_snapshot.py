@@ -310,3 +310,38 @@ def test_what_a_fit_cannot_do_is_said(tmp_path):
     snap.path_.write_bytes(snap.path_.read_bytes()[:100])  # a copy cut short
     with pytest.raises(ValueError, match=r"is not a readable training snapshot .*delete it to start afresh"):
         GMNetRegressor(**TINY, callbacks=[TrainingSnapshot(tmp_path / "b")]).fit(X, Y)
+
+
+def test_one_ctrl_c_stops_an_ensemble_fit():
+    """Ctrl-C ended only the member it hit; the fit went on to train the others (a review)."""
+    from sklearn.utils.validation import check_is_fitted
+    from sklearn.exceptions import NotFittedError
+
+    est = GMNetRegressor(**{**TINY, "max_epochs": 3}, descriptors=False, fingerprint=False, forest=False,
+                         n_estimators=2, callbacks=[InterruptAtEpoch(1)])
+    with pytest.raises(KeyboardInterrupt, match="ensemble member 0 of 2 interrupted: the fit stops"):
+        est.fit(X, Y)
+    with pytest.raises(NotFittedError):  # as after any failure in training
+        check_is_fitted(est)
+    # one member: kept, as skorch keeps it (interrupted before its first checkpoint: the last weights)
+    with pytest.warns(UserWarning, match="stopped after 1 of 3 epochs"):
+        est.set_params(n_estimators=1).fit(X, Y)
+    assert len(est.history_) == 1
+
+
+def test_the_fingerprint_of_a_fit_is_the_same_in_every_process():
+    """A callable activation was hashed by its repr, which holds its address: a fit with one never
+    resumed; a list of numpy str_ hashed otherwise than the same str (a review)."""
+    from gmnet_sklearn.estimators.snapshot import fit_fingerprint
+
+    def make():
+        def act(x):
+            return np.tanh(x)
+        return act
+
+    a, b = make(), make()
+    assert a is not b and repr(a) != repr(b)
+    assert fit_fingerprint({"activation": a}, 0, []) == fit_fingerprint({"activation": b}, 0, [])
+    assert fit_fingerprint({"activation": a}, 0, []) != fit_fingerprint({"activation": np.tanh}, 0, [])
+    strs = np.asarray(["CCO", "c1ccccc1"], dtype=object)
+    assert fit_fingerprint({}, 0, [np.asarray([np.str_(s) for s in strs], dtype=object)]) == fit_fingerprint({}, 0, [strs])

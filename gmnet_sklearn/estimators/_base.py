@@ -41,7 +41,7 @@ from ..tokenizer import EncodedBatch, SmilesTokenizer, tokenize_smiles
 from ..utils.validation import check_smiles_input  # the package's one SMILES coercion (also re-exported here)
 from ._invalid import skip_invalid_rows
 from ._targets import _caller_stacklevel, missing_labels, warn_missing_targets
-from .data import BucketedLoader, EncodedSmilesDataset, sequential_loader
+from .data import BucketedLoader, EncodedSmilesDataset, inference_loader, sequential_loader
 from .fusion import DescriptorFusion
 from .net import SmilesNet
 from .schedule import SCHEDULES, WarmupDecay
@@ -407,6 +407,8 @@ class SmilesNetBase(BaseEstimator):
         warn_missing_targets(y)  # a 1-D y with NaN: masked, but said once (rows as the user numbers them)
         if (X_valid is None) != (y_valid is None):
             raise ValueError("pass both X_valid and y_valid, or neither")
+        if X_valid is not None:  # a list once: a generator is read here, not hashed by its address below
+            X_valid = check_smiles_input(X_valid, "X_valid")
         self.max_length_ = self._max_length()
         fingerprint_data = [np.asarray(X, dtype=object), y, None if X_valid is None else np.asarray(X_valid, dtype=object),
                             None if y_valid is None else np.asarray(y_valid)]
@@ -709,7 +711,13 @@ class SmilesNetBase(BaseEstimator):
             epochs_done = snapshot.prepare() if snapshot is not None else 0
             finished = snapshot is not None and snapshot.finished_  # it stopped early: nothing left to train
             net.partial_fit(train_set, y=None, epochs=0 if finished else self.max_epochs - epochs_done)
-            _warn_if_interrupted(net, self.max_epochs, member)
+            if _interrupted(net, self.max_epochs):
+                if member < self.n_estimators - 1:
+                    # one Ctrl-C stops the fit, not only this member (an ensemble of fewer members than
+                    # n_estimators is not the model asked for): it fails as any error in training does
+                    raise KeyboardInterrupt(f"training of ensemble member {member} of {self.n_estimators} interrupted: "
+                                            "the fit stops (a TrainingSnapshot in callbacks lets a later fit resume it)")
+                _warn_interrupted(net, self.max_epochs, member)
             _check_finite_weights(net, self.lr, member)
             # predefined_split holds the validation set (tokens, fused features), and the optimizer
             # Adam's moments (twice the weights): a fitted model (its memory, its pickle) needs neither
@@ -866,7 +874,7 @@ class SmilesNetBase(BaseEstimator):
         # no longer launch-bound there at 512 rows (benchmarks/results/throughput_cuda_batch512.json)
         batch_size = max(self.batch_size, 512 if str(self.device_).startswith("cuda") else 128)
         with torch.inference_mode():  # net.infer: the module, or its CUDA graphs / autocast when asked
-            outs = [net.infer(Xb) for Xb, _ in sequential_loader(ds, batch_size=batch_size)]
+            outs = [net.infer(Xb) for Xb, _ in inference_loader(ds, batch_size=batch_size)]
             return torch.cat(outs).float().cpu().numpy().astype(np.float64)  # one copy back
 
     def _average_space(self, raw: np.ndarray) -> np.ndarray:
@@ -1018,17 +1026,18 @@ class SmilesNetBase(BaseEstimator):
                 names=json.loads(meta["names"]) if "names" in meta else None,
                 rdkit_version=meta.get("rdkit_version"), source=str(file))
         est.nets_ = []
-        for i in range(est.n_estimators):
-            module = est._make_module()
-            module.load_state_dict(read_safetensors(path / _weights_file(i)))
-            net = SmilesNet(module=module, criterion=est._criterion(), device=est.device_,
-                            iterator_valid=sequential_loader, train_split=None, cuda_graphs=est.cuda_graphs,
-                            precision=est.precision, pad_id=est.tokenizer_.pad_id)
-            net.initialize()
-            net.module_.load_state_dict(module.state_dict())
-            if _history_file(i) in config.get("histories", ()):  # (not in folders saved before it was kept)
-                net.history_ = History.from_file(str(path / _history_file(i)))
-            est.nets_.append(net)
+        with torch.random.fork_rng(devices=[]):  # the modules' random initial weights, replaced: the caller's stream kept
+            for i in range(est.n_estimators):
+                module = est._make_module()
+                module.load_state_dict(read_safetensors(path / _weights_file(i)))
+                net = SmilesNet(module=module, criterion=est._criterion(), device=est.device_,
+                                iterator_valid=sequential_loader, train_split=None, cuda_graphs=est.cuda_graphs,
+                                precision=est.precision, pad_id=est.tokenizer_.pad_id)
+                net.initialize()
+                net.module_.load_state_dict(module.state_dict())
+                if _history_file(i) in config.get("histories", ()):  # (not in folders saved before it was kept)
+                    net.history_ = History.from_file(str(path / _history_file(i)))
+                est.nets_.append(net)
         est.net_ = est.nets_[0]
         est.resume_info_ = None
         est.forest_ = MoleculeForest.load(path / "forest.skops") if est.forest else None
@@ -1071,10 +1080,15 @@ class RestoreBest(Checkpoint):
     saved: the last epoch's weights stay, with a warning, instead of a missing-file error."""
 
     def on_train_end(self, net, **kwargs):
-        if self.load_best and not os.path.exists(self.get_formatted_files(net)["f_params"]):
-            warnings.warn(f"the validation metric ({self.monitor[:-len('_best')]}) was not finite in any epoch: "
-                          "no best epoch to restore, the last epoch's weights are kept", UserWarning,
-                          stacklevel=_caller_stacklevel())
+        if self.load_best and self.event_name is not None \
+                and not any(row.get(self.event_name) for row in net.history):
+            # nothing saved: every epoch's metric was not finite, or training was interrupted before
+            # the first epoch's checkpoint (skorch's own lookup then fails on the missing key; the
+            # fit names the interruption)
+            if all(self.event_name in row for row in net.history):
+                warnings.warn(f"the validation metric ({self.monitor[:-len('_best')]}) was not finite in any epoch: "
+                              "no best epoch to restore, the last epoch's weights are kept", UserWarning,
+                              stacklevel=_caller_stacklevel())
             return
         super().on_train_end(net, **kwargs)
 
@@ -1135,20 +1149,22 @@ def _placing_every_row(train, valid, n: int):
     return (np.concatenate([train, unplaced]) if len(unplaced) else train), valid
 
 
-def _warn_if_interrupted(net, max_epochs: int, member: int) -> None:
+def _interrupted(net, max_epochs: int) -> bool:
     """skorch ends training quietly on a KeyboardInterrupt (Ctrl-C, or a callback stopping it) and
-    restores the best weights: the model looks finished. Early stopping raises one too, so the
-    epochs short of ``max_epochs`` are named only when no EarlyStopping ran out of patience."""
+    restores the best weights: the model looks finished. Early stopping raises one too, so
+    training ended short of ``max_epochs`` is interrupted only when no EarlyStopping ran out of patience."""
     from skorch.callbacks import EarlyStopping
 
-    done = len(net.history)
     stopped_early = any(isinstance(cb, EarlyStopping) and getattr(cb, "misses_", 0) >= cb.patience
                         for _, cb in net.callbacks_)
-    if done < max_epochs and not stopped_early:
-        warnings.warn(f"training{f' of ensemble member {member}' if member else ''} stopped after {done} of "
-                      f"{max_epochs} epochs (interrupted: Ctrl-C, or a callback); the model is the best of those "
-                      "epochs. A TrainingSnapshot in callbacks lets a later fit resume it", UserWarning,
-                      stacklevel=_caller_stacklevel())
+    return len(net.history) < max_epochs and not stopped_early
+
+
+def _warn_interrupted(net, max_epochs: int, member: int) -> None:
+    warnings.warn(f"training{f' of ensemble member {member}' if member else ''} stopped after {len(net.history)} of "
+                  f"{max_epochs} epochs (interrupted: Ctrl-C, or a callback); the model is the best of those "
+                  "epochs. A TrainingSnapshot in callbacks lets a later fit resume it", UserWarning,
+                  stacklevel=_caller_stacklevel())
 
 
 def _check_finite_weights(net, lr: float, member: int) -> None:

@@ -163,5 +163,15 @@ class BucketedLoader:
 
 
 def sequential_loader(dataset: EncodedSmilesDataset, batch_size: int = 32, **_ignored) -> DataLoader:
-    """skorch ``iterator_valid``: fixed order (the dataset's ``order``), no shuffling."""
+    """skorch ``iterator_valid``: fixed order (the dataset's ``order``), no shuffling. (Each pass
+    draws a base seed from torch's global generator, as every DataLoader does: a fit's draws,
+    part of its seeded results, stay as they were.)"""
     return DataLoader(dataset, batch_size=batch_size, shuffle=False, collate_fn=dataset.collate)
+
+
+def inference_loader(dataset: EncodedSmilesDataset, batch_size: int = 32) -> DataLoader:
+    """``sequential_loader`` for ``predict`` and the embedder: its base seed comes from a generator
+    of its own, so predicting leaves the caller's torch random stream (and the dropout of a
+    seeded fit running in another thread) as it was."""
+    return DataLoader(dataset, batch_size=batch_size, shuffle=False, collate_fn=dataset.collate,
+                      generator=torch.Generator())

@@ -56,7 +56,7 @@ _CALLBACK_STATE = ("best_score_", "misses_", "dynamic_threshold_", "best_epoch_"
 def fit_fingerprint(params: dict, seed: int, arrays: list) -> str:
     """Hex digest of a fit's definition: parameters (sorted, repr), seed and data arrays."""
     h = hashlib.sha256()
-    h.update(repr(sorted((k, repr(v)) for k, v in params.items())).encode())
+    h.update(repr(sorted((k, _stable_repr(v)) for k, v in params.items())).encode())
     h.update(str(int(seed)).encode())
     for a in arrays:
         if a is None:
@@ -64,8 +64,20 @@ def fit_fingerprint(params: dict, seed: int, arrays: list) -> str:
             continue
         a = np.asarray(a)
         h.update(f"{a.dtype.str}{a.shape}".encode())
-        h.update(repr(a.tolist()).encode() if a.dtype == object else np.ascontiguousarray(a).tobytes())
+        if a.dtype == object:  # numpy's str_ items as the str they equal (their repr says np.str_)
+            items = [str(v) if isinstance(v, str) and type(v) is not str else v for v in a.ravel().tolist()]
+            h.update(repr(items if a.ndim == 1 else np.asarray(items, dtype=object).reshape(a.shape).tolist()).encode())
+        else:
+            h.update(np.ascontiguousarray(a).tobytes())
     return h.hexdigest()[:20]
+
+
+def _stable_repr(value) -> str:
+    """``repr(value)``, but a function (a callable ``activation``) by its module and name: its repr
+    holds its address, another in every process, and no later fit would ever resume."""
+    if callable(value) and hasattr(value, "__qualname__") and not isinstance(value, type):
+        return f"<callable {getattr(value, '__module__', None)}.{value.__qualname__}>"
+    return repr(value)
 
 
 class TrainingSnapshot(Callback):
