@@ -1157,3 +1157,22 @@ def test_predict_score_transform_and_load_leave_the_callers_torch_stream(tmp_pat
         torch.manual_seed(0)
         call()
         assert torch.equal(torch.rand(3), expected)
+
+
+def test_a_loaded_model_builds_no_optimizer(tmp_path):
+    """load built an optimizer its nets never use (torch's first one imports torch._dynamo:
+    about 1.6 s of loading a model in a fresh process); a loaded net asked to train says why not,
+    and the estimator fits as ever."""
+    import pickle
+
+    from skorch.exceptions import SkorchTrainingImpossibleError
+
+    est = GMNetRegressor(d_model=16, n_layers=1, n_heads=2, k=3, L=1, max_epochs=1, random_state=0,
+                         descriptors=False, fingerprint=False, forest=False).fit(SMILES[:30], Y[:30])
+    loaded = GMNetRegressor.load(est.save(tmp_path / "m"))
+    assert loaded.net_.optimizer_ is None
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(loaded)).predict(SMILES[:5]), est.predict(SMILES[:5]))
+    with pytest.raises(SkorchTrainingImpossibleError, match="loaded to predict and has no optimizer"):
+        loaded.net_.partial_fit(None)
+    loaded.fit(SMILES[:30], Y[:30])
+    np.testing.assert_array_equal(loaded.predict(SMILES[:5]), est.predict(SMILES[:5]))  # the same seed, the same fit

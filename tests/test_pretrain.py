@@ -183,11 +183,13 @@ def test_a_same_size_edit_of_the_corpus_is_not_taken_for_it(corpus, tmp_path):
     train.write_bytes(text.replace(b"Cl", b"Br"))
     with pytest.raises(ValueError, match=r"holds a run on other data: the corpus files have the names and sizes"):
         pretrain(folder, tmp_path / "run", "gmnet", max_steps=4, **run)
-    (tmp_path / "run" / "checkpoint.pt").unlink()
+    (tmp_path / "run" / "checkpoint.pt").unlink()  # nothing trained on the run's own cache now: built again, said
+    with pytest.warns(UserWarning, match=r"a cache of other data \(contents differ\).*no checkpoint.pt\): built again"):
+        pretrain(folder, tmp_path / "run", "gmnet", max_steps=4, time_limit=0, **run)
+    train.write_bytes(text)  # the corpus as it was: a cache shared from another folder is refused, not rebuilt
     with pytest.raises(ValueError, match=r"cache of other data: the corpus files \['train.csv'\] have the names and sizes"):
-        pretrain(folder, tmp_path / "run", "gmnet", max_steps=4, **run)
-    train.write_bytes(text)  # the corpus as it was: the cache is taken again
-    assert pretrain(folder, tmp_path / "run", "gmnet", max_steps=4, **run)["finished"]
+        pretrain(folder, tmp_path / "other", "gmnet", max_steps=4, cache_dir=tmp_path / "run" / "cache", **run)
+    assert pretrain(folder, tmp_path / "fresh", "gmnet", max_steps=4, **run)["finished"]
 
 
 def test_tokens_outside_the_vocabulary_are_counted_and_said(corpus, tmp_path):
@@ -793,3 +795,44 @@ def test_a_run_stored_with_integer_float_settings_is_the_same_run(tmp_path):
         _refuse_other_settings(tmp_path, {"definition": json.dumps(stored)}, {**stored, "warmup": 0.1})
     with pytest.raises(ValueError, match="other settings"):  # an int setting stays an int
         _refuse_other_settings(tmp_path, {"definition": json.dumps(stored)}, {**stored, "batch_size": 32.0})
+
+
+def test_what_a_chemists_corpus_gets_wrong_is_said_before_encoding(corpus, tmp_path):
+    """A later CSV's header, or an auto-chosen held-out file's, failed only after the corpus was
+    encoded (minutes on MOSES), the latter suggesting --smiles-column; a first attempt that failed
+    left a cache that refused the same command once the file was fixed; a refused folder (a
+    shipped encoder's) was left a .run.lock; an output_dir that is a file was a raw traceback (a review)."""
+    folder, vocab = corpus
+    (folder / "test.csv").write_text("compound_id,pIC50\nA,5.1\n")
+    with pytest.raises(ValueError, match=r"test.csv: no 'SMILES' column .*held-out set because it is named test.csv "
+                                         r"beside the corpus: pass test_corpus=None or another file"):
+        pretrain(folder, tmp_path / "run", "gmnet", vocab_file=vocab, prepare_only=True, progress=False)
+    assert not (tmp_path / "run" / "cache").exists()  # before any encoding
+    (folder / "test.csv").unlink()
+    (folder / "more.csv").write_text("SMILES_canonical\nCCO\n")
+    with pytest.raises(ValueError, match=r"more.csv: no 'SMILES' column .*pass smiles_column="):
+        pretrain(folder, tmp_path / "run", "gmnet", vocab_file=vocab, prepare_only=True, progress=False)
+    (folder / "more.csv").write_text("CCO\nCCN\n")  # no header at all
+    with pytest.raises(ValueError, match=r"its first line is a molecule, not a header"):
+        pretrain(folder, tmp_path / "run", "gmnet", vocab_file=vocab, prepare_only=True, progress=False)
+    (folder / "more.csv").unlink()
+
+    empty = tmp_path / "mine.smi"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="no valid SMILES to train on"):
+        pretrain(empty, tmp_path / "run2", "gmnet", vocab_file=vocab, test_corpus=None, progress=False, **TINY_GMNET)
+    empty.write_text("\n".join(VALID[:40]) + "\n")
+    with pytest.warns(UserWarning, match=r"a cache of other data .*stopped before training \(no checkpoint.pt\): built again"):
+        summary = pretrain(empty, tmp_path / "run2", "gmnet", vocab_file=vocab, test_corpus=None, progress=False,
+                           prepare_only=True, **TINY_GMNET)
+    assert summary["cache"]["n_valid"] == 40
+
+    finished = tmp_path / "finished"
+    finished.mkdir()
+    (finished / "config.json").write_text("{}")
+    with pytest.raises(ValueError, match="holds a pretrained model"):
+        pretrain(folder, finished, "gmnet", vocab_file=vocab, progress=False, **TINY_GMNET)
+    assert sorted(p.name for p in finished.iterdir()) == ["config.json"]
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(ValueError, match="is a file, not a folder"):
+        pretrain(folder, tmp_path / "a_file", "gmnet", vocab_file=vocab, progress=False, **TINY_GMNET)

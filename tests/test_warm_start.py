@@ -516,3 +516,24 @@ def test_a_named_encoder_beside_a_folder_of_that_name_and_a_saved_folder_path(pr
     assert source_digest(source) == before
     (tmp_path / "moses" / "vocab.txt").write_text((tmp_path / "moses" / "vocab.txt").read_text() + "\n")
     assert source_digest(source) != before
+
+
+def test_a_folder_without_its_vocabulary_or_a_saved_estimator_is_said(tmp_path):
+    """A pretrained folder that lost vocab.txt failed on a bare "No such file"; a folder written by
+    est.save() was "neither a gmnet_sklearn pretrained model nor a Hugging Face RoBERTa config" (a review)."""
+    import shutil
+
+    import gmnet_sklearn
+
+    shipped = Path(gmnet_sklearn.__file__).parent / "pretrained" / "moses-gmnet"
+    folder = tmp_path / "encoder"
+    shutil.copytree(shipped, folder)
+    (folder / "vocab.txt").unlink()
+    with pytest.raises(FileNotFoundError, match=r"has lost its vocab.txt, the vocabulary its encoder was pretrained with"):
+        GMNetRegressor(pretrained=folder, **FIT).fit(SMILES[:20], regression_target(SMILES[:20]))
+    est = GMNetRegressor(d_model=16, n_layers=1, n_heads=2, k=3, L=1, descriptors=False, fingerprint=False,
+                         forest=False, **FIT).fit(SMILES[:20], regression_target(SMILES[:20]))
+    est.save(tmp_path / "saved")
+    with pytest.raises(ValueError, match=r"is a fitted GMNetRegressor saved by save\(\), not a pretrained encoder: "
+                                         r"open it with its class's load\(\)"):
+        GMNetRegressor(pretrained=tmp_path / "saved", **FIT).fit(SMILES[:20], regression_target(SMILES[:20]))

@@ -1030,7 +1030,7 @@ class SmilesNetBase(BaseEstimator):
             for i in range(est.n_estimators):
                 module = est._make_module()
                 module.load_state_dict(read_safetensors(path / _weights_file(i)))
-                net = SmilesNet(module=module, criterion=est._criterion(), device=est.device_,
+                net = SmilesNet(module=module, criterion=est._criterion(), device=est.device_, optimizer=None,
                                 iterator_valid=sequential_loader, train_split=None, cuda_graphs=est.cuda_graphs,
                                 precision=est.precision, pad_id=est.tokenizer_.pad_id)
                 net.initialize()

@@ -54,6 +54,24 @@ class SmilesNet(NeuralNet):
                        for scale, params in by_scale.items()]
         return (groups, *args[1:]), kwargs
 
+    def initialize_optimizer(self, *args, **kwargs):
+        """skorch's, but ``optimizer=None`` (a loaded model's nets: they predict) builds none: the
+        first torch optimizer of a process imports ``torch._dynamo``, a second and more on CPU,
+        which was most of loading a model in a fresh process."""
+        if self.optimizer is None:
+            self.optimizer_ = None
+            return self
+        return super().initialize_optimizer(*args, **kwargs)
+
+    def check_training_readiness(self):
+        # (skorch asks at initialize too, where a net without an optimizer is what load wants)
+        if self.optimizer is None and getattr(self, "initialized_", False):
+            from skorch.exceptions import SkorchTrainingImpossibleError
+
+            raise SkorchTrainingImpossibleError("this net was loaded to predict and has no optimizer: fit the "
+                                                "estimator to train it")
+        super().check_training_readiness()
+
     def graphs(self) -> CUDAGraphs:
         """The graph cache of the current ``module_`` (a new one when skorch re-initialised it)."""
         graphs = getattr(self, "graphs_", None)

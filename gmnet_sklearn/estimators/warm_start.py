@@ -96,7 +96,10 @@ def read_source(pretrained, family: str) -> dict:
             raise ValueError(f"pretrained={str(pretrained)!r} holds a pretrained {_FAMILY_NAMES[config['model']]} "
                              f"model, not a {_FAMILY_NAMES[family]} one")
         digest = config.get("training", {}).get("definition", {}).get("vocab")
-        if digest is not None and vocab.is_file() and _vocab_file_digest(vocab) != digest:
+        if not vocab.is_file():  # (the estimator's vocab_file cannot stand in: the ids are the encoder's)
+            raise FileNotFoundError(f"pretrained={str(pretrained)!r}: {path} has lost its vocab.txt, the vocabulary "
+                                    "its encoder was pretrained with; put it back (a pretraining run writes it there)")
+        if digest is not None and _vocab_file_digest(vocab) != digest:
             raise ValueError(f"pretrained={str(pretrained)!r}: {vocab} is not the vocabulary the encoder was pretrained "
                              f"with (its digest differs from config.json's {digest}): every token id would be another's")
         return {"path": str(path), "kind": "gmnet_sklearn", "params": dict(config["params"]),
@@ -117,6 +120,10 @@ def read_source(pretrained, family: str) -> dict:
         return {"path": str(path), "kind": "huggingface", "params": {ours: config[hf] for hf, ours in _HF_PARAMS.items()},
                 "vocab_file": str(vocab) if vocab.is_file() else None, "vocab_size": config["vocab_size"],
                 "pad_id": config.get("pad_token_id", 1)}
+    if config.get("format") == "gmnet_sklearn.v1":  # a fitted estimator, saved by est.save
+        raise ValueError(f"pretrained={str(pretrained)!r} is a fitted {config.get('estimator', 'estimator')} saved "
+                         "by save(), not a pretrained encoder: open it with its class's load(), or pass a "
+                         "folder written by gmnet_sklearn.pretrain")
     raise ValueError(f"pretrained={str(pretrained)!r}: {config_file} is neither a gmnet_sklearn pretrained model nor a "
                      "Hugging Face RoBERTa config")
 

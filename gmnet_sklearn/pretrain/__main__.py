@@ -108,9 +108,12 @@ def main(argv=None) -> int:
         # what is wrong with the arguments or the corpus, in the flags' names
         message = str(exc)
         for keyword, flag in (("vocab_file=", "--vocab-file PATH"), ("smiles_column=", "--smiles-column NAME"),
-                              ("max_smiles=", "--max-smiles N"), ("shard_size=", "--shard-size N")):
+                              ("max_smiles=", "--max-smiles N"), ("shard_size=", "--shard-size N"),
+                              ("test_corpus=None", "--test-corpus none")):
             message = message.replace(keyword, flag)
-        parser.error(message)
+        # argparse's way (status 2, "prog: error: ..."), without its twenty lines of usage before the
+        # one that matters: the message names the flag, where one is at fault
+        parser.exit(2, f"{parser.prog}: error: {message}\n")
     if args.prepare_only:
         print(json.dumps(summary, indent=1))
         return 0

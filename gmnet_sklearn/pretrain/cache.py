@@ -30,12 +30,14 @@ import json
 import numbers
 import os
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from ..utils.files import with_umask_mode, write_json_atomic
 from ..utils.locks import exclusive_lock
+from ..utils.stacklevel import _caller_stacklevel
 from .corpus import content_digest, describe, iter_file, read_chunks
 
 CACHE_FORMAT = "gmnet_sklearn.smiles_cache.v1"
@@ -44,6 +46,16 @@ _N_EXAMPLES = 20  # invalid SMILES kept in the manifest, with their reason
 
 def vocab_digest(tokenizer) -> str:
     return tokenizer.vocabulary_digest()[:16]  # 16 hex digits: the caches' and checkpoints' identity
+
+
+def clear_stale(folder: Path, why: str) -> None:
+    """Empty ``folder`` (a run's own cache or targets, of other data: left by an attempt that
+    stopped before training, so nothing was trained on it) but for its lock, with a warning."""
+    for entry in folder.iterdir():
+        if entry.name != ".lock" and entry.is_file():
+            entry.unlink()
+    warnings.warn(f"{folder}: {why}, left by an earlier attempt on this run folder that stopped before training "
+                  "(no checkpoint.pt): built again", UserWarning, stacklevel=_caller_stacklevel())
 
 
 def build_lock(folder: Path):
@@ -89,13 +101,14 @@ def _encode_in_pieces(pool, n_jobs: int, tokenizer, smiles: list[str], max_lengt
 def build_cache(files, tokenizer, cache_dir, shard_size: int = 100_000, max_length: int | None = None,
                 limit: int | None = None, progress: bool = False, label: str = "encoding corpus",
                 n_jobs: int = 1, smiles_column: str | None = None, limit_name: str = "limit",
-                content: str | None = None) -> dict:
+                content: str | None = None, replace_other: bool = False) -> dict:
     """Encode the SMILES of ``files`` (the first ``limit`` records, or all; a CSV's
     ``smiles_column``, default "smiles") into ``cache_dir``, resuming a partial build, with
     ``n_jobs`` processes (-1: one per core); returns the manifest. A cache built from other files,
     vocabulary, ``max_length``, ``shard_size``, ``limit`` or column, or from files edited since
     (their contents' digest: ``content``, computed here unless the caller has it), raises
-    ``ValueError`` (naming ``limit`` as the caller's ``limit_name``)."""
+    ``ValueError`` (naming ``limit`` as the caller's ``limit_name``), or, with ``replace_other``
+    (a run's own cache, no checkpoint trained on it), is built again with a warning."""
     n_jobs = (os.cpu_count() or 1) if n_jobs == -1 else n_jobs
     if not (isinstance(n_jobs, numbers.Integral) and n_jobs >= 1):
         raise ValueError(f"n_jobs must be a positive integer or -1, got {n_jobs!r}")
@@ -105,11 +118,12 @@ def build_cache(files, tokenizer, cache_dir, shard_size: int = 100_000, max_leng
     cache_dir.mkdir(parents=True, exist_ok=True)
     with build_lock(cache_dir):
         return _build_cache(files, tokenizer, cache_dir, shard_size, max_length, limit, progress, label, n_jobs,
-                            smiles_column, limit_name, content_digest(files) if content is None else content)
+                            smiles_column, limit_name, content_digest(files) if content is None else content,
+                            replace_other)
 
 
 def _build_cache(files, tokenizer, cache_dir: Path, shard_size, max_length, limit, progress, label, n_jobs,
-                 smiles_column, limit_name, content: str) -> dict:
+                 smiles_column, limit_name, content: str, replace_other: bool = False) -> dict:
     identity = {"format": CACHE_FORMAT, "files": describe(files), "vocab": vocab_digest(tokenizer),
                 "max_length": max_length, "shard_size": int(shard_size), "limit": None if limit is None else int(limit)}
     if smiles_column is not None:  # only then: caches built before the option keep their identity
@@ -121,6 +135,10 @@ def _build_cache(files, tokenizer, cache_dir: Path, shard_size, max_length, limi
         # smiles_column on both sides: a cache of another column must not pass for the default's
         differ = [k for k in [*identity, *(["smiles_column"] if "smiles_column" not in identity else [])]
                   if old.get(k) != identity.get(k)]
+        if replace_other and (differ or old.get("content", content) != content):
+            clear_stale(cache_dir, f"a cache of other data ({', '.join(differ) or 'contents'} differ)")
+            old = {**manifest}
+            differ = []
         if differ:
             raise ValueError(f"{cache_dir} holds a cache of other data ({', '.join(differ)} differ"
                              + (f"; limit is {limit_name}" if "limit" in differ and limit_name != "limit" else "")

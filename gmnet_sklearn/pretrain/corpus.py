@@ -114,17 +114,46 @@ def iter_file(path, smiles_column: str | None = None) -> Iterator[str]:
         raise ValueError(f"{path}: unreadable after {n} records ({type(exc).__name__}: {exc})") from exc
 
 
+def check_headers(files, smiles_column: str | None = None, hint: str = "") -> None:
+    """The SMILES column of every CSV among ``files``, found before any is encoded (a later file's
+    header would otherwise fail after the earlier files' minutes of encoding); ``hint`` is added
+    to the error (where the files come from)."""
+    for path in files:
+        if _kind(Path(path)) != "csv":
+            continue
+        try:
+            with _open_text(Path(path)) as fh:
+                header = next(csv.reader(fh), None)
+        except (OSError, EOFError, csv.Error) as exc:
+            raise ValueError(f"{path}: unreadable header ({type(exc).__name__}: {exc})") from exc
+        if header is not None:
+            _smiles_column_index(header, Path(path), smiles_column, hint)
+
+
+def _smiles_column_index(header: list, path: Path, smiles_column: str | None, hint: str = "") -> int:
+    wanted = (smiles_column or "smiles").lower()
+    names = [h.strip().lower() for h in header]
+    if wanted not in names:
+        from rdkit import rdBase
+
+        from ..utils.validation import mol_from_smiles
+
+        with rdBase.BlockLogs():  # (a header that is no molecule: RDKit's log would say so on stderr)
+            molecule = smiles_column is None and len(header) == 1 and mol_from_smiles(header[0].strip()) is not None
+        if molecule:
+            fix = "its first line is a molecule, not a header: add a first line 'smiles'"
+        else:
+            fix = "pass smiles_column= naming the column that holds them"
+        raise ValueError(f"{path}: no {smiles_column or 'SMILES'!r} column in its header {header[:10]}; {fix}{hint}")
+    return names.index(wanted)
+
+
 def _csv_records(fh, path: Path, smiles_column: str | None) -> Iterator[str]:
     reader = csv.reader(fh)
     header = next(reader, None)
     if header is None:
         return
-    wanted = (smiles_column or "smiles").lower()
-    names = [h.strip().lower() for h in header]
-    if wanted not in names:
-        raise ValueError(f"{path}: no {smiles_column or 'SMILES'!r} column in its header {header}; "
-                         "pass smiles_column=")
-    col = names.index(wanted)
+    col = _smiles_column_index(header, path, smiles_column)
     for row in reader:
         if not any(field.strip() for field in row):  # a blank line, as pandas and .smi skip it
             continue

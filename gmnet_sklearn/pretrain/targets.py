@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from ..utils.files import with_umask_mode, write_json_atomic
-from .cache import build_lock
+from .cache import build_lock, clear_stale
 
 TARGETS_FORMAT = "gmnet_sklearn.descriptor_targets.v1"
 CLIP = 6.0
@@ -70,17 +70,20 @@ def scaling(raw: np.ndarray) -> dict:
 
 
 def build_targets(corpus, tokenizer, out_dir, n_jobs: int = 1, progress: bool = False,
-                  label: str = "descriptor targets") -> dict:
+                  label: str = "descriptor targets", replace_other: bool = False) -> dict:
     """Compute the descriptor targets of every shard of the encoded ``corpus`` (an
-    ``EncodedCorpus``) into ``out_dir``, resuming a partial build; returns the manifest."""
+    ``EncodedCorpus``) into ``out_dir``, resuming a partial build; returns the manifest. Targets of
+    other data raise ``ValueError``, or with ``replace_other`` (a run's own, no checkpoint
+    trained on them) are computed again, with a warning."""
     n_jobs = (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     with build_lock(out_dir):
-        return _build_targets(corpus, tokenizer, out_dir, n_jobs, progress, label)
+        return _build_targets(corpus, tokenizer, out_dir, n_jobs, progress, label, replace_other)
 
 
-def _build_targets(corpus, tokenizer, out_dir: Path, n_jobs: int, progress: bool, label: str) -> dict:
+def _build_targets(corpus, tokenizer, out_dir: Path, n_jobs: int, progress: bool, label: str,
+                   replace_other: bool = False) -> dict:
     import rdkit
 
     from ..descriptors import descriptor_names
@@ -93,6 +96,9 @@ def _build_targets(corpus, tokenizer, out_dir: Path, n_jobs: int, progress: bool
     if path.exists():
         old = json.loads(path.read_text())
         differ = [k for k in identity if old.get(k) != identity[k]]
+        if differ and replace_other:
+            clear_stale(out_dir, f"descriptor targets of other data ({', '.join(differ)} differ)")
+            old, differ = {**manifest}, []
         if differ:
             raise ValueError(f"{out_dir} holds descriptor targets of other data ({', '.join(differ)} differ); "
                              "use another folder or delete it")

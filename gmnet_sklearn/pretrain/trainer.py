@@ -46,7 +46,8 @@ from ..tokenizer import SmilesTokenizer
 from .batches import BatchPlan, collate
 from .cache import EncodedCorpus, build_cache, cache_cost, vocab_digest
 from .checkpoint import load_checkpoint, rng_state, run_lock, save_checkpoint, set_rng_state
-from .corpus import HELD_OUT_PREFIXES, content_digest, corpus_files, describe, held_out_file, unused_files
+from .corpus import (HELD_OUT_PREFIXES, check_headers, content_digest, corpus_files, describe, held_out_file,
+                     unused_files)
 from .masking import Masker, step_generator
 from .targets import DescriptorTargets, build_targets
 from .models import (OBJECTIVES, build_mlm, build_model, check_family, load_stored_state, model_params, read_config,
@@ -267,10 +268,21 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
     if unused := unused_files(corpus, files + test_files):  # held out by name, but not the evaluated set either
         warnings.warn(f"{corpus}: neither trained on (names starting with {HELD_OUT_PREFIXES} are held out) nor "
                       f"evaluated (test_corpus={test_corpus!r}): {unused}", UserWarning, stacklevel=2)
+    check_headers(files, smiles_column)
+    check_headers(test_files, smiles_column, hint=(
+        f" (it is the held-out set because it is named {Path(test_path).name} beside the corpus: pass test_corpus=None "
+        "or another file)") if test_corpus == "auto" and test_path is not None else "")
     build_mlm(model, tokenizer.vocab_size, tokenizer.pad_id, params)
     output_dir = Path(output_dir)
+    if output_dir.exists() and not output_dir.is_dir():
+        raise ValueError(f"output_dir {output_dir} is a file, not a folder")
+    if not prepare_only:  # (again under the lock below; here so a refused folder gets no lock file)
+        _refuse_a_finished_model(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     with run_lock(output_dir):  # one process trains a run folder at a time: the checkpoint is one file
+        # the run's own cache, and no checkpoint yet: what an attempt that failed left (a corpus
+        # fixed since) is built again rather than refused
+        own_cache = cache_dir is None
         cache_dir = Path(cache_dir) if cache_dir is not None else output_dir / "cache"
         # the run's definition but its length (which needs the encoded corpus): an existing run with
         # other settings is refused before the corpus is encoded (hours on MOSES)
@@ -300,16 +312,14 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
                 raise ValueError(f"{output_dir} holds a run on other data: the {' and '.join(changed)} files have the "
                                  "names and sizes it started from but other contents (edited since); use another "
                                  "output_dir, or the files it started from to resume it")
-        elif not prepare_only and (output_dir / "config.json").exists():
-            # a finished model without its checkpoint: training again would overwrite it only at the
-            # end, and a run stopped before would leave the old model looking like this run's
-            raise ValueError(f"{output_dir} holds a pretrained model (config.json) but no checkpoint.pt to resume: "
-                             "use another output_dir, or delete its config.json and model.safetensors to train "
-                             "it again")
+        elif not prepare_only:
+            _refuse_a_finished_model(output_dir)
+        replace_other = own_cache and state is None
 
         train_manifest = build_cache(files, tokenizer, cache_dir / "train", shard_size, max_length, limit=max_smiles,
                                      progress=progress, label="encoding corpus", n_jobs=n_jobs, smiles_column=smiles_column,
-                                     limit_name="max_smiles", content=content["corpus"])
+                                     limit_name="max_smiles", content=content["corpus"],
+                                     replace_other=replace_other)
         train = EncodedCorpus(cache_dir / "train")
         cost = cache_cost(train_manifest)
         if cost["n_unknown"]:
@@ -323,7 +333,8 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
                              + (f"; e.g. {examples})" if examples else ")"))
         train_targets = test_targets = None
         if objective == "mtr":
-            build_targets(train, tokenizer, cache_dir / "train_targets", n_jobs=n_jobs, progress=progress)
+            build_targets(train, tokenizer, cache_dir / "train_targets", n_jobs=n_jobs, progress=progress,
+                          replace_other=replace_other)
             train_targets = DescriptorTargets(cache_dir / "train_targets")
             if train_targets.n_targets == 0:  # a head of width 0: a loss of 0, an untrained encoder
                 raise ValueError("objective='mtr': no RDKit descriptor varies across the rows its scaling was fitted "
@@ -332,7 +343,7 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
         if test_files:
             build_cache(test_files, tokenizer, cache_dir / "test", shard_size, max_length, limit=eval_size,
                         progress=progress, label="encoding test set", n_jobs=n_jobs, smiles_column=smiles_column,
-                        limit_name="eval_size", content=content["test"])
+                        limit_name="eval_size", content=content["test"], replace_other=replace_other)
             held_out = EncodedCorpus(cache_dir / "test")
             if sum(held_out.shard_sizes) == 0:
                 warnings.warn(f"the held-out set {test_path} has no SMILES the tokenizer takes"
@@ -341,7 +352,7 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
             else:
                 if train_targets is not None:
                     build_targets(held_out, tokenizer, cache_dir / "test_targets", n_jobs=n_jobs, progress=progress,
-                                  label="descriptor targets, test set")
+                                  label="descriptor targets, test set", replace_other=replace_other)
                     test_targets = DescriptorTargets(cache_dir / "test_targets", scaling=train_targets.manifest["scaling"])
                 evaluator = _Evaluator(held_out, masker, tokenizer.pad_id, batch_size, seed, device, test_targets)
 
@@ -388,6 +399,10 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
             bar = tqdm(total=total_steps, initial=start, unit="step", desc=f"pretrain {model}")
         if start == 0 and evaluator is not None and not history:  # the untrained model's held-out numbers
             history.append({"step": 0, "epoch": 0.0, "smiles_seen": 0, "tokens_seen": 0, "seconds": 0.0, **evaluator(mlm)})
+        if model == "gmnet" and torch.device(device).type == "cpu":
+            from ..gm.cpu import cpu_kernels_available
+
+            cpu_kernels_available()  # their one-time build (a minute) out of the run's seconds and SMILES/s
         t_start = t_ckpt = time.perf_counter()
         seconds_before = counters["seconds"]
         finished = True
@@ -481,6 +496,15 @@ def _check_real(name: str, value) -> float:
     return value
 
 
+def _refuse_a_finished_model(output_dir: Path) -> None:
+    """A finished model without its checkpoint: training again would overwrite it only at the
+    end, and a run stopped before would leave the old model looking like this run's."""
+    if (output_dir / "config.json").exists() and not (output_dir / "checkpoint.pt").exists():
+        raise ValueError(f"{output_dir} holds a pretrained model (config.json) but no checkpoint.pt to resume: "
+                         "use another output_dir, or delete its config.json and model.safetensors to train "
+                         "it again")
+
+
 def _refuse_other_settings(output_dir: Path, state: dict, definition: dict, but: tuple = ()) -> None:
     """Raise if the checkpoint's run was defined otherwise than ``definition`` (keys in ``but``
     aside), naming the settings that differ, compared as the fingerprint sees them (as JSON: 1 is
@@ -495,6 +519,10 @@ def _refuse_other_settings(output_dir: Path, state: dict, definition: dict, but:
 
     differ = {k: (stored.get(k), definition.get(k)) for k in sorted(set(stored) | set(definition))
               if k not in but and not same(k)}
+    for key, (a, b) in differ.items():  # a dict (the model's params): the entries that differ, not all of both
+        if isinstance(a, dict) and isinstance(b, dict):
+            differ[key] = {k: (a.get(k, "<absent>"), b.get(k, "<absent>")) for k in sorted(set(a) | set(b))
+                           if json.dumps(a.get(k), sort_keys=True) != json.dumps(b.get(k), sort_keys=True)}
     if differ:
         raise ValueError(f"{output_dir} holds a run with other settings (stored, given: {differ}); "
                          "use another output_dir, or the same arguments to resume it")

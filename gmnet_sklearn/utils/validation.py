@@ -46,7 +46,7 @@ def check_smiles_input(X, name: str = "X", *, smiles_column: str = "smiles", ens
                 others = [c for i, c in enumerate(X.columns) if i != chosen[0]]
                 warnings.warn(f"{name}: the DataFrame's column(s) {others[:10]}{' ...' if len(others) > 10 else ''} "
                               f"are not read, only its SMILES column {X.columns[chosen[0]]!r} (pass "
-                              f"X[{X.columns[chosen[0]]!r}] to leave them out yourself)", UserWarning,
+                              f"{name}[{X.columns[chosen[0]]!r}] to leave them out yourself)", UserWarning,
                               stacklevel=_caller_stacklevel())
             X = X.iloc[:, chosen[0]]
         elif X.shape[1] == 1:
