@@ -137,9 +137,17 @@ def blend_weight(est, weight: float):
     """Inside: a fitted ``forest=True`` estimator blends at ``weight`` (0: the network alone, 1: the
     forest alone) instead of its ``forest_weight_``, e.g. to score the blend at other weights; the
     weight is restored on leaving. A model without a forest has only the network: any other weight
-    than 0 is an error, not a blend that silently is not one."""
-    if not 0.0 <= weight <= 1.0:
-        raise ValueError(f"weight must be in [0, 1], got {weight!r}")
+    than 0 is an error, not a blend that silently is not one. A Pipeline's last step, a search's
+    ``best_estimator_`` and a ``FrozenEstimator``'s estimator are the model it acts on."""
+    import numbers
+
+    from .estimators._base import SmilesNetBase
+
+    if isinstance(weight, bool) or not isinstance(weight, numbers.Real) or not 0.0 <= weight <= 1.0:
+        raise ValueError(f"weight must be a number in [0, 1], got {weight!r}")
+    given, est = est, _blended_model(est)
+    if not isinstance(est, SmilesNetBase):  # setting forest_weight_ on anything else would change nothing
+        raise TypeError(f"blend_weight acts on a GMNet or ChemBERTa estimator, not a {type(est).__name__}")
     if weight != 0 and getattr(est, "forest_", None) is None:
         raise ValueError(f"{type(est).__name__} has no forest to blend (fit with forest=True): its predictions are "
                          "the network's at any weight")
@@ -147,12 +155,26 @@ def blend_weight(est, weight: float):
     before = getattr(est, "forest_weight_", 0.0)
     est.forest_weight_ = float(weight)
     try:
-        yield est
+        yield given
     finally:
         if had_weight:
             est.forest_weight_ = before
         else:  # an unfitted estimator must not look fitted afterwards
             del est.forest_weight_
+
+
+def _blended_model(est):
+    """The estimator inside a Pipeline (last step), a fitted search (best_estimator_) or a
+    FrozenEstimator, whose forest_weight_ its predictions read."""
+    while True:
+        if hasattr(est, "steps"):
+            est = est.steps[-1][1]
+        elif hasattr(est, "best_estimator_"):
+            est = est.best_estimator_
+        elif type(est).__name__ == "FrozenEstimator":
+            est = est.estimator
+        else:
+            return est
 
 
 def network_alone(est):

@@ -5,43 +5,138 @@ multi-task y with missing labels, where scikit-learn's string scorers give NaN t
     GridSearchCV(GMNetClassifier(), grid, cv=ScaffoldKFold(5), scoring=masked_roc_auc_scorer)
     cross_validate(GMNetRegressor(), X, Y, cv=KFold(5), scoring={"rmse": masked_rmse_scorer})
 
-Each is a callable ``scorer(estimator, X, y)`` (scikit-learn's scorer protocol), greater is better;
-they work for any estimator with ``predict`` / ``predict_proba`` (a Pipeline too). Rows whose
-prediction is NaN (invalid SMILES under ``on_invalid="nan"``) are left out as well.
+Each is a callable ``scorer(estimator, X, y, sample_weight=None)`` (scikit-learn's scorer
+protocol), greater is better; they work for any estimator with ``predict`` / ``predict_proba``
+(a Pipeline too). Rows whose prediction is NaN (invalid SMILES under ``on_invalid="nan"``) are
+left out as well. Under metadata routing, ``scorer.set_score_request(sample_weight=True)`` gives
+a scorer that asks for the weights, as scikit-learn's own scorers do. (scikit-learn's ``make_scorer`` would read a
+two-task multi-label model's probabilities as a binary model's: its ``classes_`` are [0, 1].)
 """
 
 from __future__ import annotations
 
 import numpy as np
-
-from .estimators.metrics import masked_rmse, mean_roc_auc
+from sklearn.utils.metadata_routing import MetadataRequest
+from sklearn.utils.validation import check_array, check_consistent_length
 
 __all__ = ["masked_rmse_scorer", "masked_roc_auc_scorer"]
 
 
-def masked_rmse_scorer(estimator, X, y) -> float:
-    """Minus the RMSE per task over its observed labels, averaged over the tasks (NaN if none)."""
-    y = np.asarray(y, dtype=np.float64)
-    pred = np.asarray(estimator.predict(X), dtype=np.float64).reshape(y.shape)
-    return -masked_rmse(np.where(np.isnan(pred), np.nan, y), pred)
+class _MaskedScorer:
+    """A scorer function with scikit-learn's ``set_score_request`` for ``sample_weight``."""
+
+    def __init__(self, score, name: str):
+        self._score, self._name = score, name
+        self._sample_weight_request = None  # scikit-learn's default: an error if routed without a request
+
+    def __call__(self, estimator, X, y, sample_weight=None) -> float:
+        if sample_weight is not None:
+            sample_weight = check_array(sample_weight, ensure_2d=False, dtype=np.float64, input_name="sample_weight")
+            if sample_weight.ndim != 1:
+                raise ValueError(f"{self._name}: sample_weight must be 1-D, one weight per row; got shape "
+                                 f"{sample_weight.shape}")
+        return self._score(estimator, X, y, sample_weight)
+
+    def set_score_request(self, *, sample_weight=None):
+        """A copy of this scorer with ``sample_weight`` routed to it or not (scikit-learn's metadata
+        routing): a copy, so the module's scorer stays as every other user of it expects (as
+        ``sklearn.metrics.get_scorer`` gives a fresh scorer each time)."""
+        scorer = _MaskedScorer(self._score, self._name)
+        scorer._sample_weight_request = sample_weight
+        return scorer
+
+    def get_metadata_routing(self) -> MetadataRequest:
+        request = MetadataRequest(owner=self._name)
+        request.score.add_request(param="sample_weight", alias=self._sample_weight_request)
+        return request
+
+    def __repr__(self) -> str:
+        return f"gmnet_sklearn.metrics.{self._name}"
 
 
-def masked_roc_auc_scorer(estimator, X, y) -> float:
-    """ROC-AUC per task over its observed labels, averaged over the tasks with both classes (NaN if
-    none): a binary task's labels as the estimator's ``classes_`` order them, or a multi-label y of
-    0, 1 and NaN."""
-    proba = np.asarray(estimator.predict_proba(X), dtype=np.float64)
+def _task_columns(y, n_rows: int, name: str) -> np.ndarray:
+    """``y`` as (n, n_tasks), its length checked: a reshape would otherwise pair rows wrongly."""
     y = np.asarray(y)
-    if y.ndim == 1:  # one task: its labels are the estimator's classes
+    if y.ndim not in (1, 2):
+        raise ValueError(f"{name}: y must be 1-D or 2-D, got shape {y.shape}")
+    check_consistent_length(y, np.empty(n_rows))
+    return y.reshape(len(y), -1)
+
+
+def _weighted_mean(values: np.ndarray, weight: np.ndarray) -> float:
+    return float(np.average(values, weights=weight))
+
+
+def _rmse(estimator, X, y, sample_weight) -> float:
+    pred = np.asarray(estimator.predict(X), dtype=np.float64)
+    y = _task_columns(y, len(pred), "masked_rmse_scorer").astype(np.float64)
+    pred = pred.reshape(len(pred), -1)
+    if pred.shape[1] != y.shape[1]:
+        raise ValueError(f"masked_rmse_scorer: y has {y.shape[1]} target column(s), the estimator predicts "
+                         f"{pred.shape[1]}")
+    weight = np.ones(len(y)) if sample_weight is None else sample_weight
+    check_consistent_length(y, weight)
+    scores = []
+    for j in range(y.shape[1]):
+        seen = ~np.isnan(y[:, j]) & ~np.isnan(pred[:, j])
+        if weight[seen].sum() > 0:
+            scores.append(np.sqrt(_weighted_mean((y[seen, j] - pred[seen, j]) ** 2, weight[seen])))
+    return -float(np.mean(scores)) if scores else float("nan")
+
+
+def _roc_auc(estimator, X, y, sample_weight) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    proba = np.asarray(estimator.predict_proba(X), dtype=np.float64)
+    proba = proba.reshape(len(proba), -1)
+    y = _task_columns(y, len(proba), "masked_roc_auc_scorer")
+    weight = np.ones(len(y)) if sample_weight is None else sample_weight
+    check_consistent_length(y, weight)
+    final = estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator  # (a Pipeline's model)
+    n_tasks = getattr(final, "n_tasks_", None)  # the estimators' own; others: y's columns say it
+    if y.shape[1] == 1 and (n_tasks or 1) == 1:  # one task (a one-column y too, as fit and score read it)
         classes = np.asarray(estimator.classes_)
-        if len(classes) != 2 or proba.ndim != 2 or proba.shape[1] != 2:
-            raise ValueError(f"masked_roc_auc_scorer: one task needs two classes, got {classes.tolist()}")
-        if not np.isin(y, classes).all():
-            raise ValueError(f"masked_roc_auc_scorer: labels {sorted(set(y.tolist()) - set(classes.tolist()))} "
-                             f"are not the estimator's classes {classes.tolist()} (a missing label in one task: "
-                             "leave the row out)")
-        y, proba = (y == classes[1]).astype(np.float64), proba[:, 1]
-    else:
+        labels = y[:, 0]
+        unknown = ~np.isin(labels, classes)
+        if unknown.any():
+            raise ValueError(f"masked_roc_auc_scorer: labels {np.unique(labels[unknown]).tolist()} are not the "
+                             f"estimator's classes {classes.tolist()} (a missing label in one task: leave the row out)")
+        if proba.shape[1] != len(classes):
+            raise ValueError(f"masked_roc_auc_scorer: {proba.shape[1]} probability columns for the estimator's "
+                             f"{len(classes)} classes")
+        seen = ~np.isnan(proba).any(1) & (weight > 0)
+        if len(np.unique(labels[seen])) < 2:
+            return float("nan")
+        if len(classes) == 2:
+            return float(roc_auc_score(labels[seen] == classes[1], proba[seen, 1], sample_weight=weight[seen]))
+        # several classes: one-vs-rest, each class's AUC averaged, as the estimators' validation metric
+        present = [k for k in range(len(classes)) if len(np.unique(labels[seen] == classes[k])) == 2]
+        return float(np.mean([roc_auc_score(labels[seen] == classes[k], proba[seen, k], sample_weight=weight[seen])
+                              for k in present]))
+    if n_tasks is not None and y.shape[1] != n_tasks:
+        raise ValueError(f"masked_roc_auc_scorer: y has {y.shape[1]} target column(s); the model was fitted on {n_tasks}")
+    if proba.shape[1] != y.shape[1]:
+        raise ValueError(f"masked_roc_auc_scorer: y has {y.shape[1]} label columns, the estimator gives "
+                         f"{proba.shape[1]} probability columns")
+    try:
         y = y.astype(np.float64)
-    y = np.where(np.isnan(proba), np.nan, y)  # rows predicted NaN: left out
-    return mean_roc_auc(y, np.nan_to_num(proba, nan=0.5))
+    except (TypeError, ValueError):
+        y = None
+    if y is None or not np.isin(y[~np.isnan(y)], (0.0, 1.0)).all():  # (-1 or 2 for a missing label: no 0/1 task)
+        raise ValueError("masked_roc_auc_scorer: multi-label targets must be 0, 1 or NaN (a missing label)")
+    scores = []
+    for j in range(y.shape[1]):
+        seen = ~np.isnan(y[:, j]) & ~np.isnan(proba[:, j]) & (weight > 0)
+        if len(np.unique(y[seen, j])) == 2:
+            scores.append(roc_auc_score(y[seen, j], proba[seen, j], sample_weight=weight[seen]))
+    return float(np.mean(scores)) if scores else float("nan")
+
+
+#: Minus the RMSE per task over its observed labels (weighted by ``sample_weight``), averaged
+#: over the tasks (NaN if none).
+masked_rmse_scorer = _MaskedScorer(_rmse, "masked_rmse_scorer")
+
+#: ROC-AUC per task over its observed labels, averaged over the tasks with both classes (NaN if
+#: none): one task's labels as the estimator's ``classes_`` order them (a one-column y too; three
+#: or more classes: one-vs-rest, averaged), or a multi-label y of 0, 1 and NaN.
+masked_roc_auc_scorer = _MaskedScorer(_roc_auc, "masked_roc_auc_scorer")

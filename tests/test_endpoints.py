@@ -51,3 +51,23 @@ def test_endpoint_columns_match_the_files(name, moleculenet_path):
     if e.task_type == "classification":
         observed = bunch.target[~np.isnan(bunch.target)]
         assert set(np.unique(observed)) <= {0.0, 1.0}
+
+
+def test_endpoints_and_presets_pickle_and_stay_read_only():
+    """Their read-only mappings (MappingProxyType) could not be pickled or deep-copied: no Endpoint
+    to a joblib worker, no dataclasses.asdict (a review)."""
+    import copy
+    import dataclasses
+    import pickle
+
+    from gmnet_sklearn import PAPER_PROTOCOL
+    from gmnet_sklearn.datasets.endpoints import ENDPOINTS
+
+    esol = ENDPOINTS["esol"]
+    assert pickle.loads(pickle.dumps(esol)) == esol and copy.deepcopy(esol) == esol
+    assert dataclasses.asdict(esol)["paper"] == esol.paper
+    assert pickle.loads(pickle.dumps(PAPER_PROTOCOL)) == PAPER_PROTOCOL == copy.deepcopy(PAPER_PROTOCOL)
+    with pytest.raises(TypeError):
+        PAPER_PROTOCOL["lr"] = 1.0
+    with pytest.raises(TypeError):
+        esol.paper["gmnet"] = (0.0, 0.0)

@@ -223,8 +223,32 @@ def test_blend_weight_refuses_a_weight_it_cannot_give():
     with network_alone(est):
         pred = est.predict(X)
     np.testing.assert_array_equal(pred, est.predict(X))
-    with pytest.raises(ValueError, match=r"weight must be in \[0, 1\], got 1.5"):
+    with pytest.raises(ValueError, match=r"weight must be a number in \[0, 1\], got 1.5"):
         with blend_weight(GMNetRegressor(**TINY, forest=True), 1.5):
+            pass
+
+
+def test_blend_weight_acts_on_the_model_inside_a_pipeline_or_a_search():
+    """On a Pipeline, network_alone set forest_weight_ on the Pipeline, which nothing reads: the
+    blend stayed (a review); anything else is refused."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    from gmnet_sklearn.forest import blend_weight, network_alone
+
+    est = GMNetRegressor(**TINY, forest=True).fit(X, Y)
+    with network_alone(est):
+        network = est.predict(X)
+    pipe = make_pipeline(FunctionTransformer(), est)
+    with network_alone(pipe) as given:
+        assert given is pipe
+        np.testing.assert_array_equal(pipe.predict(X), network)
+    np.testing.assert_array_equal(pipe.predict(X), est.predict(X))
+    with pytest.raises(TypeError, match="acts on a GMNet or ChemBERTa estimator, not a FunctionTransformer"):
+        with blend_weight(FunctionTransformer(), 0.0):
+            pass
+    with pytest.raises(ValueError, match="weight must be a number"):
+        with blend_weight(est, "0.5"):
             pass
 
 

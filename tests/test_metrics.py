@@ -59,3 +59,49 @@ def test_a_search_on_missing_labels_scores_every_candidate():
     labels[::5, 0] = np.nan
     clf = GridSearchCV(GMNetClassifier(**SMALL), {"k": [3, 4]}, cv=KFold(2), scoring=masked_roc_auc_scorer)
     assert np.isfinite(clf.fit(X, labels).cv_results_["mean_test_score"]).all()
+
+
+def test_one_column_y_weights_multiclass_and_shapes():
+    """A one-column y scored 0.5 (broadcast against two probability columns), a 1-D y on a
+    multi-label model read the second task's probabilities, sample_weight was refused, three
+    classes raised, labels such as -1 for missing gave NaN, and a y of another length was
+    reshaped onto the predictions (a review)."""
+    labels = np.array([1, 0, 1, 0, 1, 0])
+    proba = np.array([[0.1, 0.9], [0.8, 0.2], [0.6, 0.4], [0.4, 0.6], [0.3, 0.7], [0.9, 0.1]])
+    one = masked_roc_auc_scorer(Fixed(proba=proba), None, labels)
+    assert one == pytest.approx(roc_auc_score(labels, proba[:, 1]))
+    assert masked_roc_auc_scorer(Fixed(proba=proba), None, labels[:, None]) == one
+    w = np.array([1.0, 2.0, 0.5, 1.0, 3.0, 0.0])
+    assert masked_roc_auc_scorer(Fixed(proba=proba), None, labels, sample_weight=w) == pytest.approx(
+        roc_auc_score(labels[:5], proba[:5, 1], sample_weight=w[:5]))
+    pred = np.array([1.0, 2.0, 3.0, 4.0])
+    y = np.array([1.5, 2.0, 2.0, np.nan])
+    assert masked_rmse_scorer(Fixed(pred=pred), None, y, sample_weight=np.array([1.0, 1.0, 2.0, 5.0])) == pytest.approx(
+        -np.sqrt(np.average([0.25, 0.0, 1.0], weights=[1.0, 1.0, 2.0])))
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        masked_rmse_scorer(Fixed(pred=np.arange(4.0)), None, np.arange(4.0).reshape(2, 2))
+    three = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6], [0.5, 0.3, 0.2], [0.1, 0.3, 0.6]])
+    y3 = np.array(["a", "b", "c", "a", "c"])
+    assert masked_roc_auc_scorer(Fixed(proba=three, classes=["a", "b", "c"]), None, y3) == pytest.approx(
+        roc_auc_score(y3, three, multi_class="ovr"))
+    multi = Fixed(proba=proba)
+    multi.n_tasks_ = 2  # a two-task multi-label model: classes_ [0, 1] as a binary one's
+    with pytest.raises(ValueError, match=r"y has 1 target column\(s\); the model was fitted on 2"):
+        masked_roc_auc_scorer(multi, None, labels)
+    with pytest.raises(ValueError, match="multi-label targets must be 0, 1 or NaN"):
+        masked_roc_auc_scorer(multi, None, np.c_[labels, -np.ones(6)])
+
+
+def test_sample_weight_is_routed_as_to_scikit_learns_scorers():
+    import sklearn
+    from sklearn.model_selection import cross_validate
+
+    X, y = list(SMILES[:40]), regression_target(SMILES[:40])
+    w = np.linspace(0.5, 2.0, 40)
+    asked = masked_rmse_scorer.set_score_request(sample_weight=True)
+    assert asked is not masked_rmse_scorer and masked_rmse_scorer.get_metadata_routing().score.requests == {
+        "sample_weight": None}
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = GMNetRegressor(**SMALL).set_fit_request(X_valid=False, y_valid=False)
+        out = cross_validate(est, X, y, cv=KFold(2), scoring=asked, params={"sample_weight": w})
+    assert np.isfinite(out["test_score"]).all()

@@ -12,9 +12,9 @@ here), the metric, whether it is one of the ten endpoints of the paper's Table 1
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Dict, Mapping, Optional, Tuple
 
+from ..utils.frozen import FrozenDict
 from .moleculenet import _resolve_name
 
 __all__ = [
@@ -102,7 +102,7 @@ class Endpoint:
 
 def _ep(*args, **kwargs) -> Endpoint:
     paper = kwargs.pop("paper", None)
-    return Endpoint(*args, paper=MappingProxyType(paper) if paper else None, **kwargs)
+    return Endpoint(*args, paper=FrozenDict(paper) if paper else None, **kwargs)
 
 
 # Table 1 (tab:main) of paper/chem-gmnet.tex, in the paper's row order, then the extras.
@@ -182,39 +182,39 @@ def resolve_endpoints(names) -> list:
 
 # tab:pretrain (the paper's Table 2): Chem-GMNet pretrained on 10M ZINC SMILES (mean, sd over three
 # seeds) and the public ChemBERTa-2 MLM-10M release's figures (no sd printed), chemberta3 protocol.
-PAPER_TABLE2: Mapping[str, Mapping[str, Tuple[str, Optional[str]]]] = MappingProxyType({
-    "bace_classification": MappingProxyType({"gmnet": ("0.773", "0.033"), "chemberta": ("0.729", None)}),
-    "bbbp": MappingProxyType({"gmnet": ("0.698", "0.021"), "chemberta": ("0.696", None)}),
+PAPER_TABLE2: Mapping[str, Mapping[str, Tuple[str, Optional[str]]]] = FrozenDict({
+    "bace_classification": FrozenDict({"gmnet": ("0.773", "0.033"), "chemberta": ("0.729", None)}),
+    "bbbp": FrozenDict({"gmnet": ("0.698", "0.021"), "chemberta": ("0.696", None)}),
     # the paper flags ChemBERTa-2's ClinTox figure as anomalous (below random) and keeps it as printed
-    "clintox": MappingProxyType({"gmnet": ("0.983", "0.004"), "chemberta": ("0.349", None)}),
-    "tox21_sr_p53": MappingProxyType({"gmnet": ("0.667", "0.017"), "chemberta": ("0.748", None)}),
-    "esol": MappingProxyType({"gmnet": ("0.970", "0.050"), "chemberta": ("0.961", None)}),
-    "lipophilicity": MappingProxyType({"gmnet": ("0.932", "0.009"), "chemberta": ("1.009", None)}),
-    "bace_regression": MappingProxyType({"gmnet": ("1.103", "0.065"), "chemberta": ("1.611", None)}),
-    "clearance": MappingProxyType({"gmnet": ("51.11", "0.95"), "chemberta": ("53.86", None)}),
+    "clintox": FrozenDict({"gmnet": ("0.983", "0.004"), "chemberta": ("0.349", None)}),
+    "tox21_sr_p53": FrozenDict({"gmnet": ("0.667", "0.017"), "chemberta": ("0.748", None)}),
+    "esol": FrozenDict({"gmnet": ("0.970", "0.050"), "chemberta": ("0.961", None)}),
+    "lipophilicity": FrozenDict({"gmnet": ("0.932", "0.009"), "chemberta": ("1.009", None)}),
+    "bace_regression": FrozenDict({"gmnet": ("1.103", "0.065"), "chemberta": ("1.611", None)}),
+    "clearance": FrozenDict({"gmnet": ("51.11", "0.95"), "chemberta": ("53.86", None)}),
 })
 TABLE2_ENDPOINTS: Tuple[str, ...] = tuple(PAPER_TABLE2)
 
 
 # Appendix tables of paper/chem-gmnet.tex: test metric over (k, L), three seeds, mean ± sd.
-PAPER_KL: Mapping[str, Mapping[Tuple[int, int], Figure]] = MappingProxyType({
+PAPER_KL: Mapping[str, Mapping[Tuple[int, int], Figure]] = FrozenDict({
     # tab:kl-esol (RMSE, lower is better)
-    "esol": MappingProxyType({
+    "esol": FrozenDict({
         (6, 2): ("1.016", "0.030"), (6, 3): ("0.985", "0.030"), (6, 4): ("0.981", "0.058"),
         (8, 2): ("1.010", "0.061"), (8, 3): ("1.010", "0.055"), (8, 4): ("1.042", "0.030"),
         (10, 2): ("0.967", "0.026"), (10, 3): ("0.938", "0.042"), (10, 4): ("1.015", "0.009"),
     }),
     # tab:kl-bbbp (ROC-AUC, higher is better)
-    "bbbp": MappingProxyType({
+    "bbbp": FrozenDict({
         (6, 2): ("0.685", "0.012"), (6, 3): ("0.699", "0.022"), (6, 4): ("0.704", "0.023"),
         (8, 2): ("0.687", "0.050"), (8, 3): ("0.722", "0.011"), (8, 4): ("0.696", "0.006"),
         (10, 2): ("0.698", "0.010"), (10, 3): ("0.710", "0.010"), (10, 4): ("0.719", "0.012"),
     }),
 })
-PAPER_KL_LABELS: Mapping[str, str] = MappingProxyType({"esol": "tab:kl-esol", "bbbp": "tab:kl-bbbp"})
+PAPER_KL_LABELS: Mapping[str, str] = FrozenDict({"esol": "tab:kl-esol", "bbbp": "tab:kl-bbbp"})
 
 # tab:kl-params: trainable parameters of Chem-GMNet (hidden 384, 3 layers, 12 heads, vocab 591).
-PAPER_KL_PARAMS: Mapping[Tuple[int, int], int] = MappingProxyType({
+PAPER_KL_PARAMS: Mapping[Tuple[int, int], int] = FrozenDict({
     (6, 2): 1688513, (6, 3): 1871699, (6, 4): 2256350,
     (8, 2): 1786526, (8, 3): 2196818, (8, 4): 3061970,
     (10, 2): 1899191, (10, 3): 2668457, (10, 4): 4401392,

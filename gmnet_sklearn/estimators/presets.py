@@ -19,20 +19,20 @@ is that recipe's warm start: the shipped MOSES encoder, fine-tuned at a smaller 
 
 from __future__ import annotations
 
-from types import MappingProxyType
+from ..utils.frozen import FrozenDict
 
 #: Training part of the paper's protocol, shared by both model families.
-PAPER_TRAINING = MappingProxyType(dict(
+PAPER_TRAINING = FrozenDict(dict(
     optimizer="adam", lr=3e-5, weight_decay=0.0, warmup=0.0, lr_schedule="constant", batch_size=32,
     max_epochs=100, patience=None, n_estimators=1, augment=0, tta=0, descriptors=False, fingerprint=False,
     forest=False, bucket_by_length=False,
 ))
 
 #: The ChemBERTa-10M-MLM shape both arms of the paper share.
-PAPER_SHAPE = MappingProxyType(dict(d_model=384, n_layers=3, n_heads=12, dropout=0.144))
+PAPER_SHAPE = FrozenDict(dict(d_model=384, n_layers=3, n_heads=12, dropout=0.144))
 
-PAPER_PROTOCOL = MappingProxyType({**PAPER_TRAINING, **PAPER_SHAPE, "k": 8, "L": 3, "attention": "dual_ska"})
-CHEMBERTA_PAPER_PROTOCOL = MappingProxyType({**PAPER_TRAINING, **PAPER_SHAPE, "intermediate_size": 464,
+PAPER_PROTOCOL = FrozenDict({**PAPER_TRAINING, **PAPER_SHAPE, "k": 8, "L": 3, "attention": "dual_ska"})
+CHEMBERTA_PAPER_PROTOCOL = FrozenDict({**PAPER_TRAINING, **PAPER_SHAPE, "intermediate_size": 464,
                                              "attention_dropout": 0.109, "max_position_embeddings": 515})
 
 #: The warm start from the shipped MOSES encoder with the learning rate that fine-tuned it best on
@@ -42,4 +42,4 @@ CHEMBERTA_PAPER_PROTOCOL = MappingProxyType({**PAPER_TRAINING, **PAPER_SHAPE, "i
 #: noise). Not the estimators' default: a default checkpoint would fix the shape and vocabulary,
 #: so a search over k and L would conflict with it. Chosen and measured (protocol tuned_moses_ft) when
 #: the defaults trained 30 epochs; it trains the defaults' epochs (20 since round eight).
-MOSES_FINE_TUNING = MappingProxyType(dict(pretrained="moses", lr=2e-4))
+MOSES_FINE_TUNING = FrozenDict(dict(pretrained="moses", lr=2e-4))
