@@ -704,6 +704,41 @@ RECORD_ADDED_PARAMETERS = dict(PAPER_TRAINING)
 HOW_A_FIT_RUNS = ("cuda_graphs",)
 
 
+#: What every result record holds (a file without one of them is no finished run: redone on --resume).
+RECORD_REQUIRED = ("schema", "arm", "endpoint", "protocol", "seed", "valid_metric", "test_metric", "hardware", "git",
+                   "command")
+
+
+def redo_reason(path) -> Optional[str]:
+    """Why ``--resume`` makes the result file at ``path`` again, or None (it is kept): a file that
+    does not parse or is no complete result record (a crash, an edit, a foreign file: kept, it
+    would hold a hole in the results that the report drops), or a record made under parameters
+    its protocol no longer builds (:func:`stale_parameters`)."""
+    defect = record_defect(path)
+    if defect is not None:
+        return defect
+    stale = stale_parameters(json.loads(Path(path).read_text()))
+    return None if stale is None else f"made with other parameters: {stale}"
+
+
+def record_defect(path, schema: Optional[str] = RESULT_SCHEMA) -> Optional[str]:
+    """What makes the file at ``path`` no complete result record, or None: it does not parse, it
+    holds no JSON object, or it lacks ``schema`` (``schema``: the one it must have; None: any
+    schema is fine, the report's check of folders other records share) or one of
+    :data:`RECORD_REQUIRED`."""
+    try:
+        record = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        return f"unreadable: {type(exc).__name__}"
+    if not isinstance(record, dict) or "schema" not in record:
+        return "no result record (no schema)"
+    if schema is not None and record["schema"] != schema:
+        return f"another schema: {record['schema']!r}"
+    if record["schema"] == RESULT_SCHEMA and (missing := [k for k in RECORD_REQUIRED if k not in record]):
+        return f"incomplete: no {', '.join(missing)}"
+    return None
+
+
 def stale_parameters(record: dict) -> Optional[str]:
     """How a transformer-arm record's estimator parameters differ from what its protocol builds
     today (its ``estimator_params`` on the estimators' current defaults), or None: the report's

@@ -216,10 +216,13 @@ def _main(argv: Optional[Sequence[str]]) -> int:
         todo = []
         for cell in all_cells:
             path = C.result_path(args.results_dir, pname, "gmnet", ep, cell[2], cell[0], cell[1])
-            if args.resume and path.exists():
+            reason = C.redo_reason(path) if args.resume and path.exists() else None
+            if args.resume and path.exists() and reason is None:
                 verified = (json.loads(path.read_text()).get("grid_search") or {}).get("cv_results_verified")
                 print(f"skip (exists{'' if verified is not False else ', from a grid that stopped: its time is the epochs and scoring only'}): {path}", flush=True)
             else:
+                if reason is not None:
+                    print(f"redo ({reason}): {path}", flush=True)
                 todo.append(cell)
         if args.dry_run:
             print(f"{ep}: {len(todo)} cell(s) to run: {missing_grid(todo)}")

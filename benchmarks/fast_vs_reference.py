@@ -22,7 +22,6 @@ Writes benchmarks/results/fast_vs_reference_<device>_<dtype>[_<fast-impl>].json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -32,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ._common import git_info
+from ._common import git_info, write_json_atomic
 from .throughput import RESULTS, gmnet_path, hardware
 
 
@@ -120,7 +119,7 @@ def main(argv=None) -> int:
     name = f"fast_vs_reference_{device.split(':')[0]}_{args.dtype}" + ("" if args.fast_impl == "parallel" else f"_{args.fast_impl}")
     out = Path(args.out) if args.out else RESULTS / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2))
+    write_json_atomic(out, report)
     print(f"wrote {out}")
     return 0
 

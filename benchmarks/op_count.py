@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,7 +24,7 @@ from pathlib import Path
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ._common import git_info, versions
+from ._common import git_info, versions, write_json_atomic
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # Ops that only make a new view of existing storage: no kernel on a GPU.
@@ -107,7 +106,7 @@ def main(argv=None) -> int:
         print(f"{label:42s} {r['non_view_ops']:5d} kernel ops, {r['ops']:5d} ops in all per training step")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
+    write_json_atomic(out, report)
     print(f"wrote {out}")
     return 0
 

@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
+from ._common import write_json_atomic
+
 
 def shape_name(arm: str, params: dict) -> str:
     """"library" or "paper" where the run's parameters are that preset's, else "custom"."""
@@ -57,7 +59,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
            "weights_sha256": hashlib.sha256((args.run / "model.safetensors").read_bytes()).hexdigest(),
            "git_commit": found.stdout.strip(), "config": cfg}
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(rec, indent=1) + "\n")
+    write_json_atomic(args.output, rec)
     print(args.output, rec["weights_sha256"][:12])
     return 0
 

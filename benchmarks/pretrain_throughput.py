@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ._common import SHARED, add_matmul_precision_argument, apply_matmul_precision, git_info, gmnet_path
+from ._common import SHARED, add_matmul_precision_argument, apply_matmul_precision, git_info, gmnet_path, write_json_atomic
 from .throughput import hardware
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -239,7 +239,7 @@ def main(argv=None) -> int:
     out = (Path(args.output) if args.output
            else RESULTS / f"pretrain_throughput_{args.device.split(':')[0]}{suffix}_{args.threads}threads.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n")
+    write_json_atomic(out, result)
     print(json.dumps({k: result[k] for k in ("cache", "gmnet_over_chemberta_speed", "gmnet_over_chemberta_speed_cpu_time")}
                      | {n: {k: v for k, v in m.items() if k != "step_seconds"} for n, m in result["models"].items()}, indent=1))
     print(f"wrote {out}")

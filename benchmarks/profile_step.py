@@ -13,13 +13,12 @@ benchmark: the profiler's own overhead is in the times, so ratios come from ``be
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import torch
 
-from ._common import git_info, resolve_vocab_file
+from ._common import git_info, resolve_vocab_file, write_json_atomic
 
 
 def profile_steps(arm: str, device: str, batch_size: int, steps: int, warmup: int, readout: str | None,
@@ -86,7 +85,7 @@ def main(argv=None) -> int:
         print(f"{r['self_us_per_step']:10.1f} us {100 * r['self_us_per_step'] / res['total_self_us_per_step']:5.1f}% "
               f"{r['calls_per_step']:6.1f}x  {r['name'][:110]}")
     if args.out:
-        Path(args.out).write_text(json.dumps(res, indent=1) + "\n")
+        write_json_atomic(Path(args.out), res)
     return 0
 
 

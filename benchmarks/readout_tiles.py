@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from ._common import git_info, hardware_info
+from ._common import git_info, hardware_info, write_json_atomic
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # One setting at a time from the shipped tiles (TILE_SETTINGS of the kernel module).
@@ -162,7 +162,7 @@ def main(argv=None) -> int:
             row["error"], row["total_ms"] = f"{type(exc).__name__}: {exc}"[:500], None
             print(f"{json.dumps(settings):60s} failed: {row['error']}", flush=True)
         result["rows"].append(row)
-        out.write_text(json.dumps(result, indent=1) + "\n")  # kept if a later setting hangs
+        write_json_atomic(out, result)  # kept if a later setting hangs
         return row
 
     def total(row):
@@ -182,7 +182,7 @@ def main(argv=None) -> int:
     fastest = min(rows, key=total)
     result["fastest"] = fastest["settings"]
     result["fastest_over_shipped"] = rows[0]["total_ms"] / fastest["total_ms"] if fastest["total_ms"] else None
-    out.write_text(json.dumps(result, indent=1) + "\n")
+    write_json_atomic(out, result)
     print(f"fastest {fastest['settings']} ({result['fastest_over_shipped'] or 0:.2f}x the shipped tiles); wrote {out}")
     return 0
 

@@ -217,12 +217,10 @@ def measured_step_seconds(results_dir: Path, protocol_name: str, arm: str, *, ba
 
 
 def redone_by_run(path: Path, argv: Sequence[str]) -> bool:
-    """Whether an existing record is planned again: ``benchmarks.run --resume`` (the command the
-    sweep gives it) redoes a record made under parameters its protocol no longer builds
-    (`_common.stale_parameters`); an ablation cell's command keeps any existing file."""
-    import json
-
-    return "benchmarks.run" in argv and C.stale_parameters(json.loads(path.read_text())) is not None
+    """Whether an existing record is planned again: ``benchmarks.run --resume`` and
+    ``benchmarks.ablation --resume`` (the commands the sweep gives) redo a file that is no complete
+    record, or one made under parameters its protocol no longer builds (`_common.redo_reason`)."""
+    return C.redo_reason(path) is not None
 
 
 def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device: str, step_seconds: Dict[str, float],

@@ -507,7 +507,7 @@ def test_the_report_says_which_resumed_runs_count_their_earlier_parts_whole(tmp_
     assert "their time adds the earlier parts' whole time" in (tmp_path / "R.md").read_text()
 
 
-def test_ablation_failed_cell_is_reported_and_not_written(tmp_path, common_args, monkeypatch):
+def test_ablation_failed_cell_is_reported_and_not_written(tmp_path, common_args, monkeypatch, capsys):
     results = tmp_path / "results"
     real_score = C.score
 
@@ -519,10 +519,11 @@ def test_ablation_failed_cell_is_reported_and_not_written(tmp_path, common_args,
     monkeypatch.setattr(C, "score", score)
     argv = ["--endpoints", "freesolv", "--seeds", "0", "--k", "4", "6", "--L", "2", "--max-epochs", "1",
             "--results-dir", str(results), *common_args]
-    with pytest.warns(UserWarning):
+    with pytest.warns(UserWarning, match="simulated divergence"):
         assert ablation.main(argv) == 1
     pdir = results / f"smoke@max_epochs=1,limit={LIMIT}" / "gmnet" / "freesolv"
     assert (pdir / "seed0_k4_L2.json").is_file() and not (pdir / "seed0_k6_L2.json").exists()
+    assert "failed: freesolv: cell k=6 L=2 seed=0 failed" in capsys.readouterr().err
 
 
 def test_report_renders_an_esol_seed_timing_alone():
@@ -1341,3 +1342,38 @@ def test_predict_latency_times_each_arm_and_size_and_the_report_shows_them(molec
     text, summary = predict_latency_section(tmp_path)
     assert "| Model | N = 1 | N = 3 |" in text and text.count("| RF-ECFP4") == 2 and set(summary) == {"freesolv_2threads.json"}
     assert "| Chem-GMNet (2 threads) / RF-ECFP4 (1 thread), ratio |" in text
+
+
+def test_resume_redoes_files_that_are_no_finished_run_and_the_report_lists_them(tmp_path, capsys):
+    """An empty object, half a record or a record made under other parameters at a result path:
+    --resume kept them all ("exists"), the report dropped the first two without a word (a hole that
+    never closed) and crashed on a cut fit-time record (a review)."""
+    results = tmp_path / "results"
+    good = _record("gmnet", "freesolv", 0, 0.6, protocol="tuned")
+    _write_records(results, [good])
+    path = C.result_path(results, "tuned", "gmnet", "freesolv", 0, 8, 3)
+    assert C.redo_reason(path) is None
+    empty, cut, stale = (C.result_path(results, "tuned", "gmnet", "freesolv", s, 8, 3) for s in (1, 2, 3))
+    C.write_json_atomic(empty, {})
+    cut.write_text(path.read_text()[:150])
+    from benchmarks.protocols import PROTOCOLS
+
+    est = C.estimator_class("gmnet", ENDPOINTS["freesolv"])(
+        **PROTOCOLS["tuned"].estimator_params("gmnet", "freesolv", random_state=3, k=8, L=3))
+    made = {**good, "seed": 3, "hyperparameters": {**{k: v for k, v in est.get_params(deep=False).items()
+                                                      if k != "callbacks"}, "max_epochs": 99}}
+    C.write_json_atomic(stale, made)
+    assert C.redo_reason(empty) == "no result record (no schema)"
+    assert C.redo_reason(cut) == "unreadable: JSONDecodeError"
+    assert C.redo_reason(stale).startswith("made with other parameters: max_epochs=99")
+    assert run.main(["--arm", "gmnet", "--endpoints", "freesolv", "--seeds", "0", "1", "2", "3", "--protocol", "tuned",
+                     "--results-dir", str(results), "--resume", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert f"exists {path}" in out and f"redo (no result record (no schema)) {empty}" in out
+    assert f"redo (unreadable: JSONDecodeError) {cut}" in out and "redo (made with other parameters: max_epochs=99" in out
+    fit_time = results / "fit_time" / "gmnet" / "esol" / "seed0.json"
+    fit_time.parent.mkdir(parents=True)
+    fit_time.write_text('{"schema": "gmnet-fit-time/1", "endpo')
+    _, checks = _report_section(results, tmp_path, "Record checks")
+    assert "left out of every table" in checks and "seed1_k8_L3.json): no result record (no schema)" in checks
+    assert "seed2_k8_L3.json): unreadable: JSONDecodeError" in checks and "esol/seed0.json): unreadable" in checks

@@ -43,10 +43,19 @@ def test_plan_covers_table1_and_the_grid_once(tmp_path):
 
 
 def test_plan_skips_existing_results_and_filters(tmp_path):
+    from .test_benchmarks import _record
+
     existing = C.result_path(tmp_path, "chemberta3", "chemberta", "esol", 0)
-    C.write_json_atomic(existing, {})
+    C.write_json_atomic(existing, _record("chemberta", "esol", 0, 1.0))
+    # a file that is no finished run (an empty object, half a record) is planned again (a review:
+    # --resume and the sweep kept them, the report dropped them: a hole that never closed)
+    empty, cut = (C.result_path(tmp_path, "chemberta3", "chemberta", ep, 0) for ep in ("bbbp", "freesolv"))
+    C.write_json_atomic(empty, {})
+    cut.parent.mkdir(parents=True)
+    cut.write_text(existing.read_text()[:200])
     jobs = plan(tmp_path, groups=["table1"])
-    assert existing not in {j.path for j in jobs} and len(jobs) == len(TABLE1_ENDPOINTS) * 6 - 1
+    paths = {j.path for j in jobs}
+    assert existing not in paths and {empty, cut} <= paths and len(jobs) == len(TABLE1_ENDPOINTS) * 6 - 1
     only = plan(tmp_path, groups=["table1"], arms=["gmnet"], endpoints=["esol", "bbbp"], skip=["gmnet:bbbp"])
     assert {(j.arm, j.endpoint) for j in only} == {("gmnet", "esol")} and len(only) == 3
 
@@ -265,7 +274,9 @@ def test_a_record_made_under_other_parameters_is_planned_again(tmp_path, capsys)
     params = {k: v for k, v in est.get_params(deep=False).items() if k != "callbacks"}
     path = C.result_path(tmp_path, "tuned", "chemberta", "esol", 0, None, None)
     path.parent.mkdir(parents=True)
-    record = {"protocol": "tuned", "arm": "chemberta", "endpoint": "esol", "seed": 0, "hyperparameters": params}
+    from .test_benchmarks import _record
+
+    record = {**_record("chemberta", "esol", 0, 1.0, protocol="tuned"), "hyperparameters": params}
     path.write_text(json.dumps(record))
     assert sweep.main(args) == 0 and capsys.readouterr().out.startswith("0 run(s) missing")
     path.write_text(json.dumps({**record, "hyperparameters": {**params, "max_epochs": params["max_epochs"] + 10}}))

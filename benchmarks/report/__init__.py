@@ -22,9 +22,9 @@ from typing import Dict, Optional, Sequence, Tuple
 
 from .. import _common as C
 from ..peers import PEER_ARMS
-from ..protocols import ARMS, ENDPOINTS, EXTRA_ENDPOINTS, PAPER_KL, PAPER_KL_LABELS, TABLE1_ENDPOINTS
+from ..protocols import ARMS, ENDPOINTS, EXTRA_ENDPOINTS, PAPER_KL, PAPER_KL_LABELS, PROTOCOLS, TABLE1_ENDPOINTS
 from ._format import rel
-from ._records import Index, default_kl, load_results, split_fingerprints
+from ._records import Index, default_kl, defective_results, load_results, split_fingerprints
 from .embedder import embedder_section
 from .predict_latency import predict_latency_section
 from .reruns import reruns_section
@@ -181,6 +181,12 @@ def render(idx: Index, results_dir: Path, out_path: Path, primary: str) -> Tuple
     summary["split_fingerprints"] = splits
     mixed = {ep: shas for ep, shas in splits.items() if len(shas) > 1}
     parts += ["## Record checks", ""]
+    defective = defective_results(results_dir)
+    summary["defective_result_files"] = [{"file": rel(p, out_dir), "problem": why} for p, why in defective]
+    if defective:
+        parts += ["**Warning:** these files are left out of every table (`run --resume` makes the result records "
+                  "among them again): " + "; ".join(f"[`{rel(p, out_dir)}`]({rel(p, out_dir)}): {why}"
+                                                    for p, why in defective) + ".", ""]
     if mixed:
         parts += ["**Warning:** records of these endpoints ran on different splits (`sizes.split_sha256`, with the "
                   "protocols carrying each): " + "; ".join(
@@ -262,7 +268,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--results-dir", default=str(C.DEFAULT_RESULTS_DIR))
     p.add_argument("--output", default=None, help="README to write (default: benchmarks/README.md, or "
                    "<results-dir>/../README.md when --results-dir is given)")
-    p.add_argument("--protocol", default="chemberta3", help="the protocol of the main tables (default chemberta3)")
+    p.add_argument("--protocol", default="chemberta3", choices=sorted(PROTOCOLS),
+                   help="the protocol of the main tables (default chemberta3)")
     p.add_argument("--stdout", action="store_true", help="print the README instead of writing files")
     args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
     results_dir = Path(args.results_dir).resolve()

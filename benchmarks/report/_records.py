@@ -20,20 +20,40 @@ ALL_ARM_LABELS: Dict[str, str] = {**ARM_LABELS, **PEER_ARM_LABELS}
 
 
 def load_results(results_dir) -> List[dict]:
-    """Every result JSON under ``<results>/<protocol>/<arm>/<endpoint>/``, with its path."""
+    """Every result JSON under ``<results>/<protocol>/<arm>/<endpoint>/``, with its path (the
+    files there that are no complete record of any kind: :func:`defective_results`)."""
     results_dir = Path(results_dir)
     out = []
     for path in sorted(results_dir.glob("*/*/*/*.json")):
-        try:
-            rec = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            C.eprint(f"report: skipping unreadable {path}: {exc}")
+        if C.record_defect(path) is not None:
             continue
-        if not isinstance(rec, dict) or rec.get("schema") != C.RESULT_SCHEMA:
+        rec = json.loads(path.read_text())
+        if rec.get("schema") != C.RESULT_SCHEMA:  # (fit-time and embedder records share the depth)
             continue
         rec["_path"] = path
         out.append(rec)
     return out
+
+
+def read_json(path) -> Optional[dict]:
+    """A record file's JSON, or None where it does not parse (the sections leave it out;
+    :func:`defective_results` lists it under "Record checks")."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def defective_results(results_dir) -> List[tuple]:
+    """``(path, what is wrong)`` of the files the report leaves out: any JSON file that does not
+    parse (a run killed while writing a non-atomic file, an edit), and where result records live
+    a file that is no record of any schema, or a result record without its required fields
+    (``run --resume`` redoes those)."""
+    results_dir = Path(results_dir)
+    records = set(results_dir.glob("*/*/*/*.json"))
+    return [(path, defect) for path in sorted(records | set(results_dir.rglob("*.json")))
+            if (defect := C.record_defect(path, schema=None)) is not None
+            and (path in records or defect.startswith("unreadable"))]
 
 
 def stats(values: Sequence[float]) -> Optional[Dict[str, float]]:

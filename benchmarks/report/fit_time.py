@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -10,14 +9,15 @@ from typing import Dict, List, Optional, Tuple
 from .._common import cpu_label
 from ..protocols import ARM_LABELS, ENDPOINTS
 from ._format import DASH, md_table
+from ._records import read_json
 
 
 def fit_time_section(results_dir: Path, out_dir: Path) -> Tuple[Optional[str], dict]:
     """The default fit's wall time per endpoint (``benchmarks/fit_time.py``) against its target."""
     recs = []
     for path in sorted((Path(results_dir) / "fit_time").glob("*/*/*.json")):
-        rec = json.loads(path.read_text())
-        if rec.get("schema") == "gmnet-fit-time/1":
+        rec = read_json(path)
+        if rec is not None and rec.get("schema") == "gmnet-fit-time/1":
             recs.append(rec)
     if not recs:
         return None, {}

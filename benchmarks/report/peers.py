@@ -11,7 +11,7 @@ import numpy as np
 from ..peers import PEER_ARM_LABELS, PEER_ARMS, PEER_PROTOCOL
 from ..protocols import ARM_LABELS, ARMS, ENDPOINTS, EXTRA_ENDPOINTS, PROTOCOLS, TABLE1_ENDPOINTS
 from ._format import DASH, duration, fmt, md_table
-from ._records import Index, by_device, machines_text, summarise_runs
+from ._records import Index, by_device, machines_text, paired, summarise_runs
 
 
 #: Our protocols shown beside the peers: the library's tuned recipe (when its records exist) and
@@ -172,7 +172,10 @@ def peer_targets_text(summary: dict, ours: str = "gmnet@tuned", what: str = "Che
             continue
         # met only against every peer, on the same seeds: not against whichever happen to be there
         lacking = [PEER_ARM_LABELS[key] for key in PEER_ARMS if key not in peers]
-        uneven = [PEER_ARM_LABELS[key] for key in peers if peers[key]["seeds"] != mine["seeds"]]
+        # (a seed without a figure on either side, null in its record, is no shared seed either:
+        # the means would be over different draws)
+        uneven = [PEER_ARM_LABELS[key] for key in peers if peers[key]["seeds"] != mine["seeds"]
+                  or (p := paired(mine, peers[key])) is None or p[2] != list(mine["seeds"])]
         if lacking or uneven:
             absent.append(f"{ep.label} (" + "; ".join(
                 ([f"no {', '.join(lacking)} records"] if lacking else [])

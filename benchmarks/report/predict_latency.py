@@ -3,13 +3,13 @@ the RF-ECFP4 peer measured in the same run."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional, Tuple
 
 from .._common import cpu_label
 from ..protocols import ENDPOINTS
 from ._format import md_table
+from ._records import read_json
 
 ARM_LABELS = {"gmnet": "Chem-GMNet, the defaults (network, descriptors, forest blend)"}
 
@@ -25,8 +25,8 @@ def predict_latency_section(results_dir: Path) -> Tuple[Optional[str], dict]:
     recs = []
     root = Path(results_dir) / "predict_latency"
     for path in sorted(root.rglob("*.json")):  # (a subfolder: the same run at an earlier commit)
-        rec = json.loads(path.read_text())
-        if rec.get("schema") == "gmnet-predict-latency/1":
+        rec = read_json(path)
+        if rec is not None and rec.get("schema") == "gmnet-predict-latency/1":
             recs.append((path, rec))
     if not recs:
         return None, {}

@@ -4,14 +4,13 @@ instructions and the number of threads."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional, Tuple
 
 from .._common import cpu_label
 from ..protocols import ARM_LABELS, ENDPOINTS
 from ._format import md_table, rel
-from ._records import Index, stats
+from ._records import Index, read_json, stats
 
 RERUNS_INTRO = (
     "A seed's figure repeats bit for bit on the same kind of CPU with the same number of threads "
@@ -38,7 +37,9 @@ def reruns_section(idx: Index, results_dir: Path, out_dir: Path) -> Tuple[Option
         seeds.setdefault(_key(r)[:3] + _key(r)[4:], []).append(r["test_metric"])
     rows, summary, alike = [], {}, {}
     for path in sorted((Path(results_dir) / "reruns").glob("*/*/*/*/*.json")):
-        rec = json.loads(path.read_text())
+        rec = read_json(path)
+        if rec is None:
+            continue
         before = committed.get(_key(rec))
         if before is None:
             continue

@@ -12,7 +12,7 @@ import numpy as np
 from ..peers import PEER_ARM_LABELS, PEER_ARMS, PEER_PROTOCOL
 from ..protocols import ARM_LABELS, ARMS, ENDPOINTS, PROTOCOLS, Protocol, error_ratio
 from ._format import DASH, better, duration, fmt, md_table, plain_cell
-from ._records import Index, paired, paired_by_seed, seeds_text, summarise_runs, valid_by_seed
+from ._records import Index, paired, paired_by_seed, read_json, seeds_text, summarise_runs, valid_by_seed
 from .peers import PEER_TARGET_ENDPOINTS, arm_runs, network_alone
 
 
@@ -291,7 +291,9 @@ def pretraining_record_rows(results_dir: Path) -> List[List[str]]:
     run's checkpoint fields (``history`` at the top level)."""
     rows = []
     for path in sorted((Path(results_dir) / "pretrain").glob("*.json")):
-        r = json.loads(path.read_text())
+        r = read_json(path)
+        if r is None:
+            continue
         t = r["config"]["training"] if "config" in r else r
         last = (t.get("history") or [{}])[-1]
         seconds = t.get("seconds", (t.get("counters") or {}).get("seconds", 0.0))
@@ -302,8 +304,8 @@ def pretraining_record_rows(results_dir: Path) -> List[List[str]]:
 
 def pretrain_throughput_records(results_dir: Path) -> List[Tuple[str, dict]]:
     """(file name, record) of each ``pretrain_throughput_*.json``."""
-    return [(path.name, json.loads(path.read_text()))
-            for path in sorted(Path(results_dir).glob("pretrain_throughput_*.json"))]
+    return [(path.name, rec) for path in sorted(Path(results_dir).glob("pretrain_throughput_*.json"))
+            if (rec := read_json(path)) is not None]
 
 
 def pretrain_throughput_rows(records: List[Tuple[str, dict]]) -> List[List[str]]:

@@ -10,6 +10,7 @@ from typing import Optional
 
 from ..protocols import ARM_LABELS
 from ._format import rel
+from ._records import read_json
 
 
 def _failure_line(message: str) -> str:
@@ -163,7 +164,9 @@ def fast_vs_reference_section(results_dir: Path, out_dir: Path) -> Optional[str]
     """Validation curves of the same seeded run on the fast and the reference attention forms."""
     parts = []
     for f in sorted(results_dir.glob("fast_vs_reference*.json")):
-        d = json.loads(f.read_text())
+        d = read_json(f)
+        if d is None:
+            continue
         impl = d.get("fast_impl", "parallel")
         fast, ref = d["runs"][impl], d["runs"]["reference"]
         label = {"parallel": "eager zonal forms"}.get(impl, d.get("gmnet_path", impl))
@@ -199,7 +202,9 @@ def readout_tiles_section(results_dir: Path, out_dir: Path) -> Optional[str]:
     """The Triton read-out's tile settings timed at a step's calls (benchmarks/readout_tiles.py)."""
     parts = []
     for f in sorted(results_dir.glob("readout_tiles*.json")):
-        d = json.loads(f.read_text())
+        d = read_json(f)
+        if d is None:
+            continue
         shipped = next((r for r in d["rows"] if r["settings"] == d["shipped"]), None)
         gpu = (d.get("hardware") or {}).get("gpu_name") or "?"
         parts += [f"[{f.name}]({rel(f, out_dir)}): {gpu}, {d.get('date', '?')}, {d.get('note', '')}. "
@@ -240,7 +245,9 @@ def op_count_section(results_dir: Path, out_dir: Path) -> Optional[str]:
     f = results_dir / "op_count.json"
     if not f.is_file():
         return None
-    d = json.loads(f.read_text())
+    d = read_json(f)
+    if d is None:
+        return None
     lines = [f"[{f.name}]({rel(f, out_dir)}): ATen ops one training step dispatches (forward + backward, batch "
              f"{d['batch']['B']} x {d['batch']['T']} tokens, padded as on CUDA; Chem-GMNet's fused DualSKA kernel "
              f"counted as one op per output). On a GPU at batch 32 each kernel op is a launch of a few "

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 
 from ..exceptions import MissingTargetWarning
-from ..utils.stacklevel import _PACKAGE_DIR, _caller_stacklevel  # noqa: F401 (the estimators import them here)
+from ..utils.stacklevel import _caller_stacklevel
 
 __all__ = ["MissingTargetWarning", "as_float_target", "check_target", "missing_labels", "warn_missing_targets"]
 
