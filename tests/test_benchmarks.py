@@ -1377,3 +1377,16 @@ def test_resume_redoes_files_that_are_no_finished_run_and_the_report_lists_them(
     _, checks = _report_section(results, tmp_path, "Record checks")
     assert "left out of every table" in checks and "seed1_k8_L3.json): no result record (no schema)" in checks
     assert "seed2_k8_L3.json): unreadable: JSONDecodeError" in checks and "esol/seed0.json): unreadable" in checks
+
+
+def test_the_report_says_which_records_ran_from_uncommitted_or_mixed_code():
+    """68 records from dirty trees and runs resumed across commits showed nowhere but in the
+    commands list (a review)."""
+    from benchmarks.report._records import code_provenance
+
+    clean = _record("gmnet", "esol", 0, 1.0)
+    dirty = {**_record("gmnet", "esol", 1, 1.0), "git": {"commit": "a" * 40, "dirty": True}}
+    resumed = {**_record("gmnet", "esol", 2, 1.0, protocol="tuned"),
+               "resumed": {"parts": [{"meta": {"git": {"commit": "b" * 40, "dirty": True}}}]}}
+    assert code_provenance([clean, dirty, resumed]) == {"dirty": {"chemberta3": 1, "tuned": 1},
+                                                        "resumed_across_commits": {"tuned": 1}}

@@ -24,7 +24,7 @@ from .. import _common as C
 from ..peers import PEER_ARMS
 from ..protocols import ARMS, ENDPOINTS, EXTRA_ENDPOINTS, PAPER_KL, PAPER_KL_LABELS, PROTOCOLS, TABLE1_ENDPOINTS
 from ._format import rel
-from ._records import Index, default_kl, defective_results, load_results, split_fingerprints
+from ._records import Index, code_provenance, default_kl, defective_results, load_results, split_fingerprints
 from .embedder import embedder_section
 from .predict_latency import predict_latency_section
 from .reruns import reruns_section
@@ -181,6 +181,18 @@ def render(idx: Index, results_dir: Path, out_path: Path, primary: str) -> Tuple
     summary["split_fingerprints"] = splits
     mixed = {ep: shas for ep, shas in splits.items() if len(shas) > 1}
     parts += ["## Record checks", ""]
+    code = code_provenance(idx.records)
+    summary["code_provenance"] = code
+    if code["dirty"] or code["resumed_across_commits"]:
+        parts += ["Code the records ran: " + "; ".join(
+            [f"{sum(code['dirty'].values())} ran, in whole or in a resumed part, from a tree with uncommitted changes "
+             f"(`git.dirty`; " + ", ".join(f"`{k}` {v}" for k, v in sorted(code["dirty"].items())) + ")"]
+            * bool(code["dirty"])
+            + [f"{sum(code['resumed_across_commits'].values())} were resumed at another commit than they started "
+               "(`resumed.parts`; " + ", ".join(f"`{k}` {v}" for k, v in sorted(code["resumed_across_commits"].items()))
+               + "): a snapshot fingerprints the parameters and the data, not the code, so such a run equals an "
+               "uninterrupted one where the commits between compute the same"] * bool(code["resumed_across_commits"]))
+            + ".", ""]
     defective = defective_results(results_dir)
     summary["defective_result_files"] = [{"file": rel(p, out_dir), "problem": why} for p, why in defective]
     if defective:

@@ -35,6 +35,21 @@ def load_results(results_dir) -> List[dict]:
     return out
 
 
+def code_provenance(records: Iterable[dict]) -> Dict[str, Dict[str, int]]:
+    """Per protocol, how many records ran (in whole or in a resumed part) from a tree with
+    uncommitted changes, and how many were resumed at another commit than they started."""
+    dirty: Dict[str, int] = defaultdict(int)
+    mixed: Dict[str, int] = defaultdict(int)
+    for r in records:
+        gits = [r.get("git") or {}] + [((p.get("meta") or {}).get("git") or {})
+                                        for p in ((r.get("resumed") or {}).get("parts") or [])]
+        if any(g.get("dirty") for g in gits):
+            dirty[r["protocol"]] += 1
+        if len({g.get("commit") for g in gits} - {None}) > 1:
+            mixed[r["protocol"]] += 1
+    return {"dirty": dict(dirty), "resumed_across_commits": dict(mixed)}
+
+
 def read_json(path) -> Optional[dict]:
     """A record file's JSON, or None where it does not parse (the sections leave it out;
     :func:`defective_results` lists it under "Record checks")."""
