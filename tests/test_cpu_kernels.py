@@ -127,8 +127,16 @@ def test_fused_kernel_matches_eager_zonal_forms_float32():
     q, k = F.normalise(leaves[0]), F.normalise(leaves[1])
     y, cv = dual_ska_cpu(q, k, leaves[2], leaves[3], mask, 3)
     valid = mask[:, None, :, None]
-    torch.testing.assert_close(y * valid, bidir_sfa_parallel(q, k, leaves[2], leaves[3], 3) * valid, atol=1e-5, rtol=1e-4)
-    torch.testing.assert_close(cv * valid, ska_zonal(q, k, leaves[2], mask, 3) * valid, atol=1e-5, rtol=1e-4)
+    y_ref, cv_ref = bidir_sfa_parallel(q, k, leaves[2], leaves[3], 3), ska_zonal(q, k, leaves[2], mask, 3)
+    torch.testing.assert_close(y * valid, y_ref * valid, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(cv * valid, cv_ref * valid, atol=1e-5, rtol=1e-4)
+    # backward on the valid rows, against the eager forms' gradients
+    gy, gc = torch.randn_like(y) * valid, torch.randn_like(cv) * valid
+    fused = torch.autograd.grad((y * gy).sum() + (cv * gc).sum(), leaves, allow_unused=True, retain_graph=True)
+    eager = torch.autograd.grad((y_ref * gy).sum() + (cv_ref * gc).sum(), leaves, allow_unused=True)
+    for a, b in zip(fused, eager):  # (at the valid positions: padding's inputs are the module's zeros)
+        a, b = (torch.zeros_like(leaves[0]) if g is None else g * valid for g in (a, b))
+        torch.testing.assert_close(a, b, atol=2e-4 * (1 + b.abs().max().item()), rtol=1e-3)
 
 
 @needs_kernel

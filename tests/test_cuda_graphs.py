@@ -75,6 +75,14 @@ def test_padding_to_a_multiple_changes_no_output(name):
     assert (padded["input_ids"][:, 13:] == PAD).all()
     with torch.no_grad():
         torch.testing.assert_close(m(**padded), m(**X), atol=1e-12, rtol=0)
+    # backward too: the padded positions change no parameter's gradient
+    grads = []
+    for inputs in (padded, X):
+        m.zero_grad()
+        m(**inputs).square().sum().backward()
+        grads.append([p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in m.parameters()])
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-10)
     assert graphs.pad(batch(3, 16, seed=2))["input_ids"].shape[1] == 16
     # molecule-level rows as wide as the batch (13 descriptors here) are not token-wise: left alone
     with_rows = graphs.pad({**X, "descriptors": torch.ones(5, 13)})

@@ -264,8 +264,12 @@ def test_sphere_readout_zero_vectors_have_finite_gradients(impl):
     out.square().sum().backward()
     assert torch.isfinite(z.grad).all() and torch.isfinite(weight.grad).all()
     ref_z = z.detach().clone().requires_grad_()
-    _readout_reference(weight.detach(), [ref_z], None).square().sum().backward()
+    ref_w = weight.detach().clone().requires_grad_()
+    ref = _readout_reference(ref_w, [ref_z], None)
+    ref.square().sum().backward()
+    torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-10)
     torch.testing.assert_close(z.grad, ref_z.grad, atol=1e-10, rtol=1e-10)
+    torch.testing.assert_close(weight.grad, ref_w.grad, atol=1e-10, rtol=1e-10)
 
 
 @pytest.mark.parametrize("k,L", [(3, 0), (3, 4), (8, 3), (5, 2)])

@@ -50,7 +50,7 @@ def test_a_search_on_missing_labels_scores_every_candidate():
     Y = np.c_[regression_target(SMILES[:40]), -regression_target(SMILES[:40])]
     Y[::4, 1] = np.nan
     plain = GridSearchCV(GMNetRegressor(**SMALL), {"k": [3, 4]}, cv=KFold(2), scoring="neg_root_mean_squared_error")
-    with pytest.warns(UserWarning):  # scikit-learn's scorer meets NaN labels: every score NaN
+    with pytest.warns(UserWarning, match="Scoring failed"):  # scikit-learn's scorer meets NaN labels: every score NaN
         assert np.isnan(plain.fit(X, Y).cv_results_["mean_test_score"]).all()
     masked = GridSearchCV(GMNetRegressor(**SMALL), {"k": [3, 4]}, cv=KFold(2), scoring=masked_rmse_scorer).fit(X, Y)
     assert np.isfinite(masked.cv_results_["mean_test_score"]).all()

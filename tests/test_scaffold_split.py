@@ -363,7 +363,7 @@ def test_scaffold_split_cv_protocol():
     assert cv.part == "valid" and cv.max_smiles_length is None
     with pytest.raises(ValueError, match="Invalid parameter 'nope'"):
         cv.set_params(nope=1)
-    with pytest.raises(ValueError, match="part"):
+    with pytest.raises(ValueError, match="part must be 'test' or 'valid', got 'train'"):
         next(ScaffoldSplit(part="train").split(_toy()))
 
 
