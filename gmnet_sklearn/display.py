@@ -96,6 +96,12 @@ class TrainingCurveDisplay:
         _require_matplotlib(f"{cls.__name__}.from_estimator")
         from sklearn.utils.validation import check_is_fitted
 
+        from .estimators._base import SmilesNetBase
+
+        if not isinstance(estimator, SmilesNetBase):  # (check_is_fitted would call a fitted Pipeline unfitted)
+            hint = " (pass its last step)" if hasattr(estimator, "steps") else ""
+            raise TypeError(f"{cls.__name__} reads the training history of a GMNet or ChemBERTa estimator, not of a "
+                            f"{type(estimator).__name__}{hint}")
         check_is_fitted(estimator, "nets_")
         if not (isinstance(member, (int, np.integer)) and not isinstance(member, bool)
                 and 0 <= member < len(estimator.nets_)):
@@ -126,7 +132,7 @@ class TrainingCurveDisplay:
             metric=np.asarray(history[:, metric_name], dtype=float) if metric_name else None,
             metric_name=metric_name,
             best_epoch=best,
-            estimator_name=name or type(estimator).__name__,
+            estimator_name=type(estimator).__name__ if name is None else name,
         )
         return display.plot(ax=ax, loss_kwargs=loss_kwargs, valid_loss_kwargs=valid_loss_kwargs,
                             metric_kwargs=metric_kwargs)
@@ -161,7 +167,10 @@ class TrainingCurveDisplay:
         ax.set_ylabel("loss")
         self.metric_ax_ = None
         if self.metric is not None:
-            self.metric_ax_ = ax.twinx()
+            # plotted on these axes before: the twin made then, not one more on top of it
+            twins = [a for a in ax.figure.axes if a is not ax and a.get_shared_x_axes().joined(a, ax)
+                     and a.get_position().bounds == ax.get_position().bounds]
+            self.metric_ax_ = twins[0] if twins else ax.twinx()
             label = _METRIC_LABELS.get(self.metric_name, self.metric_name)
             (self.lines_[self.metric_name],) = self.metric_ax_.plot(
                 epochs, self.metric, **{"label": label, "color": "C2", "marker": "o", "markersize": 3, **metric_kwargs})
@@ -170,15 +179,18 @@ class TrainingCurveDisplay:
         if self.best_epoch is not None:
             self.best_epoch_line_ = ax.axvline(self.best_epoch, color="0.4", linestyle="--",
                                                label=f"best epoch ({self.best_epoch})")
-        handles = list(self.lines_.values()) + ([self.best_epoch_line_] if self.best_epoch_line_ is not None else [])
+        # the caller's own labelled artists on the axes first (scikit-learn's displays keep them), then
+        # this display's lines, the metric's on the twin axes among them
+        ours = list(self.lines_.values()) + ([self.best_epoch_line_] if self.best_epoch_line_ is not None else [])
+        handles = [h for h in ax.get_legend_handles_labels()[0] if h not in ours] + ours
         ax.legend(handles=handles, labels=[h.get_label() for h in handles], loc="upper right")
         if self.metric_ax_ is not None:  # the legend (on ax) above the twin axes' line and markers
             ax.set_zorder(self.metric_ax_.get_zorder() + 1)
             self.metric_ax_.patch.set_facecolor(ax.get_facecolor())  # the background moves below
             self.metric_ax_.patch.set_visible(True)
             ax.patch.set_visible(False)
-        title = name or self.estimator_name
-        if title:
+        title = self.estimator_name if name is None else name
+        if title is not None:  # ("" clears it)
             ax.set_title(title)
         self.ax_ = ax
         self.figure_ = ax.figure

@@ -163,3 +163,25 @@ def test_kl_grid_example_draws_the_committed_grids(tmp_path, monkeypatch):
     esol_ours = images[0].get_images()[0].get_array()
     cell = grids["esol"]["k8_L3"]["ours"]["mean"]
     assert esol_ours[1, 1] == pytest.approx(cell)  # rows k = 6, 8, 10; columns L = 2, 3, 4
+
+
+def test_plotting_again_on_the_same_axes_and_beside_the_callers_lines(regressor):
+    """A second plot on the same axes added another twin axes; the legend dropped a line the
+    caller had drawn; a Pipeline was "not fitted"; name="" could not clear the title (a review)."""
+    import matplotlib.pyplot as plt
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    fig, ax = plt.subplots()
+    (baseline,) = ax.plot([1, 2], [0.5, 0.5], label="baseline")
+    disp = TrainingCurveDisplay.from_estimator(regressor, ax=ax)
+    assert ax.get_title() == "GMNetRegressor"
+    disp.plot(ax=ax, name="")
+    assert len(fig.axes) == 2 and ax.get_title() == ""
+    assert [t.get_text() for t in ax.get_legend().get_texts()][0] == "baseline"
+    fig2, ax2 = plt.subplots()
+    assert TrainingCurveDisplay.from_estimator(regressor, ax=ax2, name="").ax_.get_title() == ""
+    with pytest.raises(TypeError, match="not of a Pipeline \\(pass its last step\\)"):
+        TrainingCurveDisplay.from_estimator(make_pipeline(FunctionTransformer(), regressor))
+    plt.close(fig)
+    plt.close(fig2)
