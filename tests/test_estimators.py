@@ -1177,3 +1177,17 @@ def test_a_loaded_model_builds_no_optimizer(tmp_path):
         loaded.net_.partial_fit(None)
     loaded.fit(SMILES[:30], Y[:30])
     np.testing.assert_array_equal(loaded.predict(SMILES[:5]), est.predict(SMILES[:5]))  # the same seed, the same fit
+
+
+def test_a_refit_keeps_nothing_only_the_earlier_fit_set():
+    """descriptor_scaler_ (a refit without descriptors) and the label encoder (a refit on
+    multi-label y) stayed on the estimator and in its pickle (a review)."""
+    small = dict(d_model=16, n_layers=1, n_heads=2, k=3, L=1, max_epochs=1, random_state=0, fingerprint=False,
+                 forest=False)
+    est = GMNetRegressor(**small, descriptors=True).fit(SMILES[:30], Y[:30])
+    assert hasattr(est, "descriptor_scaler_")
+    assert not hasattr(est.set_params(descriptors=False).fit(SMILES[:30], Y[:30]), "descriptor_scaler_")
+    c = (Y[:30] > np.median(Y[:30])).astype(int)
+    clf = GMNetClassifier(**small, descriptors=False).fit(SMILES[:30], c)
+    assert "_label_encoder" in clf.__dict__
+    assert "_label_encoder" not in clf.fit(SMILES[:30], np.c_[c, 1 - c]).__dict__

@@ -142,9 +142,10 @@ EXTRA_ENDPOINTS: Tuple[str, ...] = tuple(e.name for e in ENDPOINTS.values() if n
 
 
 def by_size(names) -> list:
-    """Endpoint names, smallest data file first (ties keep the table's order)."""
+    """Endpoint names (as :func:`resolve_endpoints` takes them: aliases and keywords too),
+    smallest data file first (ties keep the table's order)."""
     order = list(ENDPOINTS)
-    return sorted(names, key=lambda n: (ENDPOINTS[n].n_rows, order.index(n)))
+    return sorted(resolve_endpoints(names), key=lambda n: (ENDPOINTS[n].n_rows, order.index(n)))
 
 
 def _alias_of(name: str) -> Optional[str]:

@@ -357,6 +357,9 @@ class SmilesNetBase(BaseEstimator):
         self._fit_started = time.time()  # a TrainingSnapshot records it with each part of the fit
         for name in ("net_", "nets_", "forest_"):  # not fitted (__sklearn_is_fitted__) until the fit has finished
             self.__dict__.pop(name, None)
+        # what only some fits set: an earlier fit's must not stay beside this one's (in its pickle too)
+        for name in ("descriptor_scaler_", "_label_encoder"):
+            self.__dict__.pop(name, None)
         if self.freeze_encoder_epochs and self.pretrained is None:
             raise ValueError(f"freeze_encoder_epochs={self.freeze_encoder_epochs} keeps the encoder fixed, which "
                              "needs pretrained weights: pass pretrained=... or freeze_encoder_epochs=0")
