@@ -85,10 +85,12 @@ def run_one(*, protocol, protocol_name, overrides, arm, data, seed, k, L, device
     """Fit and score one (arm, endpoint, seed); returns the result record and the estimator.
     ``estimator_params``: how the fit runs on top of the protocol (e.g. ``cuda_graphs``), recorded
     among the overrides."""
-    if arm == "gmnet":  # their one-time build (a minute, where TORCH_EXTENSIONS_DIR is fresh) out of epoch 1's seconds
+    from gmnet_sklearn.estimators._base import resolve_device
+
+    if arm == "gmnet" and str(resolve_device(device)).startswith("cpu"):
         from gmnet_sklearn.gm.cpu import cpu_kernels_available
 
-        cpu_kernels_available()
+        cpu_kernels_available()  # their one-time build (a minute where TORCH_EXTENSIONS_DIR is fresh) out of epoch 1
     t0 = time.perf_counter()
     snapshots = None if snapshot_dir is None else C.snapshot_dir(snapshot_dir, protocol_name, arm, data.endpoint.name)
     est = C.make_estimator(protocol, arm, data.endpoint, seed, vocab_file=vocab_file, device=device,

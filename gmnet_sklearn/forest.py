@@ -142,10 +142,11 @@ def blend_weight(est, weight: float):
     import numbers
 
     from .estimators._base import SmilesNetBase
+    from .utils.meta import inner_model
 
     if isinstance(weight, bool) or not isinstance(weight, numbers.Real) or not 0.0 <= weight <= 1.0:
         raise ValueError(f"weight must be a number in [0, 1], got {weight!r}")
-    given, est = est, _blended_model(est)
+    given, est = est, inner_model(est)
     if not isinstance(est, SmilesNetBase):  # setting forest_weight_ on anything else would change nothing
         raise TypeError(f"blend_weight acts on a GMNet or ChemBERTa estimator, not a {type(est).__name__}")
     if weight != 0 and getattr(est, "forest_", None) is None:
@@ -161,20 +162,6 @@ def blend_weight(est, weight: float):
             est.forest_weight_ = before
         else:  # an unfitted estimator must not look fitted afterwards
             del est.forest_weight_
-
-
-def _blended_model(est):
-    """The estimator inside a Pipeline (last step), a fitted search (best_estimator_) or a
-    FrozenEstimator, whose forest_weight_ its predictions read."""
-    while True:
-        if hasattr(est, "steps"):
-            est = est.steps[-1][1]
-        elif hasattr(est, "best_estimator_"):
-            est = est.best_estimator_
-        elif type(est).__name__ == "FrozenEstimator":
-            est = est.estimator
-        else:
-            return est
 
 
 def network_alone(est):

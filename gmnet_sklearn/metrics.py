@@ -8,8 +8,8 @@ multi-task y with missing labels, where scikit-learn's string scorers give NaN t
 Each is a callable ``scorer(estimator, X, y, sample_weight=None)`` (scikit-learn's scorer
 protocol), greater is better; they work for any estimator with ``predict`` / ``predict_proba``
 (a Pipeline too). Rows whose prediction is NaN (invalid SMILES under ``on_invalid="nan"``) are
-left out as well. Under metadata routing, ``scorer.set_score_request(sample_weight=True)`` gives
-a scorer that asks for the weights, as scikit-learn's own scorers do. (scikit-learn's ``make_scorer`` would read a
+left out as well. Under metadata routing, ``scorer.set_score_request(sample_weight=True)`` asks for
+the weights, as scikit-learn's own scorers do. (scikit-learn's ``make_scorer`` would read a
 two-task multi-label model's probabilities as a binary model's: its ``classes_`` are [0, 1].)
 """
 
@@ -18,6 +18,9 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.metadata_routing import MetadataRequest
 from sklearn.utils.validation import check_array, check_consistent_length
+
+from .utils.meta import inner_model
+from .utils.validation import missing_as_nan
 
 __all__ = ["masked_rmse_scorer", "masked_roc_auc_scorer"]
 
@@ -38,12 +41,11 @@ class _MaskedScorer:
         return self._score(estimator, X, y, sample_weight)
 
     def set_score_request(self, *, sample_weight=None):
-        """A copy of this scorer with ``sample_weight`` routed to it or not (scikit-learn's metadata
-        routing): a copy, so the module's scorer stays as every other user of it expects (as
-        ``sklearn.metrics.get_scorer`` gives a fresh scorer each time)."""
-        scorer = _MaskedScorer(self._score, self._name)
-        scorer._sample_weight_request = sample_weight
-        return scorer
+        """Whether ``sample_weight`` is routed to this scorer (scikit-learn's metadata routing); as
+        scikit-learn's scorers, it changes this scorer and returns it (``copy.copy`` it first to
+        keep the module's as it was)."""
+        self._sample_weight_request = sample_weight
+        return self
 
     def get_metadata_routing(self) -> MetadataRequest:
         request = MetadataRequest(owner=self._name)
@@ -56,7 +58,8 @@ class _MaskedScorer:
 
 def _task_columns(y, n_rows: int, name: str) -> np.ndarray:
     """``y`` as (n, n_tasks), its length checked: a reshape would otherwise pair rows wrongly."""
-    y = np.asarray(y)
+    # (pandas' nullable labels: pd.NA a missing label, as the estimators' score reads them)
+    y = missing_as_nan(y.to_numpy() if hasattr(y, "to_numpy") else np.asarray(y))
     if y.ndim not in (1, 2):
         raise ValueError(f"{name}: y must be 1-D or 2-D, got shape {y.shape}")
     check_consistent_length(y, np.empty(n_rows))
@@ -92,8 +95,7 @@ def _roc_auc(estimator, X, y, sample_weight) -> float:
     y = _task_columns(y, len(proba), "masked_roc_auc_scorer")
     weight = np.ones(len(y)) if sample_weight is None else sample_weight
     check_consistent_length(y, weight)
-    final = estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator  # (a Pipeline's model)
-    n_tasks = getattr(final, "n_tasks_", None)  # the estimators' own; others: y's columns say it
+    n_tasks = getattr(inner_model(estimator), "n_tasks_", None)  # the estimators' own; others: y's columns say it
     if y.shape[1] == 1 and (n_tasks or 1) == 1:  # one task (a one-column y too, as fit and score read it)
         classes = np.asarray(estimator.classes_)
         labels = y[:, 0]

@@ -440,7 +440,7 @@ def test_a_missing_gmnet_data_folder_is_said_with_its_absolute_path(tmp_path, mo
     offline error showed a relative folder as it was given (a review)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GMNET_DATA", "typo/moleculenet")
-    with pytest.warns(UserWarning, match=r"GMNET_DATA folder '.*typo/moleculenet' is not a folder"), \
+    with pytest.warns(UserWarning, match=r"GMNET_DATA names '.*typo/moleculenet', which is not a folder"), \
             pytest.raises(DatasetNotFoundError) as info:
         fetch_moleculenet("bbbp", download_if_missing=False)
     assert str(tmp_path / "typo" / "moleculenet") in str(info.value)
@@ -740,6 +740,6 @@ def test_review_findings_another_copy_a_damaged_file_a_missing_folder_and_sklear
     Path(home).write_bytes(b"\x1f\x8b\x08\x00garbage")
     with pytest.raises(ValueError, match=r"delaney-processed.csv: cannot be read as the .* table .*delete or replace it"):
         fetch_moleculenet("esol", tmp_path / "home", download=False)
-    with pytest.warns(UserWarning, match=r"data_home folder .*typo' is not a folder"), \
+    with pytest.warns(UserWarning, match=r"data_home names .*typo', which is not a folder"), \
             pytest.raises(DatasetNotFoundError):
         fetch_moleculenet("bbbp", tmp_path / "typo", download_if_missing=False)

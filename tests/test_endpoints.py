@@ -69,5 +69,8 @@ def test_endpoints_and_presets_pickle_and_stay_read_only():
     assert pickle.loads(pickle.dumps(PAPER_PROTOCOL)) == PAPER_PROTOCOL == copy.deepcopy(PAPER_PROTOCOL)
     with pytest.raises(TypeError):
         PAPER_PROTOCOL["lr"] = 1.0
+    # as MappingProxyType's: plain dicts out of copy() and |
+    assert (PAPER_PROTOCOL | {"max_epochs": 5})["max_epochs"] == 5 and type(PAPER_PROTOCOL.copy()) is dict
+    assert ({"max_epochs": 5} | PAPER_PROTOCOL)["max_epochs"] == PAPER_PROTOCOL["max_epochs"]
     with pytest.raises(TypeError):
         esol.paper["gmnet"] = (0.0, 0.0)

@@ -96,12 +96,33 @@ def test_sample_weight_is_routed_as_to_scikit_learns_scorers():
     import sklearn
     from sklearn.model_selection import cross_validate
 
+    import copy
+
     X, y = list(SMILES[:40]), regression_target(SMILES[:40])
-    w = np.linspace(0.5, 2.0, 40)
-    asked = masked_rmse_scorer.set_score_request(sample_weight=True)
-    assert asked is not masked_rmse_scorer and masked_rmse_scorer.get_metadata_routing().score.requests == {
-        "sample_weight": None}
+    w = np.linspace(0.1, 3.0, 40)
+    asked = copy.copy(masked_rmse_scorer).set_score_request(sample_weight=True)  # (in place, as scikit-learn's)
+    assert masked_rmse_scorer.get_metadata_routing().score.requests == {"sample_weight": None}
+    assert asked.get_metadata_routing().score.requests == {"sample_weight": True}
     with sklearn.config_context(enable_metadata_routing=True):
         est = GMNetRegressor(**SMALL).set_fit_request(X_valid=False, y_valid=False)
-        out = cross_validate(est, X, y, cv=KFold(2), scoring=asked, params={"sample_weight": w})
-    assert np.isfinite(out["test_score"]).all()
+        weighted = cross_validate(est, X, y, cv=KFold(2), scoring=asked, params={"sample_weight": w})["test_score"]
+    plain = cross_validate(GMNetRegressor(**SMALL), X, y, cv=KFold(2), scoring=masked_rmse_scorer)["test_score"]
+    assert np.isfinite(weighted).all() and not np.allclose(weighted, plain)  # the weights counted
+
+
+def test_the_scorers_see_through_a_search_and_read_nullable_labels():
+    """Through a fitted search a two-task model's 1-D y took the one-task path (the search has no
+    n_tasks_), and pd.NA labels were refused as "not 0, 1 or NaN" (a review)."""
+    import pandas as pd
+
+    c = class_target(SMILES[:40])
+    Y = np.c_[c, 1 - c].astype(float)
+    search = GridSearchCV(GMNetClassifier(**SMALL), {"k": [3]}, cv=KFold(2)).fit(list(SMILES[:40]), Y)
+    with pytest.raises(ValueError, match=r"y has 1 target column\(s\); the model was fitted on 2"):
+        masked_roc_auc_scorer(search, list(SMILES[:40]), c)
+    nullable = pd.DataFrame({"a": pd.array(c, dtype="Int64"), "b": pd.array(1 - c, dtype="Int64")})
+    nullable.iloc[::7, 0] = pd.NA
+    with_nan = Y.copy()
+    with_nan[::7, 0] = np.nan
+    assert masked_roc_auc_scorer(search, list(SMILES[:40]), nullable) == masked_roc_auc_scorer(
+        search, list(SMILES[:40]), with_nan)

@@ -183,13 +183,13 @@ def test_a_same_size_edit_of_the_corpus_is_not_taken_for_it(corpus, tmp_path):
     train.write_bytes(text.replace(b"Cl", b"Br"))
     with pytest.raises(ValueError, match=r"holds a run on other data: the corpus files have the names and sizes"):
         pretrain(folder, tmp_path / "run", "gmnet", max_steps=4, **run)
-    (tmp_path / "run" / "checkpoint.pt").unlink()  # nothing trained on the run's own cache now: built again, said
-    with pytest.warns(UserWarning, match=r"a cache of other data \(contents differ\).*no checkpoint.pt\): built again"):
-        pretrain(folder, tmp_path / "run", "gmnet", max_steps=4, time_limit=0, **run)
-    train.write_bytes(text)  # the corpus as it was: a cache shared from another folder is refused, not rebuilt
+    # a finished cache (it may have been prepared on purpose) is refused, not built again, also
+    # without a checkpoint
+    (tmp_path / "run" / "checkpoint.pt").unlink()
     with pytest.raises(ValueError, match=r"cache of other data: the corpus files \['train.csv'\] have the names and sizes"):
-        pretrain(folder, tmp_path / "other", "gmnet", max_steps=4, cache_dir=tmp_path / "run" / "cache", **run)
-    assert pretrain(folder, tmp_path / "fresh", "gmnet", max_steps=4, **run)["finished"]
+        pretrain(folder, tmp_path / "run", "gmnet", max_steps=4, **run)
+    train.write_bytes(text)  # the corpus as it was: the cache is taken again
+    assert pretrain(folder, tmp_path / "run", "gmnet", max_steps=4, **run)["finished"]
 
 
 def test_tokens_outside_the_vocabulary_are_counted_and_said(corpus, tmp_path):

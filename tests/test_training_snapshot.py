@@ -312,20 +312,42 @@ def test_what_a_fit_cannot_do_is_said(tmp_path):
         GMNetRegressor(**TINY, callbacks=[TrainingSnapshot(tmp_path / "b")]).fit(X, Y)
 
 
+class CtrlCAtEpoch(Callback):
+    """A real Ctrl-C (SIGINT to this process) at the end of an epoch."""
+
+    def __init__(self, epoch):
+        self.epoch = epoch
+
+    def on_epoch_end(self, net, **kwargs):
+        if len(net.history) == self.epoch:
+            import os
+            import signal
+
+            os.kill(os.getpid(), signal.SIGINT)
+
+
 def test_one_ctrl_c_stops_an_ensemble_fit():
-    """Ctrl-C ended only the member it hit; the fit went on to train the others (a review)."""
+    """Ctrl-C ended only the member it hit; the fit went on to train the others (a review). A
+    callback's stop (skorch's way: a KeyboardInterrupt) still stops its member only."""
+    import signal
+
     from sklearn.utils.validation import check_is_fitted
     from sklearn.exceptions import NotFittedError
 
-    est = GMNetRegressor(**{**TINY, "max_epochs": 3}, descriptors=False, fingerprint=False, forest=False,
-                         n_estimators=2, callbacks=[InterruptAtEpoch(1)])
+    handler = signal.getsignal(signal.SIGINT)
+    small = dict(**{**TINY, "max_epochs": 3}, descriptors=False, fingerprint=False, forest=False, n_estimators=2)
+    est = GMNetRegressor(**small, callbacks=[CtrlCAtEpoch(1)])
     with pytest.raises(KeyboardInterrupt, match="ensemble member 0 of 2 interrupted: the fit stops"):
         est.fit(X, Y)
+    assert signal.getsignal(signal.SIGINT) is handler  # given back
     with pytest.raises(NotFittedError):  # as after any failure in training
         check_is_fitted(est)
+    with pytest.warns(UserWarning, match="stopped after 1 of 3 epochs"):  # a callback's stop
+        est.set_params(callbacks=[InterruptAtEpoch(1)]).fit(X, Y)
+    assert [len(net.history) for net in est.nets_] == [1, 1]
     # one member: kept, as skorch keeps it (interrupted before its first checkpoint: the last weights)
     with pytest.warns(UserWarning, match="stopped after 1 of 3 epochs"):
-        est.set_params(n_estimators=1).fit(X, Y)
+        est.set_params(n_estimators=1, callbacks=[CtrlCAtEpoch(1)]).fit(X, Y)
     assert len(est.history_) == 1
 
 
@@ -343,5 +365,14 @@ def test_the_fingerprint_of_a_fit_is_the_same_in_every_process():
     assert a is not b and repr(a) != repr(b)
     assert fit_fingerprint({"activation": a}, 0, []) == fit_fingerprint({"activation": b}, 0, [])
     assert fit_fingerprint({"activation": a}, 0, []) != fit_fingerprint({"activation": np.tanh}, 0, [])
+    # two lambdas share a name, not what they compute; a closure's values count too
+    relu, tanh = (lambda x: np.maximum(x, 0)), (lambda x: np.tanh(x))
+    assert fit_fingerprint({"activation": relu}, 0, []) != fit_fingerprint({"activation": tanh}, 0, [])
+
+    def scaled(s):
+        return lambda x: s * np.tanh(x)
+
+    assert fit_fingerprint({"a": scaled(1.0)}, 0, []) == fit_fingerprint({"a": scaled(1.0)}, 0, [])
+    assert fit_fingerprint({"a": scaled(1.0)}, 0, []) != fit_fingerprint({"a": scaled(2.0)}, 0, [])
     strs = np.asarray(["CCO", "c1ccccc1"], dtype=object)
     assert fit_fingerprint({}, 0, [np.asarray([np.str_(s) for s in strs], dtype=object)]) == fit_fingerprint({}, 0, [strs])

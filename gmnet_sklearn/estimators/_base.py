@@ -250,11 +250,10 @@ class SmilesNetBase(BaseEstimator):
         """Chemprop's balanced scaffold split of ``smiles`` (seeded), or None where it cannot make
         one: too few molecules for a validation part of its own, or an item that is no SMILES
         (which encoding names next)."""
-        from ..model_selection import balanced_scaffold_split
+        from ..model_selection.scaffold import _balanced_scaffold_split
 
-        try:
-            return balanced_scaffold_split(np.asarray(smiles, dtype=object), frac_valid=self.valid_size,
-                                           random_state=seed)
+        try:  # (its rows' problems are this fit's to name: no warning of the split's own)
+            return _balanced_scaffold_split(np.asarray(smiles, dtype=object), self.valid_size, seed, warn=False)
         except (ValueError, TypeError):
             return None
 
@@ -382,10 +381,11 @@ class SmilesNetBase(BaseEstimator):
             for name in ("net_", "nets_", "forest_"):  # (GPU memory, optimizer state, CUDA graphs)
                 before.pop(name, None)
             self.nets_, infos = [], []
-            for member in range(self.n_estimators):
-                net, info = self._fit_member(member, seed + member, train_set, valid_set, fingerprint_data)
-                self.nets_.append(net)
-                infos.append(info)
+            with _watching_sigint() as sigint:
+                for member in range(self.n_estimators):
+                    net, info = self._fit_member(member, seed + member, train_set, valid_set, fingerprint_data, sigint)
+                    self.nets_.append(net)
+                    infos.append(info)
             self.net_ = self.nets_[0]  # (the forest's blend weight reads the networks' predictions)
             self._fit_forest(train_set, valid_set, seed)
         self.n_train_ = int(train_set.n_molecules)
@@ -676,8 +676,9 @@ class SmilesNetBase(BaseEstimator):
             layer_lr_decay=self.layer_lr_decay,
         )
 
-    def _fit_member(self, member: int, seed: int, train_set, valid_set, fingerprint_data):
-        """Train one ensemble member; returns its net and its snapshot's resume info (or None)."""
+    def _fit_member(self, member: int, seed: int, train_set, valid_set, fingerprint_data, sigint=()):
+        """Train one ensemble member; returns its net and its snapshot's resume info (or None).
+        ``sigint``: not empty once a Ctrl-C arrived during the fit (``_watching_sigint``)."""
         snapshots = [snap for cb in (self.callbacks or []) if (snap := _snapshot_in(cb)) is not None]  # (one: _fit)
         self._checkpoint_dir = None
         # the checkpoint folder _callbacks makes is removed whatever fails after it (a pretrained
@@ -715,9 +716,10 @@ class SmilesNetBase(BaseEstimator):
             finished = snapshot is not None and snapshot.finished_  # it stopped early: nothing left to train
             net.partial_fit(train_set, y=None, epochs=0 if finished else self.max_epochs - epochs_done)
             if _interrupted(net, self.max_epochs):
-                if member < self.n_estimators - 1:
+                if sigint and member < self.n_estimators - 1:
                     # one Ctrl-C stops the fit, not only this member (an ensemble of fewer members than
-                    # n_estimators is not the model asked for): it fails as any error in training does
+                    # n_estimators is not the model asked for): it fails as any error in training does.
+                    # A callback that stops training (skorch's way: a KeyboardInterrupt) stops this member only.
                     raise KeyboardInterrupt(f"training of ensemble member {member} of {self.n_estimators} interrupted: "
                                             "the fit stops (a TrainingSnapshot in callbacks lets a later fit resume it)")
                 _warn_interrupted(net, self.max_epochs, member)
@@ -1150,6 +1152,37 @@ def _placing_every_row(train, valid, n: int):
     train, valid = np.asarray(train, dtype=np.int64), np.asarray(valid, dtype=np.int64)
     unplaced = np.setdiff1d(np.arange(n), np.concatenate([train, valid]))
     return (np.concatenate([train, unplaced]) if len(unplaced) else train), valid
+
+
+@contextlib.contextmanager
+def _watching_sigint():
+    """A list that is not empty once a SIGINT (Ctrl-C) arrived during the block, the signal handled
+    as before; skorch turns it and a callback's stop alike into a quiet end of training. Only the
+    main thread can install a handler: elsewhere the list stays empty."""
+    import signal
+
+    seen: list = []
+    if threading.current_thread() is not threading.main_thread():
+        yield seen
+        return
+    previous = signal.getsignal(signal.SIGINT)
+
+    def handler(signum, frame):
+        seen.append(signum)
+        if callable(previous):
+            previous(signum, frame)
+        elif previous != signal.SIG_IGN:  # the default (or a handler not set from Python)
+            raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGINT, handler)
+    except (ValueError, OSError):  # (an embedding interpreter's thread that is no main thread)
+        yield seen
+        return
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
 
 
 def _interrupted(net, max_epochs: int) -> bool:

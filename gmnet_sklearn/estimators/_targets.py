@@ -15,6 +15,7 @@ import numpy as np
 
 from ..exceptions import MissingTargetWarning
 from ..utils.stacklevel import _caller_stacklevel
+from ..utils.validation import missing_as_nan
 
 __all__ = ["MissingTargetWarning", "as_float_target", "check_target", "missing_labels", "warn_missing_targets"]
 
@@ -47,7 +48,7 @@ def warn_missing_targets(y, name: str = "y") -> int:
         f"{name} has missing values (NaN) in {rows.size} of {len(y)} rows ({rows_word} {shown}{more}). "
         "A single-task target is trained with such rows masked out of the loss and the target "
         f"statistics; drop the {rows_word} to silence this warning (in a multi-task y, two or more "
-        "columns, NaN marks missing labels without one).",
+        "columns, NaN marks missing labels without a warning).",
         MissingTargetWarning,
         stacklevel=_caller_stacklevel(),
     )
@@ -59,7 +60,7 @@ def check_target(y, name: str = "y") -> np.ndarray:
     if y is None:  # scikit-learn's wording (check_requires_y_none)
         raise ValueError(f"the estimator requires {name} to be passed, but the target {name} is None")
     # pandas' values, and pd.NA in any object array (``df[tasks].to_numpy()`` of nullable columns)
-    y = _missing_as_nan(y.to_numpy() if hasattr(y, "to_numpy") else np.asarray(y))
+    y = missing_as_nan(y.to_numpy() if hasattr(y, "to_numpy") else np.asarray(y))
     if y.ndim not in (1, 2):
         raise ValueError(f"{name} must be 1-D or 2-D, got shape {y.shape}")
     if y.ndim == 2 and y.shape[1] == 0:  # scikit-learn's wording (check_array's ensure_min_features)
@@ -100,22 +101,3 @@ def missing_labels(labels) -> np.ndarray:
     """Which labels are missing (None or NaN; the labels may be objects), as a bool array."""
     # np.floating too: a float32 array's items are np.float32, which is no Python float
     return np.array([v is None or (isinstance(v, (float, np.floating)) and np.isnan(v)) for v in labels], dtype=bool)
-
-
-def _missing_as_nan(values: np.ndarray) -> np.ndarray:
-    """Labels with the missing ones (``pd.NA`` of pandas' nullable dtypes, None) as NaN, numeric
-    where every observed label is a number (an ``Int64`` column with NA)."""
-    import numbers
-
-    import pandas as pd
-
-    if values.dtype != object:
-        return values
-    missing = pd.isna(values)
-    if not missing.any():
-        return values
-    values = values.copy()
-    values[missing] = np.nan
-    if all(isinstance(v, numbers.Number) and not isinstance(v, bool) for v in values[~missing]):
-        values = values.astype(np.float64)
-    return values

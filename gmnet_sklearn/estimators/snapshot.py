@@ -73,11 +73,26 @@ def fit_fingerprint(params: dict, seed: int, arrays: list) -> str:
 
 
 def _stable_repr(value) -> str:
-    """``repr(value)``, but a function (a callable ``activation``) by its module and name: its repr
-    holds its address, another in every process, and no later fit would ever resume."""
-    if callable(value) and hasattr(value, "__qualname__") and not isinstance(value, type):
-        return f"<callable {getattr(value, '__module__', None)}.{value.__qualname__}>"
+    """``repr(value)``, but a function (a callable ``activation``) by its module, name and what it
+    computes (its code, defaults and closure): its repr holds its address, another in every
+    process, and no later fit would ever resume; its name alone would take two lambdas for one."""
+    import functools
+
+    if isinstance(value, functools.partial):
+        return f"<partial {_stable_repr(value.func)} {value.args!r} {value.keywords!r}>"
+    code = getattr(value, "__code__", None)
+    if code is not None and hasattr(value, "__qualname__"):
+        closure = [_stable_repr(cell.cell_contents) for cell in (value.__closure__ or ())]
+        return (f"<callable {getattr(value, '__module__', None)}.{value.__qualname__} {_code_digest(code)} "
+                f"{_stable_repr(value.__defaults__)} {closure}>")
     return repr(value)
+
+
+def _code_digest(code) -> str:
+    """Digest of a code object's bytecode, constants (nested code by its own digest: their repr
+    holds an address) and names."""
+    consts = [_code_digest(c) if hasattr(c, "co_code") else repr(c) for c in code.co_consts]
+    return hashlib.sha256(code.co_code + repr((consts, code.co_names)).encode()).hexdigest()[:16]
 
 
 class TrainingSnapshot(Callback):

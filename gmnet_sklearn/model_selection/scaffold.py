@@ -374,6 +374,12 @@ def balanced_scaffold_split(smiles, frac_valid: float = 0.1, random_state=0) -> 
     a validation part of rare scaffolds that all share one label; the shuffled small sets rarely
     do. Unparsable SMILES are in neither part, with an ``InvalidSmilesWarning`` naming them, as
     :func:`scaffold_split` gives. Returns sorted positions in ``smiles``."""
+    return _balanced_scaffold_split(smiles, frac_valid, random_state, warn=True)
+
+
+def _balanced_scaffold_split(smiles, frac_valid, random_state, warn: bool) -> Tuple[np.ndarray, np.ndarray]:
+    """``balanced_scaffold_split``; ``warn=False``: the estimators' internal split, whose rows are
+    checked already and whose own messages say what becomes of them."""
     from ..exceptions import InvalidSmilesWarning
 
     _check_fraction("frac_valid", frac_valid)
@@ -382,10 +388,12 @@ def balanced_scaffold_split(smiles, frac_valid: float = 0.1, random_state=0) -> 
     smiles = _as_smiles_array(smiles)
     scaffolds = _scaffolds(smiles)
     left_out = [i for i, sc in enumerate(scaffolds) if sc is _UNPARSABLE or sc is None]
-    if left_out:
+    if left_out and warn:
+        from ..utils.stacklevel import _caller_stacklevel
+
         warnings.warn(f"balanced_scaffold_split: {len(left_out)} of {len(smiles)} SMILES RDKit cannot parse (or "
                       f"without a Murcko scaffold) are in neither part (rows {_shown(left_out)})",
-                      InvalidSmilesWarning, stacklevel=2)
+                      InvalidSmilesWarning, stacklevel=_caller_stacklevel())
     sets = _sorted_scaffold_sets(scaffolds)
     n_total = sum(len(s) for s in sets)
     n_valid = int(round(frac_valid * n_total))

@@ -108,7 +108,8 @@ def build_cache(files, tokenizer, cache_dir, shard_size: int = 100_000, max_leng
     vocabulary, ``max_length``, ``shard_size``, ``limit`` or column, or from files edited since
     (their contents' digest: ``content``, computed here unless the caller has it), raises
     ``ValueError`` (naming ``limit`` as the caller's ``limit_name``), or, with ``replace_other``
-    (a run's own cache, no checkpoint trained on it), is built again with a warning."""
+    (a run's own cache, no checkpoint trained on it) where it is unfinished or holds no SMILES
+    (what a failed attempt leaves), is built again with a warning."""
     n_jobs = (os.cpu_count() or 1) if n_jobs == -1 else n_jobs
     if not (isinstance(n_jobs, numbers.Integral) and n_jobs >= 1):
         raise ValueError(f"n_jobs must be a positive integer or -1, got {n_jobs!r}")
@@ -135,7 +136,10 @@ def _build_cache(files, tokenizer, cache_dir: Path, shard_size, max_length, limi
         # smiles_column on both sides: a cache of another column must not pass for the default's
         differ = [k for k in [*identity, *(["smiles_column"] if "smiles_column" not in identity else [])]
                   if old.get(k) != identity.get(k)]
-        if replace_other and (differ or old.get("content", content) != content):
+        # only what a failed attempt leaves (a build cut short, or no SMILES to train on), never a
+        # finished cache (one prepared on purpose, prepare_only, may have taken hours)
+        failed = not old.get("complete") or not sum(s.get("n_valid", 0) for s in old.get("shards", []))
+        if replace_other and failed and (differ or old.get("content", content) != content):
             clear_stale(cache_dir, f"a cache of other data ({', '.join(differ) or 'contents'} differ)")
             old = {**manifest}
             differ = []

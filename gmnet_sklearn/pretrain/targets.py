@@ -74,7 +74,7 @@ def build_targets(corpus, tokenizer, out_dir, n_jobs: int = 1, progress: bool = 
     """Compute the descriptor targets of every shard of the encoded ``corpus`` (an
     ``EncodedCorpus``) into ``out_dir``, resuming a partial build; returns the manifest. Targets of
     other data raise ``ValueError``, or with ``replace_other`` (a run's own, no checkpoint
-    trained on them) are computed again, with a warning."""
+    trained on them) where unfinished are computed again, with a warning."""
     n_jobs = (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -96,7 +96,7 @@ def _build_targets(corpus, tokenizer, out_dir: Path, n_jobs: int, progress: bool
     if path.exists():
         old = json.loads(path.read_text())
         differ = [k for k in identity if old.get(k) != identity[k]]
-        if differ and replace_other:
+        if differ and replace_other and not old.get("complete"):  # (a finished set: refused, as a prepared cache)
             clear_stale(out_dir, f"descriptor targets of other data ({', '.join(differ)} differ)")
             old, differ = {**manifest}, []
         if differ:

@@ -31,3 +31,13 @@ class FrozenDict(Mapping):
 
     def __reduce__(self):
         return type(self), (self._data,)
+
+    # as MappingProxyType: a plain dict comes out of copy() and of | (PAPER_PROTOCOL | {"max_epochs": 5})
+    def copy(self) -> dict:
+        return dict(self._data)
+
+    def __or__(self, other):
+        return {**self._data, **other} if isinstance(other, Mapping) else NotImplemented
+
+    def __ror__(self, other):
+        return {**other, **self._data} if isinstance(other, Mapping) else NotImplemented

@@ -45,8 +45,9 @@ def check_smiles_input(X, name: str = "X", *, smiles_column: str = "smiles", ens
 
                 others = [c for i, c in enumerate(X.columns) if i != chosen[0]]
                 warnings.warn(f"{name}: the DataFrame's column(s) {others[:10]}{' ...' if len(others) > 10 else ''} "
-                              f"are not read, only its SMILES column {X.columns[chosen[0]]!r} (pass "
-                              f"{name}[{X.columns[chosen[0]]!r}] to leave them out yourself)", UserWarning,
+                              f"are not read, only its SMILES column {X.columns[chosen[0]]!r} (select that "
+                              f"column yourself to silence this: {name}[{X.columns[chosen[0]]!r}], or one column "
+                              "per transformer in a ColumnTransformer)", UserWarning,
                               stacklevel=_caller_stacklevel())
             X = X.iloc[:, chosen[0]]
         elif X.shape[1] == 1:
@@ -118,3 +119,22 @@ def _is_missing_item(value, pd) -> bool:
         return bool(pd.isna(value))
     except (TypeError, ValueError):  # an array-like: no single missing value
         return False
+
+
+def missing_as_nan(values: np.ndarray) -> np.ndarray:
+    """Labels with the missing ones (``pd.NA`` of pandas' nullable dtypes, None) as NaN, numeric
+    where every observed label is a number (an ``Int64`` column with NA)."""
+    import numbers
+
+    import pandas as pd
+
+    if values.dtype != object:
+        return values
+    missing = pd.isna(values)
+    if not missing.any():
+        return values
+    values = values.copy()
+    values[missing] = np.nan
+    if all(isinstance(v, numbers.Number) and not isinstance(v, bool) for v in values[~missing]):
+        values = values.astype(np.float64)
+    return values
