@@ -236,7 +236,7 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
         with torch_threads(getattr(self.estimator_, "n_jobs", None)):  # as the estimator's own predict
             in_chunks(X, lambda rows, start, stop: unknown.append(
                           start + self._transform_into(source, rows, out[start:stop], on_invalid)),
-                      (lambda whole: source.encode(whole, "raise")) if on_invalid == "raise" else None)
+                      (lambda rows: source.encode(rows, "nan")) if on_invalid == "raise" else None)
         if (rows := np.concatenate(unknown)).size:
             self.estimator_._warn_unknown_at_predict(X, rows)
         return out

@@ -71,14 +71,22 @@ def tokenize_smiles(smiles: str) -> list[str]:
     # Surrounding whitespace is not part of a SMILES (RDKit and DeepChem ignore it; ESOL has
     # trailing spaces); whitespace inside one is still an error.
     smiles = smiles.strip()
+    tokens, problem = _tokens_or_problem(smiles)
+    if problem is not None:
+        raise ValueError(f"cannot tokenize SMILES {_short_repr(smiles)}: {problem}")
+    return tokens
+
+
+def _tokens_or_problem(smiles: str) -> tuple[list[str] | None, str | None]:
+    """The tokens of a stripped SMILES, or why it has none (the batch path's reason, the single
+    path's error)."""
     inner = next((i for i, ch in enumerate(smiles) if ch.isspace()), None)
     if inner is not None:  # (the regex's bracket atoms would take "[N H4+]" whole)
-        raise ValueError(f"cannot tokenize SMILES {_short_repr(smiles)}: whitespace {smiles[inner]!r} at {inner} "
-                         "inside it (a name or a CXSMILES extension after the SMILES?)")
+        return None, f"whitespace {smiles[inner]!r} at {inner} inside it (a name or a CXSMILES extension after the SMILES?)"
     tokens = SMILES_PATTERN.findall(smiles)
     if sum(map(len, tokens)) != len(smiles):  # cheap check first; findall never overlaps
-        raise ValueError(f"cannot tokenize SMILES {_short_repr(smiles)}: {_describe_unmatched(smiles)}")
-    return tokens
+        return None, _describe_unmatched(smiles)
+    return tokens, None
 
 
 def _describe_unmatched(smiles: str) -> str:
@@ -270,6 +278,13 @@ def _format_offenders(problems: list[tuple[int, Any, str]]) -> str:
     return "\n".join(lines)
 
 
+def invalid_smiles_error(problems: list[tuple[int, Any, str]], n_items: int) -> Exception:
+    """What ``encode_batch(on_invalid="raise")`` raises for ``problems`` ((position, item, why))
+    among ``n_items``: a ``TypeError`` where an item is no string, else a ``ValueError``."""
+    exc_type = TypeError if any(not isinstance(item, str) for _, item, _ in problems) else ValueError
+    return exc_type(f"{len(problems)} of {n_items} SMILES are invalid:\n" + _format_offenders(problems))
+
+
 def _as_items(smiles_list: Iterable[Any]) -> list[Any]:
     """The package's one input coercion; an empty list is fine here (a loaded vocabulary)."""
     return check_smiles_input(smiles_list, "smiles_list", ensure_min_samples=0)
@@ -415,10 +430,9 @@ class SmilesTokenizer:
         smiles = smiles.strip()
         if not smiles:
             return "empty string"
-        try:
-            tokens = tokenize_smiles(smiles)
-        except ValueError:  # the only failure for a str: characters outside the regex
-            return _describe_unmatched(smiles)
+        tokens, problem = _tokens_or_problem(smiles)  # (whitespace inside it, characters outside the regex)
+        if problem is not None:
+            return problem
         mol = _parse(smiles)
         if mol is None:
             return _parse_error(smiles)
@@ -461,7 +475,6 @@ class SmilesTokenizer:
         flags: list[np.ndarray] = []
         valid = np.ones(len(items), dtype=bool)
         problems: list[tuple[int, Any, str]] = []
-        has_type_error = False
         empty_ids = np.array([self.cls_id, self.sep_id], dtype=np.int64)
         empty_flags = np.zeros(2, dtype=np.int8)
 
@@ -473,7 +486,6 @@ class SmilesTokenizer:
                 if not isinstance(res, str) and max_length is not None and len(res[0]) > max_length:
                     res = f"{len(res[0])} tokens incl. [CLS]/[SEP] > max_length={max_length}"
             else:
-                has_type_error = True
                 res = f"not a string ({type(smi).__name__})"
             if isinstance(res, str):
                 problems.append((pos, smi, res))
@@ -486,8 +498,7 @@ class SmilesTokenizer:
                 flags.append(res[1].copy())
 
         if problems and on_invalid == "raise":
-            exc_type = TypeError if has_type_error else ValueError
-            raise exc_type(f"{len(problems)} of {len(items)} SMILES are invalid:\n" + _format_offenders(problems))
+            raise invalid_smiles_error(problems, len(items))
         lengths = np.fromiter((len(a) for a in ids), dtype=np.int64, count=len(ids))
         return EncodedBatch(
             ids=ids,

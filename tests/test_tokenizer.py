@@ -413,3 +413,13 @@ def test_blank_smiles_are_empty_on_every_path(tok: SmilesTokenizer) -> None:
         with pytest.raises(ValueError, match="empty SMILES"):
             call("  ")
     assert tok.encode_batch(["  "], on_invalid="mask").errors == {0: "empty string"}
+
+
+def test_the_batch_path_says_why_whitespace_is_no_smiles():
+    """encode_batch gave "unmatched characters " (nothing listed) for "[N H4+]": the regex's
+    bracket atom takes it whole; the single path's reason now reaches the batch's (a review)."""
+    from gmnet_sklearn.tokenizer import SmilesTokenizer
+
+    errors = SmilesTokenizer().fit(["CC"]).encode_batch(["[N H4+]", "C C", "CC"], on_invalid="mask").errors
+    assert errors == {0: "whitespace ' ' at 2 inside it (a name or a CXSMILES extension after the SMILES?)",
+                      1: "whitespace ' ' at 1 inside it (a name or a CXSMILES extension after the SMILES?)"}

@@ -118,13 +118,22 @@ def _every_task_in_training(train: np.ndarray, valid: np.ndarray, y) -> tuple[np
     return train, valid
 
 
-def in_chunks(X: list, predict, check_whole=None, chunk: int | None = None) -> None:
+def in_chunks(X: list, predict, encode=None, chunk: int | None = None) -> None:
     """``predict(rows, start, stop)`` over ``X`` in chunks of :data:`PREDICT_CHUNK` rows. With
-    ``check_whole`` (``on_invalid="raise"``: the whole input's encoding) it runs first, so an
-    invalid SMILES is named at once, by its position in ``X``, not after the chunks before it."""
+    ``encode`` (``on_invalid="raise"``: ``encode(rows)``, an ``EncodedBatch`` that marks the
+    invalid rows) the whole input is checked first, chunk by chunk (memory as the predict's), so
+    every invalid SMILES is named, by its position in ``X``, before any chunk is predicted. (So
+    each SMILES is encoded twice: on a large screen ``on_invalid="nan"`` encodes once.)"""
+    from ..tokenizer import invalid_smiles_error
+
     chunk = PREDICT_CHUNK if chunk is None else chunk
-    if check_whole is not None and len(X) > chunk:
-        check_whole(X)
+    if encode is not None and len(X) > chunk:
+        problems = []
+        for start in range(0, len(X), chunk):
+            rows = X[start:start + chunk]
+            problems += [(start + pos, rows[pos], why) for pos, why in sorted(encode(rows).errors.items())]
+        if problems:
+            raise invalid_smiles_error(problems, len(X))
     for start in range(0, len(X), chunk):
         stop = min(start + chunk, len(X))
         predict(X[start:stop], start, stop)
@@ -809,7 +818,7 @@ class SmilesNetBase(BaseEstimator):
                         total = np.empty((part.shape[0], len(X), *part.shape[2:]), dtype=part.dtype)
                     total[:, start:stop] = part
 
-                in_chunks(X, predict, (lambda whole: self._encode(whole)) if self.on_invalid == "raise" else None)
+                in_chunks(X, predict, (lambda rows: self._encode(rows, "nan")) if self.on_invalid == "raise" else None)
         if unknown and (rows := np.concatenate(unknown)).size:
             self._warn_unknown_at_predict(X, rows)
         return total, valid
