@@ -334,12 +334,16 @@ def test_one_ctrl_c_stops_an_ensemble_fit():
     from sklearn.utils.validation import check_is_fitted
     from sklearn.exceptions import NotFittedError
 
-    handler = signal.getsignal(signal.SIGINT)
-    small = dict(**{**TINY, "max_epochs": 3}, descriptors=False, fingerprint=False, forest=False, n_estimators=2)
-    est = GMNetRegressor(**small, callbacks=[CtrlCAtEpoch(1)])
-    with pytest.raises(KeyboardInterrupt, match="ensemble member 0 of 2 interrupted: the fit stops"):
-        est.fit(X, Y)
-    assert signal.getsignal(signal.SIGINT) is handler  # given back
+    # Python's own handler (a Ctrl-C raises KeyboardInterrupt), whatever an earlier test installed
+    outside = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        small = dict(**{**TINY, "max_epochs": 3}, descriptors=False, fingerprint=False, forest=False, n_estimators=2)
+        est = GMNetRegressor(**small, callbacks=[CtrlCAtEpoch(1)])
+        with pytest.raises(KeyboardInterrupt, match="ensemble member 0 of 2 interrupted: the fit stops"):
+            est.fit(X, Y)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # given back
+    finally:
+        signal.signal(signal.SIGINT, outside)
     with pytest.raises(NotFittedError):  # as after any failure in training
         check_is_fitted(est)
     with pytest.warns(UserWarning, match="stopped after 1 of 3 epochs"):  # a callback's stop
@@ -347,7 +351,7 @@ def test_one_ctrl_c_stops_an_ensemble_fit():
     assert [len(net.history) for net in est.nets_] == [1, 1]
     # one member: kept, as skorch keeps it (interrupted before its first checkpoint: the last weights)
     with pytest.warns(UserWarning, match="stopped after 1 of 3 epochs"):
-        est.set_params(n_estimators=1, callbacks=[CtrlCAtEpoch(1)]).fit(X, Y)
+        est.set_params(n_estimators=1, callbacks=[InterruptAtEpoch(1)]).fit(X, Y)
     assert len(est.history_) == 1
 
 
