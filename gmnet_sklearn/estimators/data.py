@@ -30,7 +30,7 @@ class EncodedSmilesDataset(Dataset):
         # batch's width never synchronises with the device.
         self.device = torch.device(device)
         self.ids = torch.as_tensor(ids, device=self.device)
-        self.flags = torch.as_tensor(flags.astype(np.int64), device=self.device)
+        self.flags = torch.as_tensor(flags, device=self.device)  # int8 (1/8 of int64's memory); a batch's as long
         self.lengths = torch.as_tensor(encoded.lengths)
         self._lengths_dev = self.lengths.to(self.device)
         self.y = None if y is None else torch.as_tensor(y, device=self.device)
@@ -53,7 +53,8 @@ class EncodedSmilesDataset(Dataset):
         width = int(self.lengths[idx].max()) if len(rows) else 1
         dev_idx = idx.to(self.device, non_blocking=True)
         mask = torch.arange(width, device=self.device)[None, :] < self._lengths_dev[dev_idx][:, None]
-        X = {"input_ids": self.ids[dev_idx, :width], "conj_flags": self.flags[dev_idx, :width], "attention_mask": mask}
+        X = {"input_ids": self.ids[dev_idx, :width], "conj_flags": self.flags[dev_idx, :width].long(),
+             "attention_mask": mask}
         if self.descriptors is not None:
             X["descriptors"] = self.descriptors[dev_idx]
         y = self.y[dev_idx] if self.y is not None else torch.zeros(len(rows), device=self.device)
