@@ -380,3 +380,28 @@ def test_the_fingerprint_of_a_fit_is_the_same_in_every_process():
     assert fit_fingerprint({"a": scaled(1.0)}, 0, []) != fit_fingerprint({"a": scaled(2.0)}, 0, [])
     strs = np.asarray(["CCO", "c1ccccc1"], dtype=object)
     assert fit_fingerprint({}, 0, [np.asarray([np.str_(s) for s in strs], dtype=object)]) == fit_fingerprint({}, 0, [strs])
+
+
+def test_no_sigint_handler_where_ctrl_c_is_ignored_or_off_the_main_thread():
+    """A shell's background job ignores SIGINT: the fit must not install a handler there (nor in a
+    thread, where Python cannot)."""
+    import signal
+    import threading
+
+    from gmnet_sklearn.estimators._base import _watching_sigint
+
+    outside = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with _watching_sigint():
+            assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        with _watching_sigint():
+            assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        seen = []
+        thread = threading.Thread(target=lambda: seen.append(_watching_sigint().__enter__()))
+        thread.start()
+        thread.join()
+        assert seen == [[]]
+    finally:
+        signal.signal(signal.SIGINT, outside)

@@ -1167,20 +1167,23 @@ def _placing_every_row(train, valid, n: int):
 def _watching_sigint():
     """A list that is not empty once a SIGINT (Ctrl-C) arrived during the block, the signal handled
     as before; skorch turns it and a callback's stop alike into a quiet end of training. Only the
-    main thread can install a handler: elsewhere the list stays empty."""
+    main thread can install a handler, and where SIGINT is ignored there is none to watch:
+    there the list stays empty."""
     import signal
 
     seen: list = []
-    if threading.current_thread() is not threading.main_thread():
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT) if main else None
+    # (nothing to watch where Ctrl-C is ignored: a shell's background job, or a process that said so)
+    if not main or previous == signal.SIG_IGN:
         yield seen
         return
-    previous = signal.getsignal(signal.SIGINT)
 
     def handler(signum, frame):
         seen.append(signum)
         if callable(previous):
             previous(signum, frame)
-        elif previous != signal.SIG_IGN:  # the default (or a handler not set from Python)
+        else:  # the default (or a handler not set from Python)
             raise KeyboardInterrupt
 
     try:
@@ -1191,7 +1194,7 @@ def _watching_sigint():
     try:
         yield seen
     finally:
-        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)  # (None: set outside Python)
 
 
 def _interrupted(net, max_epochs: int) -> bool:
