@@ -13,6 +13,8 @@ a ``GridSearchCV``, which fit the same folds, compute each fold's descriptors on
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.preprocessing import QuantileTransformer
@@ -51,6 +53,7 @@ _CRIPPEN_DESCRIPTORS = {"MolLogP": 0, "MolMR": 1}
 #: Below this many distinct SMILES the descriptors are computed in this process: starting a worker
 #: pool (each worker imports RDKit) costs more than it saves.
 PARALLEL_MIN_SMILES = 512
+_PARALLEL_LOCK = threading.Lock()  # joblib's process-wide worker pool, asked by one call at a time
 
 
 def _descriptor_functions() -> list:
@@ -124,9 +127,12 @@ def compute_descriptors(smiles, on_invalid: str = "raise", n_jobs=None) -> np.nd
     # at least half of PARALLEL_MIN_SMILES per worker: below PARALLEL_MIN_SMILES, none
     n_workers = min(effective_n_jobs(n_jobs), len(distinct) // (PARALLEL_MIN_SMILES // 2))
     if n_workers > 1:
-        # a few chunks per worker, so one slow chunk does not hold the others up
+        # a few chunks per worker, so one slow chunk does not hold the others up; one call at a time
+        # in this process: joblib's worker pool is one per process, and two threads asking it for
+        # other sizes at once deadlock in its resize (a review's two threads predicting)
         chunks = [list(c) for c in np.array_split(np.asarray(distinct, dtype=object), 4 * n_workers)]
-        parts = Parallel(n_jobs=n_workers)(delayed(_descriptor_rows)(c) for c in chunks)
+        with _PARALLEL_LOCK:
+            parts = Parallel(n_jobs=n_workers)(delayed(_descriptor_rows)(c) for c in chunks)
         rows, parsed = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
     else:
         rows, parsed = _descriptor_rows(distinct)

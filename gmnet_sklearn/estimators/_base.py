@@ -177,8 +177,9 @@ def torch_threads(n_jobs: int | None):
     """torch's intra-op threads set to ``n_jobs`` inside the block (None: left as they are; -1 all
     CPUs, -2 all but one, as in scikit-learn), and restored after. The descriptors' worker
     processes and the forest's jobs follow the same count (they read ``torch.get_num_threads()``).
-    (With torch's OpenMP backend the count is the calling thread's: fits in threads each keep
-    their own.)"""
+    (With torch's OpenMP backend the count is the calling thread's, but it is also the count a
+    thread started meanwhile begins with: a thread started while a fit or predict with ``n_jobs``
+    runs in another keeps that count after it, as its own setting.)"""
     before = torch.get_num_threads()
     if n_jobs is not None and n_jobs < 0:
         from joblib import effective_n_jobs
@@ -323,8 +324,8 @@ class SmilesNetBase(BaseEstimator):
         The fit draws from torch's global random generator (seeded from ``random_state``; on CUDA
         also the GPUs') and gives the caller's generator state back afterwards. That generator is
         one per process, so fits running at once in threads (joblib's threading backend, a dask
-        worker's threads) do not repeat: a warning says so; run them in processes (joblib's
-        default).
+        worker's threads) do not repeat, and the state each gives back may be another's: a
+        warning says so; run them in processes (joblib's default).
         """
         self._validate_params()
         # Everything a fit sets replaces an attribute (none is changed in place), so a shallow copy
@@ -337,8 +338,9 @@ class SmilesNetBase(BaseEstimator):
         try:
             if concurrent:
                 warnings.warn("another fit is running in this process (threads): torch's random generator is one per "
-                              "process, so seeded fits running at once do not repeat; run them in processes (joblib's "
-                              "default backend)", UserWarning, stacklevel=_caller_stacklevel())
+                              "process, so seeded fits running at once do not repeat, and the generator state each "
+                              "gives back may be the other's; run them in processes (joblib's default backend)",
+                              UserWarning, stacklevel=_caller_stacklevel())
             with torch.random.fork_rng(devices=self._cuda_devices()):  # the caller's stream, given back
                 return self._fit(X, y, X_valid, y_valid, before)
         except BaseException:
