@@ -1096,8 +1096,9 @@ class RestoreBest(Checkpoint):
     saved: the last epoch's weights stay, with a warning, instead of a missing-file error."""
 
     def on_train_end(self, net, **kwargs):
-        if self.load_best and self.event_name is not None \
-                and not any(row.get(self.event_name) for row in net.history):
+        if self.load_best and self.event_name is not None and (
+                not any(row.get(self.event_name) for row in net.history)
+                or not os.path.exists(self.get_formatted_files(net)["f_params"])):
             # nothing saved: every epoch's metric was not finite, or training was interrupted before
             # the first epoch's checkpoint (skorch's own lookup then fails on the missing key; the
             # fit names the interruption)
