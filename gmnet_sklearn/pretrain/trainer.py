@@ -280,8 +280,8 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
         _refuse_a_finished_model(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     with run_lock(output_dir):  # one process trains a run folder at a time: the checkpoint is one file
-        # the run's own cache, and no checkpoint yet: what an attempt that failed left (a corpus
-        # fixed since) is built again rather than refused
+        # the run's own cache, and no checkpoint yet: an unfinished or empty cache of other data,
+        # what an attempt that failed left (a corpus fixed since), is built again rather than refused
         own_cache = cache_dir is None
         cache_dir = Path(cache_dir) if cache_dir is not None else output_dir / "cache"
         # the run's definition but its length (which needs the encoded corpus): an existing run with
