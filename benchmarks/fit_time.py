@@ -126,6 +126,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.without_forest and args.max_epochs is not None:
         p.error("--without-forest and --max-epochs are separate variants: time them one at a time")
     variant = NETWORK_ALONE if args.without_forest else None if args.max_epochs is None else max_epochs_variant(args.max_epochs)
+    try:
+        resolve_endpoints(args.endpoints)
+    except ValueError as exc:  # a usage error, as argparse's own
+        p.error(str(exc))
     C.set_threads(args.threads)
     others = other_hosts_records([record_path(arm, endpoint, seed, args.results_dir, variant, args.host_label)
                                   for arm in args.arm for endpoint in resolve_endpoints(args.endpoints)

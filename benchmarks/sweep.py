@@ -530,6 +530,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         import torch
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
+    if args.workers is not None and args.workers < 1:
+        build_parser().error(f"--workers must be at least 1, got {args.workers}")
     workers = args.workers or (12 if device.startswith("cuda") else (len(os.sched_getaffinity(0))
                                                                      if hasattr(os, "sched_getaffinity") else os.cpu_count()))
     results_dir = Path(args.results_dir).resolve()

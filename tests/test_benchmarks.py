@@ -1390,3 +1390,17 @@ def test_the_report_says_which_records_ran_from_uncommitted_or_mixed_code():
                "resumed": {"parts": [{"meta": {"git": {"commit": "b" * 40, "dirty": True}}}]}}
     assert code_provenance([clean, dirty, resumed]) == {"dirty": {"chemberta3": 1, "tuned": 1},
                                                         "resumed_across_commits": {"tuned": 1}}
+
+
+def test_harness_usage_errors(tmp_path, capsys):
+    """A report to another file beside the committed results rewrote their summary.json; an
+    unknown endpoint of fit_time was a traceback; --workers 0 meant the default (a review)."""
+    from benchmarks import fit_time, sweep
+
+    for main, argv, message in [
+            (report.main, ["--output", str(tmp_path / "x.md")], "would rewrite benchmarks/results/summary.json"),
+            (fit_time.main, ["--endpoints", "bogus", "--results-dir", str(tmp_path)], "unknown endpoint 'bogus'"),
+            (sweep.main, ["--workers", "0", "--dry-run", "--results-dir", str(tmp_path)], "--workers must be at least 1")]:
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2 and message in capsys.readouterr().err

@@ -285,6 +285,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--stdout", action="store_true", help="print the README instead of writing files")
     args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
     results_dir = Path(args.results_dir).resolve()
+    committed = results_dir == C.DEFAULT_RESULTS_DIR.resolve()
+    if args.output and committed and not args.stdout and Path(args.output).resolve() != DEFAULT_OUTPUT.resolve():
+        # its summary.json is the committed one: another README's (another --protocol's) would replace it
+        p.error("--output with the committed results would rewrite benchmarks/results/summary.json for another "
+                "README: pass --stdout, or --results-dir a copy of the results")
     if args.output:
         out = Path(args.output)
     elif results_dir == C.DEFAULT_RESULTS_DIR.resolve():
