@@ -197,8 +197,9 @@ def estimator_doc(summary: str, extended: str, parameters: str, attributes: str,
 REGRESSOR_N_ESTIMATORS_DOC = """\
 n_estimators : int, default=1
     Ensemble members, member i seeded ``random_state + i`` (the seed drawn from
-    ``random_state`` plus i where it is not an int); predictions are averaged and
-    ``predict(X, return_std=True)`` gives their spread.
+    ``random_state`` plus i where it is not an int), so ensembles at neighbouring seeds share
+    members (space the seeds of repeated runs ``n_estimators`` apart); predictions are averaged
+    and ``predict(X, return_std=True)`` gives their spread.
 """
 #: The regressors' own fitted attributes (before the shared `FITTED_ATTRIBUTES_DOC`).
 REGRESSOR_ATTRIBUTES_DOC = """\
@@ -218,8 +219,9 @@ y_scale_ : ndarray of shape (n_outputs_,)
 CLASSIFIER_N_ESTIMATORS_DOC = """\
 n_estimators : int, default=1
     Ensemble members, member i seeded ``random_state + i`` (the seed drawn from
-    ``random_state`` plus i where it is not an int); their predicted probabilities are
-    averaged.
+    ``random_state`` plus i where it is not an int), so ensembles at neighbouring seeds share
+    members (space the seeds of repeated runs ``n_estimators`` apart); their predicted
+    probabilities are averaged.
 """
 #: The classifiers' own fitted attributes (before the shared `FITTED_ATTRIBUTES_DOC`).
 CLASSIFIER_ATTRIBUTES_DOC = """\
