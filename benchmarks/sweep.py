@@ -524,14 +524,14 @@ def _exit_on_sigterm(signum, frame):
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.workers is not None and args.workers < 1:
+        build_parser().error(f"--workers must be at least 1, got {args.workers}")
     signal.signal(signal.SIGTERM, _exit_on_sigterm)  # stop the runs too (run_jobs cleans up)
     device = args.device
     if device == "auto":
         import torch
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    if args.workers is not None and args.workers < 1:
-        build_parser().error(f"--workers must be at least 1, got {args.workers}")
     workers = args.workers or (12 if device.startswith("cuda") else (len(os.sched_getaffinity(0))
                                                                      if hasattr(os, "sched_getaffinity") else os.cpu_count()))
     results_dir = Path(args.results_dir).resolve()

@@ -13,6 +13,7 @@ a ``GridSearchCV``, which fit the same folds, compute each fold's descriptors on
 
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -54,6 +55,15 @@ _CRIPPEN_DESCRIPTORS = {"MolLogP": 0, "MolMR": 1}
 #: pool (each worker imports RDKit) costs more than it saves.
 PARALLEL_MIN_SMILES = 512
 _PARALLEL_LOCK = threading.Lock()  # joblib's process-wide worker pool, asked by one call at a time
+
+
+def _new_parallel_lock():  # a forked child's copy may be held by a thread the child does not have
+    global _PARALLEL_LOCK
+    _PARALLEL_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_parallel_lock)
 
 
 def _descriptor_functions() -> list:
@@ -168,7 +178,6 @@ def cached_descriptors(memory, smiles, on_invalid: str = "raise", n_jobs=None) -
     folder (str or path) or a ``joblib.Memory``, ``sklearn.utils.validation.check_memory``'s meaning). The key is
     the list of SMILES, ``on_invalid``, RDKit's version, the descriptor names and `_ROWS_VERSION` (the values are
     RDKit's own, bit for bit: tests/test_descriptors.py); not ``n_jobs``, which they do not depend on."""
-    import os
 
     from sklearn.utils.validation import check_memory
 

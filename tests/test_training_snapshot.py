@@ -349,9 +349,13 @@ def test_one_ctrl_c_stops_an_ensemble_fit():
     with pytest.warns(UserWarning, match="stopped after 1 of 3 epochs"):  # a callback's stop
         est.set_params(callbacks=[InterruptAtEpoch(1)]).fit(X, Y)
     assert [len(net.history) for net in est.nets_] == [1, 1]
-    # one member: kept, as skorch keeps it (interrupted before its first checkpoint: the last weights)
-    with pytest.warns(UserWarning, match="stopped after 1 of 3 epochs"):
-        est.set_params(n_estimators=1, callbacks=[InterruptAtEpoch(1)]).fit(X, Y)
+    # one member, a real Ctrl-C: kept, as skorch keeps it (before its first checkpoint: the last weights)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.warns(UserWarning, match="stopped after 1 of 3 epochs"):
+            est.set_params(n_estimators=1, callbacks=[CtrlCAtEpoch(1)]).fit(X, Y)
+    finally:
+        signal.signal(signal.SIGINT, outside)
     assert len(est.history_) == 1
 
 
@@ -382,26 +386,56 @@ def test_the_fingerprint_of_a_fit_is_the_same_in_every_process():
     assert fit_fingerprint({}, 0, [np.asarray([np.str_(s) for s in strs], dtype=object)]) == fit_fingerprint({}, 0, [strs])
 
 
-def test_no_sigint_handler_where_ctrl_c_is_ignored_or_off_the_main_thread():
-    """A shell's background job ignores SIGINT: the fit must not install a handler there (nor in a
-    thread, where Python cannot)."""
+def test_no_sigint_handler_where_ctrl_c_is_not_pythons_to_take(monkeypatch):
+    """SIGINT ignored (a shell's background job), the default action (the process ends) or a C
+    host's handler (getsignal None: it could not be restored) is left alone, and a thread (where
+    Python cannot install one) installs nothing; a Python handler is watched and given back."""
     import signal
     import threading
 
     from gmnet_sklearn.estimators._base import _watching_sigint
 
-    outside = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    outside = signal.getsignal(signal.SIGINT)
     try:
-        with _watching_sigint():
-            assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+        for disposition in (signal.SIG_IGN, signal.SIG_DFL):
+            signal.signal(signal.SIGINT, disposition)
+            with _watching_sigint() as seen:
+                assert signal.getsignal(signal.SIGINT) == disposition and seen == []
         signal.signal(signal.SIGINT, signal.default_int_handler)
         with _watching_sigint():
             assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-        seen = []
-        thread = threading.Thread(target=lambda: seen.append(_watching_sigint().__enter__()))
+        installed = []
+        monkeypatch.setattr(signal, "signal", lambda *a: installed.append(a))
+        monkeypatch.setattr(signal, "getsignal", lambda signum: None)  # a C host's handler
+        with _watching_sigint():
+            pass
+        monkeypatch.undo()
+        thread = threading.Thread(target=lambda: _watching_sigint().__enter__())
+        monkeypatch.setattr(signal, "signal", lambda *a: installed.append(a))
         thread.start()
         thread.join()
-        assert seen == [[]]
+        monkeypatch.undo()
+        assert installed == []
     finally:
         signal.signal(signal.SIGINT, outside)
+
+
+class DropBestFile(Callback):
+    """Deletes the best epoch's file before RestoreBest reads it (as a snapshot's history may flag
+    an epoch another process saved)."""
+
+    def __init__(self, est):
+        self.est = est
+
+    def on_train_end(self, net, **kwargs):
+        for f in Path(self.est._checkpoint_dir).glob("*.pt"):
+            f.unlink()
+
+
+def test_a_best_epoch_whose_file_is_gone_is_said_so():
+    """The missing file was put down to "the validation metric was not finite in any epoch" (a review)."""
+    est = GMNetRegressor(**{**TINY, "max_epochs": 2}, descriptors=False, fingerprint=False, forest=False)
+    est.set_params(callbacks=[DropBestFile(est)])
+    with pytest.warns(UserWarning, match=r"the best epoch's weights \(epoch \d\) are not on disk"):
+        est.fit(X, Y)

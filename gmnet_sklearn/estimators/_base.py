@@ -178,8 +178,8 @@ def torch_threads(n_jobs: int | None):
     CPUs, -2 all but one, as in scikit-learn), and restored after. The descriptors' worker
     processes and the forest's jobs follow the same count (they read ``torch.get_num_threads()``).
     (With torch's OpenMP backend the count is the calling thread's, but it is also the count a
-    thread started meanwhile begins with: a thread started while a fit or predict with ``n_jobs``
-    runs in another keeps that count after it, as its own setting.)"""
+    thread takes at its first torch call: a thread whose first torch call falls while a fit or
+    predict with ``n_jobs`` runs in another keeps that count after it, as its own setting.)"""
     before = torch.get_num_threads()
     if n_jobs is not None and n_jobs < 0:
         from joblib import effective_n_jobs
@@ -1101,8 +1101,12 @@ class RestoreBest(Checkpoint):
                 or not os.path.exists(self.get_formatted_files(net)["f_params"])):
             # nothing saved: every epoch's metric was not finite, or training was interrupted before
             # the first epoch's checkpoint (skorch's own lookup then fails on the missing key; the
-            # fit names the interruption)
-            if all(self.event_name in row for row in net.history):
+            # fit names the interruption); or the history flags a best epoch whose file is gone
+            flagged = [row["epoch"] for row in net.history if row.get(self.event_name)]
+            if flagged:
+                warnings.warn(f"the best epoch's weights (epoch {flagged[-1]}) are not on disk: the last epoch's "
+                              "weights are kept", UserWarning, stacklevel=_caller_stacklevel())
+            elif all(self.event_name in row for row in net.history):
                 warnings.warn(f"the validation metric ({self.monitor[:-len('_best')]}) was not finite in any epoch: "
                               "no best epoch to restore, the last epoch's weights are kept", UserWarning,
                               stacklevel=_caller_stacklevel())
@@ -1168,26 +1172,23 @@ def _placing_every_row(train, valid, n: int):
 
 @contextlib.contextmanager
 def _watching_sigint():
-    """A list that is not empty once a SIGINT (Ctrl-C) arrived during the block, the signal handled
-    as before; skorch turns it and a callback's stop alike into a quiet end of training. Only the
-    main thread can install a handler, and where SIGINT is ignored there is none to watch:
-    there the list stays empty."""
+    """A list that is not empty once a SIGINT (Ctrl-C) arrived during the block, the signal then
+    handled as before; skorch turns it and a callback's stop alike into a quiet end of training.
+    Watched only where a Python handler takes SIGINT (Python's own, which raises
+    KeyboardInterrupt, or the caller's) in the main thread: where it is ignored (a shell's
+    background job), ends the process (SIG_DFL) or is a C host's (not restorable from Python),
+    nothing is installed and the list stays empty."""
     import signal
 
     seen: list = []
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.getsignal(signal.SIGINT) if main else None
-    # (nothing to watch where Ctrl-C is ignored: a shell's background job, or a process that said so)
-    if not main or previous == signal.SIG_IGN:
+    previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
+    if not callable(previous):
         yield seen
         return
 
     def handler(signum, frame):
         seen.append(signum)
-        if callable(previous):
-            previous(signum, frame)
-        else:  # the default (or a handler not set from Python)
-            raise KeyboardInterrupt
+        previous(signum, frame)
 
     try:
         signal.signal(signal.SIGINT, handler)
@@ -1197,7 +1198,7 @@ def _watching_sigint():
     try:
         yield seen
     finally:
-        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)  # (None: set outside Python)
+        signal.signal(signal.SIGINT, previous)
 
 
 def _interrupted(net, max_epochs: int) -> bool:
