@@ -62,12 +62,29 @@ class MoleculeForest:
                    random_state=(self.random_state + task) % 2**32)  # a seed near 2**32 stays a valid seed
 
     def fit(self, features: np.ndarray, y: np.ndarray) -> "MoleculeForest":
+        # what the docstring says y is, checked (the estimators pass it so; a direct user gets
+        # these errors rather than numpy's or scikit-learn's about a reshape or 0 samples)
+        if self.kind not in MAX_FEATURES:
+            raise ValueError(f"kind must be 'regression' or 'classification', got {self.kind!r}")
         features = np.asarray(features, dtype=np.float32)
+        y = np.asarray(y)
+        if len(y) != len(features):
+            raise ValueError(f"y has {len(y)} rows for {len(features)} rows of features")
         if self.kind == "classification" and not self.multi_label:
+            if y.ndim != 1 or y.dtype.kind not in "iu" or (y < 0).any():
+                raise ValueError("single-task classification: y must be 1-D class indices 0..n_classes-1 "
+                                 "(sklearn.preprocessing.LabelEncoder's)")
             self.n_classes_ = int(y.max()) + 1
             self.forests_ = [self._new_forest(0).fit(features, y)]
             return self
-        y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+        try:
+            y = y.astype(np.float64).reshape(len(y), -1)
+        except (TypeError, ValueError):
+            raise ValueError(f"{self.kind} y must be numbers (NaN: a missing label), got dtype {y.dtype}") from None
+        if self.kind == "classification" and not np.isin(y[~np.isnan(y)], (0.0, 1.0)).all():
+            raise ValueError("multi-label y must be 0, 1 or NaN")
+        if self.kind == "regression" and (empty := np.flatnonzero(np.isnan(y).all(0))).size:
+            raise ValueError(f"target column(s) {empty.tolist()} have no observed values to fit a forest on")
         self.forests_ = []
         for task in range(y.shape[1]):
             observed = ~np.isnan(y[:, task])

@@ -265,3 +265,21 @@ def test_blend_at_the_ends_is_one_side_alone_even_where_the_other_is_not_finite(
     assert blend(network[None], forest, 1.0).shape == (1, 2, 1)
     y = np.array([[0.3], [0.7]])
     assert choose_blend_weight(network, forest, lambda p: -np.sqrt(np.mean((p - y) ** 2))) == 1.0
+
+
+def test_a_forest_names_what_is_wrong_with_its_y():
+    """MoleculeForest (public) met string y, an empty task, a misspelt kind or a multi-label task
+    without the value 1 with numpy's or scikit-learn's errors (a review)."""
+    X = np.random.RandomState(0).rand(6, 3)
+    with pytest.raises(ValueError, match="kind must be 'regression' or 'classification', got 'Regression'"):
+        MoleculeForest("Regression").fit(X, np.arange(6.0))
+    with pytest.raises(ValueError, match="regression y must be numbers"):
+        MoleculeForest("regression").fit(X, np.array(list("abcdef")))
+    with pytest.raises(ValueError, match=r"target column\(s\) \[1\] have no observed values"):
+        MoleculeForest("regression").fit(X, np.c_[np.arange(6.0), np.full(6, np.nan)])
+    with pytest.raises(ValueError, match="multi-label y must be 0, 1 or NaN"):
+        MoleculeForest("classification", multi_label=True).fit(X, np.c_[[0, 2, 0, 2, 0, 2], np.zeros(6)])
+    with pytest.raises(ValueError, match="1-D class indices"):
+        MoleculeForest("classification").fit(X, np.array(["a", "b"] * 3))
+    with pytest.raises(ValueError, match="y has 5 rows for 6 rows of features"):
+        MoleculeForest("regression").fit(X, np.arange(5.0))
