@@ -34,7 +34,7 @@ from sklearn.utils.validation import _num_samples
 from sklearn.model_selection._split import GroupsConsumerMixin as _GroupsConsumer
 
 from ..tokenizer import _short_repr
-from ..utils.validation import check_smiles_input
+from ..utils.validation import check_smiles_input, is_missing
 
 __all__ = [
     "MAX_SMILES_LENGTH",
@@ -123,22 +123,12 @@ def murcko_scaffold(smiles, include_chirality: bool = False) -> Optional[str]:
         with _QuietRDKit():
             sc = _scaffold_of_str(smiles, bool(include_chirality))
         return None if sc is _UNPARSABLE else sc
-    if smiles is None or _is_missing(smiles):
+    if smiles is None or is_missing(smiles):
         return None
     Chem, MurckoScaffoldSmiles = _rdkit()
     if isinstance(smiles, Chem.Mol):
         return MurckoScaffoldSmiles(mol=smiles, includeChirality=bool(include_chirality))
     raise TypeError(f"expected a SMILES string or an RDKit Mol, got {type(smiles).__name__}")
-
-
-def _is_missing(value) -> bool:
-    """pandas' missing value (``pd.NA`` in a "string" column, ``NaT``), which is no molecule."""
-    import pandas as pd
-
-    try:
-        return bool(pd.isna(value))
-    except (TypeError, ValueError):  # an array-like: not a single missing value
-        return False
 
 
 def _scaffolds(smiles: np.ndarray, include_chirality: bool = False, strict: bool = True) -> list:
@@ -478,7 +468,7 @@ def _refuse_numbers(smiles: np.ndarray, name: str, hint: str) -> None:
     """A number is no molecule; reading it as an unparsable SMILES would suggest
     ``on_invalid="skip"``, which drops every row. Missing values (NaN) stay unparsable rows."""
     for i, s in enumerate(smiles):
-        if isinstance(s, (numbers.Number, np.bool_)) and not _is_missing(s):
+        if isinstance(s, (numbers.Number, np.bool_)) and not is_missing(s):
             raise TypeError(f"{name} must hold SMILES strings; row {i} is {s!r}. {hint}")
 
 

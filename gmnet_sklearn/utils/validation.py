@@ -104,9 +104,7 @@ def check_smiles_items(X: list, name: str = "X") -> None:
     (None, NaN, ``pd.NA``): the featurisers would read an RDKit ``Mol`` or a number as a SMILES
     RDKit cannot parse (all-zero or NaN rows under their ``on_invalid``), while the estimators
     refuse it as no string. Missing values stay the caller's unparsable rows."""
-    import pandas as pd
-
-    bad = [i for i, s in enumerate(X) if not isinstance(s, str) and not _is_missing_item(s, pd)]
+    bad = [i for i, s in enumerate(X) if not isinstance(s, str) and not is_missing(s)]
     if bad:
         shown = ", ".join(f"{i} ({type(X[i]).__name__})" for i in bad[:5]) + (f", ... ({len(bad) - 5} more)"
                                                                              if len(bad) > 5 else "")
@@ -114,7 +112,10 @@ def check_smiles_items(X: list, name: str = "X") -> None:
                         "(an RDKit Mol: Chem.MolToSmiles(mol) gives its SMILES)")
 
 
-def _is_missing_item(value, pd) -> bool:
+def is_missing(value) -> bool:
+    """pandas' missing value (None, NaN, ``pd.NA`` in a "string" column, ``NaT``), which is no molecule."""
+    import pandas as pd
+
     try:
         return bool(pd.isna(value))
     except (TypeError, ValueError):  # an array-like: no single missing value
