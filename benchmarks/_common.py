@@ -18,7 +18,7 @@ import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -714,22 +714,32 @@ def redo_reason(path) -> Optional[str]:
     does not parse or is no complete result record (a crash, an edit, a foreign file: kept, it
     would hold a hole in the results that the report drops), or a record made under parameters
     its protocol no longer builds (:func:`stale_parameters`)."""
-    defect = record_defect(path)
+    record, defect = read_record(path)
     if defect is not None:
         return defect
-    stale = stale_parameters(json.loads(Path(path).read_text()))
+    stale = stale_parameters(record)
     return None if stale is None else f"made with other parameters: {stale}"
 
 
-def record_defect(path, schema: Optional[str] = RESULT_SCHEMA) -> Optional[str]:
-    """What makes the file at ``path`` no complete result record, or None: it does not parse, it
-    holds no JSON object, or it lacks ``schema`` (``schema``: the one it must have; None: any
-    schema is fine, the report's check of folders other records share) or one of
-    :data:`RECORD_REQUIRED`."""
+def read_record(path, schema: Optional[str] = RESULT_SCHEMA) -> Tuple[Optional[dict], Optional[str]]:
+    """The file's JSON, read once, and :func:`record_problem`'s verdict on it ("unreadable: ..."
+    where it does not parse: no JSON then)."""
     try:
         record = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
-        return f"unreadable: {type(exc).__name__}"
+        return None, f"unreadable: {type(exc).__name__}"
+    return record, record_problem(record, schema)
+
+
+def record_defect(path, schema: Optional[str] = RESULT_SCHEMA) -> Optional[str]:
+    """What makes the file at ``path`` no complete result record, or None (:func:`read_record`)."""
+    return read_record(path, schema)[1]
+
+
+def record_problem(record, schema: Optional[str] = RESULT_SCHEMA) -> Optional[str]:
+    """What makes parsed JSON no complete result record, or None: no JSON object, no ``schema``
+    (``schema``: the one it must have; None: any schema is fine, the report's check of folders
+    other records share) or one of :data:`RECORD_REQUIRED` missing."""
     if not isinstance(record, dict) or "schema" not in record:
         return "no result record (no schema)"
     if schema is not None and record["schema"] != schema:

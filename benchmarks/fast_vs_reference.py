@@ -118,7 +118,6 @@ def main(argv=None) -> int:
           f"reference {runs['reference']['seconds']:.0f}")
     name = f"fast_vs_reference_{device.split(':')[0]}_{args.dtype}" + ("" if args.fast_impl == "parallel" else f"_{args.fast_impl}")
     out = Path(args.out) if args.out else RESULTS / f"{name}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out, report)
     print(f"wrote {out}")
     return 0

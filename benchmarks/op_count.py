@@ -105,7 +105,6 @@ def main(argv=None) -> int:
         report["counts"][label] = r = count_step(arm, readout or "reference")
         print(f"{label:42s} {r['non_view_ops']:5d} kernel ops, {r['ops']:5d} ops in all per training step")
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out, report)
     print(f"wrote {out}")
     return 0

@@ -58,7 +58,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     rec = {"run": describe(cfg), "command": args.command,
            "weights_sha256": hashlib.sha256((args.run / "model.safetensors").read_bytes()).hexdigest(),
            "git_commit": found.stdout.strip(), "config": cfg}
-    args.output.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(args.output, rec)
     print(args.output, rec["weights_sha256"][:12])
     return 0

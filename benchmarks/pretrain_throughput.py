@@ -238,7 +238,6 @@ def main(argv=None) -> int:
     suffix = "" if args.shape == "paper" else f"_{args.shape}_shape"
     out = (Path(args.output) if args.output
            else RESULTS / f"pretrain_throughput_{args.device.split(':')[0]}{suffix}_{args.threads}threads.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out, result)
     print(json.dumps({k: result[k] for k in ("cache", "gmnet_over_chemberta_speed", "gmnet_over_chemberta_speed_cpu_time")}
                      | {n: {k: v for k, v in m.items() if k != "step_seconds"} for n, m in result["models"].items()}, indent=1))

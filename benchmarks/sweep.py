@@ -216,7 +216,7 @@ def measured_step_seconds(results_dir: Path, protocol_name: str, arm: str, *, ba
     return (statistics.median(per_step), len(per_step)) if per_step else (None, 0)
 
 
-def redone_by_run(path: Path, argv: Sequence[str]) -> bool:
+def redone_by_run(path: Path) -> bool:
     """Whether an existing record is planned again: ``benchmarks.run --resume`` and
     ``benchmarks.ablation --resume`` (the commands the sweep gives) redo a file that is no complete
     record, or one made under parameters its protocol no longer builds (`_common.redo_reason`)."""
@@ -265,7 +265,7 @@ def plan(*, groups: Sequence[str], protocol_name: str, results_dir: Path, device
 
     def add(group, arm, ep, seed, k, L, argv):
         path = C.result_path(results_dir, protocol_name, arm, ep, seed, k, L)
-        if path in seen or (path.exists() and not redone_by_run(path, argv)):
+        if path in seen or (path.exists() and not redone_by_run(path)):
             return
         if (arms and arm not in arms) or (endpoints and ep not in endpoints) or f"{arm}:{ep}" in skip:
             return

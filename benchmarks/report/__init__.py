@@ -292,7 +292,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 "README: pass --stdout, or --results-dir a copy of the results")
     if args.output:
         out = Path(args.output)
-    elif results_dir == C.DEFAULT_RESULTS_DIR.resolve():
+    elif committed:
         out = DEFAULT_OUTPUT
     else:
         out = results_dir.parent / "README.md"

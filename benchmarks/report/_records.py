@@ -3,7 +3,6 @@ the mean and spread over seeds."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -25,10 +24,8 @@ def load_results(results_dir) -> List[dict]:
     results_dir = Path(results_dir)
     out = []
     for path in sorted(results_dir.glob("*/*/*/*.json")):
-        if C.record_defect(path) is not None:
-            continue
-        rec = json.loads(path.read_text())
-        if rec.get("schema") != C.RESULT_SCHEMA:  # (fit-time and embedder records share the depth)
+        rec, defect = C.read_record(path)  # (fit-time and embedder records share the depth: another schema)
+        if defect is not None:
             continue
         rec["_path"] = path
         out.append(rec)
@@ -53,10 +50,7 @@ def code_provenance(records: Iterable[dict]) -> Dict[str, Dict[str, int]]:
 def read_json(path) -> Optional[dict]:
     """A record file's JSON, or None where it does not parse (the sections leave it out;
     :func:`defective_results` lists it under "Record checks")."""
-    try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return None
+    return C.read_record(path, schema=None)[0]
 
 
 def defective_results(results_dir) -> List[tuple]:
@@ -66,7 +60,7 @@ def defective_results(results_dir) -> List[tuple]:
     (``run --resume`` redoes those)."""
     results_dir = Path(results_dir)
     records = set(results_dir.glob("*/*/*/*.json"))
-    return [(path, defect) for path in sorted(records | set(results_dir.rglob("*.json")))
+    return [(path, defect) for path in sorted(results_dir.rglob("*.json"))
             if (defect := C.record_defect(path, schema=None)) is not None
             and (path in records or defect.startswith("unreadable"))]
 

@@ -38,9 +38,10 @@ from ..exceptions import UnknownTokenWarning
 from ..fingerprints import MorganFingerprint
 from ..forest import MoleculeForest, blend, choose_blend_weight
 from ..tokenizer import EncodedBatch, SmilesTokenizer, tokenize_smiles
+from ..utils.stacklevel import _caller_stacklevel
 from ..utils.validation import check_smiles_input  # the package's one SMILES coercion (also re-exported here)
 from ._invalid import skip_invalid_rows
-from ._targets import _caller_stacklevel, missing_labels, warn_missing_targets
+from ._targets import missing_labels, warn_missing_targets
 from .data import BucketedLoader, EncodedSmilesDataset, inference_loader, sequential_loader
 from .fusion import DescriptorFusion
 from .net import SmilesNet
@@ -441,7 +442,7 @@ class SmilesNetBase(BaseEstimator):
         valid_X = None
         self.invalid_valid_rows_ = np.empty(0, dtype=np.int64)
         if X_valid is not None:
-            valid_X = check_smiles_input(X_valid, "X_valid")
+            valid_X = X_valid  # (a list already: above)
             check_consistent_length(valid_X, y_valid)
             y_valid = self._check_y(y_valid, len(valid_X), "y_valid")
             n_columns = (1 if y.ndim == 1 else y.shape[1], 1 if y_valid.ndim == 1 else y_valid.shape[1])
@@ -1096,13 +1097,12 @@ class RestoreBest(Checkpoint):
     saved: the last epoch's weights stay, with a warning, instead of a missing-file error."""
 
     def on_train_end(self, net, **kwargs):
-        if self.load_best and self.event_name is not None and (
-                not any(row.get(self.event_name) for row in net.history)
-                or not os.path.exists(self.get_formatted_files(net)["f_params"])):
+        flagged = [row["epoch"] for row in net.history if row.get(self.event_name)] if self.event_name else None
+        if self.load_best and flagged is not None and (
+                not flagged or not os.path.exists(self.get_formatted_files(net)["f_params"])):
             # nothing saved: every epoch's metric was not finite, or training was interrupted before
             # the first epoch's checkpoint (skorch's own lookup then fails on the missing key; the
             # fit names the interruption); or the history flags a best epoch whose file is gone
-            flagged = [row["epoch"] for row in net.history if row.get(self.event_name)]
             if flagged:
                 warnings.warn(f"the best epoch's weights (epoch {flagged[-1]}) are not on disk: the last epoch's "
                               "weights are kept", UserWarning, stacklevel=_caller_stacklevel())

@@ -15,7 +15,8 @@ from sklearn.utils.validation import check_array, check_consistent_length, check
 
 from ._base import _placing_every_row
 from ._invalid import warn_unscored_rows
-from ._targets import _caller_stacklevel, as_float_target, check_n_outputs, check_target, missing_labels
+from ..utils.stacklevel import _caller_stacklevel
+from ._targets import as_float_target, check_n_outputs, check_target, missing_labels
 from .losses import CrossEntropyLoss, MaskedBCEWithLogitsLoss
 from .metrics import ValidROCAUC, has_auc, probability_roc_auc, scores_from_raw
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..exceptions import InvalidSmilesWarning
 from ..tokenizer import SmilesTokenizer
-from ._targets import _caller_stacklevel
+from ..utils.stacklevel import _caller_stacklevel
 
 __all__ = ["find_invalid_smiles", "skip_invalid_rows", "warn_unscored_rows"]
 

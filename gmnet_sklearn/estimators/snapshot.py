@@ -45,7 +45,7 @@ from skorch.callbacks import Callback, EarlyStopping
 
 from ..utils.files import write_atomic
 from ..utils.rng import set_cuda_rng_states
-from ._targets import _caller_stacklevel
+from ..utils.stacklevel import _caller_stacklevel
 
 SNAPSHOT_FORMAT = "gmnet_sklearn.training_snapshot.v1"
 # What the other callbacks carry from epoch to epoch: scorers' and Checkpoint's best score,

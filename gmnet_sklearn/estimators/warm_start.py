@@ -56,7 +56,7 @@ def resolve_path(pretrained, family: str) -> Path:
         if Path(pretrained).is_dir():
             import warnings
 
-            from ._targets import _caller_stacklevel
+            from ..utils.stacklevel import _caller_stacklevel
 
             warnings.warn(f"pretrained={pretrained!r} names the shipped encoder, not the folder {pretrained!r} here "
                           f"(pass pathlib.Path({pretrained!r}) or './{pretrained}' for that one)", UserWarning,
