@@ -12,7 +12,6 @@ import platform
 import shlex
 import subprocess
 import sys
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -663,23 +662,13 @@ def jsonable(obj):
 
 
 def write_json_atomic(path, obj) -> Path:
-    """Write ``obj`` to ``path`` via a temporary file in the same folder + ``os.replace``."""
+    """Write ``obj`` as JSON (no NaN: a record's missing figure is null) whole or not at all, its
+    folder made first (the library's ``write_atomic``)."""
+    from gmnet_sklearn.utils.files import write_atomic
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(jsonable(obj), fh, indent=1, allow_nan=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomic(path, (json.dumps(jsonable(obj), indent=1, allow_nan=False) + "\n").encode())
     return path
 
 

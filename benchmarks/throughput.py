@@ -379,10 +379,10 @@ def main(argv=None) -> int:
 def write_report(report: dict, out: Path) -> None:
     """Atomic write; called after every dataset too (``complete`` false until the end), so a run
     stopped by a time limit keeps what it measured."""
+    from gmnet_sklearn.utils.files import write_atomic
+
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(report, indent=2))
-    os.replace(tmp, out)
+    write_atomic(out, json.dumps(report, indent=2).encode())
 
 
 if __name__ == "__main__":

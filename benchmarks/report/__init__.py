@@ -14,11 +14,12 @@ seeds present, with the population standard deviation (numpy ``std(ddof=0)``), a
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
+
+from gmnet_sklearn.utils.files import write_atomic
 
 from .. import _common as C
 from ..peers import PEER_ARMS
@@ -302,9 +303,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(text)
         return 0
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, out)
+    write_atomic(out, text.encode())
     C.write_json_atomic(results_dir / "summary.json", summary)
     print(f"wrote {out} and {results_dir / 'summary.json'} ({len(idx.records)} result files)")
     return 0

@@ -931,9 +931,7 @@ class SmilesNetBase(BaseEstimator):
         trusted beyond skops' defaults), ``config.json`` (estimator parameters and fitted
         metadata), ``history.json`` (the training history, skorch's ``History.to_file`` format;
         ``history_<i>.json`` for member i > 0) and ``vocab.txt``."""
-        from safetensors.torch import save_file
-
-        from ..utils.files import with_umask_mode
+        from ..utils.files import write_safetensors
 
         check_is_fitted(self, "net_")
         params = {k: v for k, v in self.__dict__.get("_params_at_fit", self.get_params(deep=False)).items()
@@ -977,8 +975,7 @@ class SmilesNetBase(BaseEstimator):
         path.mkdir(parents=True, exist_ok=True)
         for i, net in enumerate(self.nets_):
             state = {k: v.detach().cpu().contiguous() for k, v in net.module_.state_dict().items()}
-            save_file(state, str(path / _weights_file(i)))
-            with_umask_mode(path / _weights_file(i))
+            write_safetensors(path / _weights_file(i), state)
             (path / _history_file(i)).write_text(histories[i])
         if params["descriptors"]:  # as fitted (config.json says so), whatever set_params did since
             scaler = self.descriptor_scaler_
@@ -987,10 +984,9 @@ class SmilesNetBase(BaseEstimator):
             import rdkit
 
             # which descriptors the columns are: another RDKit may list others (checked on load)
-            save_file({k: torch.as_tensor(np.ascontiguousarray(v)) for k, v in arrays.items()},
-                      str(path / "descriptors.safetensors"),
-                      metadata={"names": json.dumps(scaler.names_.tolist()), "rdkit_version": rdkit.__version__})
-            with_umask_mode(path / "descriptors.safetensors")
+            write_safetensors(path / "descriptors.safetensors",
+                              {k: torch.as_tensor(np.ascontiguousarray(v)) for k, v in arrays.items()},
+                              metadata={"names": json.dumps(scaler.names_.tolist()), "rdkit_version": rdkit.__version__})
         if getattr(self, "forest_", None) is not None:
             self.forest_.save(path / "forest.skops")
         else:  # a folder saved into before must not lend this model another model's forest

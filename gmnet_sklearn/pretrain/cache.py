@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..utils.files import with_umask_mode, write_json_atomic
+from ..utils.files import write_json_atomic, write_safetensors
 from ..utils.locks import exclusive_lock
 from ..utils.stacklevel import _caller_stacklevel
 from .corpus import content_digest, describe, iter_file, read_chunks
@@ -195,17 +195,12 @@ def _build_cache(files, tokenizer, cache_dir: Path, shard_size, max_length, limi
 def _write_shard(cache_dir: Path, manifest: dict, chunk, ids, flags, invalid, too_long: int, seconds: float,
                  n_jobs: int, unk_id: int) -> None:
     """One shard's arrays (atomically) and its line in the manifest."""
-    from safetensors.numpy import save_file
-
     lengths = np.fromiter((len(a) for a in ids), dtype=np.int64, count=len(ids))
     arrays = {"ids": np.concatenate(ids).astype(np.int16) if ids else np.zeros(0, np.int16),
               "flags": np.concatenate(flags).astype(np.uint8) if flags else np.zeros(0, np.uint8),
               "offsets": np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)}
     name = f"shard_{len(manifest['shards']):05d}.safetensors"
-    tmp = cache_dir / (name + ".tmp")
-    save_file(arrays, str(tmp))
-    with_umask_mode(tmp)
-    os.replace(tmp, cache_dir / name)
+    write_safetensors(cache_dir / name, arrays)
     manifest["shards"].append({"file": name, "n_read": len(chunk), "n_valid": len(ids),
                                "n_invalid": len(invalid), "n_too_long": too_long,
                                "n_tokens": int(lengths.sum()), "n_unknown": int((arrays["ids"] == unk_id).sum()),

@@ -12,11 +12,12 @@ and containers only, no code runs when it loads. One process trains a run folder
 
 from __future__ import annotations
 
-import os
+import io
 from pathlib import Path
 
 import torch
 
+from ..utils.files import write_atomic
 from ..utils.locks import exclusive_lock
 from ..utils.rng import set_cuda_rng_states
 
@@ -50,12 +51,9 @@ def set_rng_state(state: dict) -> None:
 
 
 def save_checkpoint(path, state: dict) -> None:
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save({"format": CHECKPOINT_FORMAT, **state}, tmp)
-    with open(tmp, "rb") as fh:  # on disk before it replaces the old checkpoint
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    buffer = io.BytesIO()
+    torch.save({"format": CHECKPOINT_FORMAT, **state}, buffer)
+    write_atomic(path, buffer.getvalue())  # on disk before it replaces the old checkpoint
 
 
 def load_checkpoint(path) -> dict | None:

@@ -17,14 +17,13 @@ a folder with it is complete.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from ..estimators.presets import PAPER_SHAPE
-from ..utils.files import read_json, read_safetensors, with_umask_mode
+from ..utils.files import read_json, read_safetensors, write_atomic, write_safetensors
 
 PRETRAINED_FORMAT = "gmnet_sklearn.pretrained.v1"
 FAMILIES = ("gmnet", "chemberta")
@@ -159,26 +158,20 @@ def load_stored_state(module: torch.nn.Module, state: dict) -> None:
 def save_pretrained(path, mlm: torch.nn.Module, model: str, params: dict, tokenizer, training: dict,
                     objective: str = "mlm", targets: dict | None = None) -> Path:
     """Write the pretrained folder (see the module docstring)."""
-    from safetensors.torch import save_file
-
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     config_path = path / "config.json"
     if config_path.exists():
         config_path.unlink()  # the folder is incomplete until the new config is in place
-    tmp = path / "model.safetensors.tmp"
-    save_file(stored_state(mlm), str(tmp), metadata={"format": PRETRAINED_FORMAT, "model": model})
-    with_umask_mode(tmp)
-    os.replace(tmp, path / "model.safetensors")
+    write_safetensors(path / "model.safetensors", stored_state(mlm),
+                      metadata={"format": PRETRAINED_FORMAT, "model": model})
     vocab = sorted(tokenizer.vocabulary_.items(), key=lambda kv: kv[1])
     (path / "vocab.txt").write_text("".join(tok + "\n" for tok, _ in vocab))
     config = {"format": PRETRAINED_FORMAT, "model": model, "params": params, "vocab_size": tokenizer.vocab_size,
               "pad_id": tokenizer.pad_id, "training": training}
     if objective != "mlm":  # masked-LM folders keep the layout they had before objectives existed
         config.update(objective=objective, targets=targets)
-    tmp = path / "config.json.tmp"
-    tmp.write_text(json.dumps(config, indent=2))
-    os.replace(tmp, config_path)
+    write_atomic(config_path, json.dumps(config, indent=2).encode())
     return path
 
 

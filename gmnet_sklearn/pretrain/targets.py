@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..utils.files import with_umask_mode, write_json_atomic
+from ..utils.files import write_json_atomic, write_safetensors
 from .cache import build_lock, clear_stale
 
 TARGETS_FORMAT = "gmnet_sklearn.descriptor_targets.v1"
@@ -112,17 +112,13 @@ def _build_targets(corpus, tokenizer, out_dir: Path, n_jobs: int, progress: bool
         bar = tqdm(desc=label, unit="smi", total=corpus.n_smiles,
                    initial=sum(corpus.shard_sizes[:len(manifest["shards"])]))
     try:
-        from safetensors.numpy import save_file
-
         for i in range(len(manifest["shards"]), len(corpus.shard_sizes)):
             ids, _, offsets = corpus.shard(i)
             smiles = [tokenizer.decode(ids[offsets[j]:offsets[j + 1]]) for j in range(len(offsets) - 1)]
             t0 = time.perf_counter()
             raw = _rows(smiles, n_jobs).reshape(len(smiles), len(identity["names"]))
             name = f"shard_{i:05d}.safetensors"
-            save_file({"raw": raw}, str(out_dir / (name + ".tmp")))
-            with_umask_mode(out_dir / (name + ".tmp"))
-            os.replace(out_dir / (name + ".tmp"), out_dir / name)
+            write_safetensors(out_dir / name, {"raw": raw})
             manifest["shards"].append({"file": name, "n": len(smiles), "n_unparsed": int(np.isnan(raw).all(1).sum()),
                                        "seconds": time.perf_counter() - t0, "n_jobs": n_jobs})
             if "scaling" not in manifest and len(smiles):  # the first shard with rows (a shard may have none)

@@ -1,6 +1,6 @@
 """Files written whole or not at all: a reader (another process, a resumed run) never sees half
-of one, whatever kills the writer. (Files a library writes itself, ``torch.save`` and
-safetensors' ``save_file``, go to a temporary path and are renamed where they are written.)
+of one, whatever kills the writer; a new file gets the mode the umask gives (safetensors'
+``save_file`` would make it owner-only, so :func:`write_safetensors` writes its bytes here instead).
 And the readers of a model folder's files, whose errors name the file: a JSON or safetensors
 parser's own message (``Unterminated string``, ``invalid header length``) does not."""
 
@@ -31,6 +31,20 @@ def write_json_atomic(path, obj, indent: int = 1) -> None:
     write_atomic(path, json.dumps(obj, indent=indent).encode())
 
 
+def write_safetensors(path, tensors: dict, metadata: dict | None = None) -> None:
+    """``tensors`` (all torch tensors or all numpy arrays) as a safetensors file, written with
+    :func:`write_atomic`: whole or not at all, and readable by whoever the umask lets read the
+    rest of the folder (safetensors' ``save_file`` creates its files 0600, so a model folder saved
+    by one account could not be served by another). The file's bytes are held once in memory."""
+    import torch
+
+    if any(isinstance(v, torch.Tensor) for v in tensors.values()):
+        from safetensors.torch import save
+    else:
+        from safetensors.numpy import save
+    write_atomic(path, save(tensors, metadata=metadata))
+
+
 def _unreadable(path, exc: Exception) -> ValueError:
     return ValueError(f"{path}: not readable ({type(exc).__name__}: {exc}); the file is cut short or not what "
                       "its name says")
@@ -59,25 +73,3 @@ def read_safetensors(path, device: str = "cpu") -> dict:
     except unreadable as exc:
         raise _unreadable(path, exc) from exc
     return tensors if str(device) == "cpu" else {name: t.to(device) for name, t in tensors.items()}
-
-
-def _new_file_mode() -> int:
-    """The mode ``open()`` gives a new file under this process's umask, read from /proc where it
-    can be (``os.umask`` reads it only by setting it, for every thread at once)."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return 0o666 & ~int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o077)  # (no /proc: in the brief window another thread's new file is private, not open)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def with_umask_mode(path) -> None:
-    """Give a file the mode a new file gets under the umask: safetensors' ``save_file`` creates its
-    files 0600 (owner only), so a model folder saved by one account could not be served by another
-    whose umask lets it read the rest of the folder."""
-    os.chmod(path, _new_file_mode())

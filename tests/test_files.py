@@ -1,0 +1,47 @@
+"""Files written whole or not at all, with the mode the umask gives (utils/files.py)."""
+
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from gmnet_sklearn.utils.files import read_safetensors, write_atomic, write_safetensors
+
+
+@pytest.fixture
+def umask_027():
+    old = os.umask(0o027)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.parametrize("kind", ["torch", "numpy"])
+def test_write_safetensors_round_trips_with_metadata_and_the_umask_mode(tmp_path, umask_027, kind):
+    arrays = {"a": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.array([1, 2], dtype=np.int16)}
+    tensors = {k: torch.from_numpy(v) for k, v in arrays.items()} if kind == "torch" else arrays
+    path = tmp_path / "x.safetensors"
+    path.write_bytes(b"an older file")
+    write_safetensors(path, tensors, metadata={"names": "[1]"})
+    assert oct(path.stat().st_mode & 0o777) == "0o640"  # safetensors' save_file would make it 0o600
+    back = read_safetensors(path)
+    assert {k: v.numpy().tolist() for k, v in back.items()} == {k: v.tolist() for k, v in arrays.items()}
+    from safetensors import safe_open
+
+    with safe_open(str(path), "np") as fh:
+        assert fh.metadata() == {"names": "[1]"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.safetensors"]  # no temporary file left
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
+    path = tmp_path / "x.safetensors"
+    write_safetensors(path, {"a": np.zeros(2, np.float32)})
+    before = path.read_bytes()
+    with pytest.raises(Exception):
+        write_safetensors(path, {"a": np.zeros(2, dtype=object)})  # safetensors has no object dtype
+    with pytest.raises(TypeError):
+        write_atomic(path, "not bytes")
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.safetensors"]
