@@ -19,6 +19,8 @@ import contextlib
 
 import numpy as np
 
+from .utils.targets import as_float_target, check_multilabel
+
 #: Trees per forest (one forest per task); the peer arm's 500. Features tried per split: Breiman's
 #: defaults (a third of them for regression, the square root for classification), which also keep
 #: a single-task fit within the defaults' time budget (scikit-learn's regression default, all of
@@ -77,12 +79,10 @@ class MoleculeForest:
             self.n_classes_ = int(y.max()) + 1
             self.forests_ = [self._new_forest(0).fit(features, y)]
             return self
-        try:
-            y = y.astype(np.float64).reshape(len(y), -1)
-        except (TypeError, ValueError):
-            raise ValueError(f"{self.kind} y must be numbers (NaN: a missing label), got dtype {y.dtype}") from None
-        if self.kind == "classification" and not np.isin(y[~np.isnan(y)], (0.0, 1.0)).all():
-            raise ValueError("multi-label y must be 0, 1 or NaN")
+        if self.kind == "classification":
+            y = check_multilabel(y)
+        else:
+            y = as_float_target(y, "y", "regression targets must be numbers (NaN: a missing label)").reshape(len(y), -1)
         if self.kind == "regression" and (empty := np.flatnonzero(np.isnan(y).all(0))).size:
             raise ValueError(f"target column(s) {empty.tolist()} have no observed values to fit a forest on")
         self.forests_ = []

@@ -20,7 +20,7 @@ from sklearn.utils.metadata_routing import MetadataRequest
 from sklearn.utils.validation import check_array, check_consistent_length
 
 from .utils.meta import inner_model
-from .utils.validation import missing_as_nan
+from .utils.targets import as_float_target, check_multilabel, check_target
 
 __all__ = ["masked_rmse_scorer", "masked_roc_auc_scorer"]
 
@@ -57,11 +57,9 @@ class _MaskedScorer:
 
 
 def _task_columns(y, n_rows: int, name: str) -> np.ndarray:
-    """``y`` as (n, n_tasks), its length checked: a reshape would otherwise pair rows wrongly."""
-    # (pandas' nullable labels: pd.NA a missing label, as the estimators' score reads them)
-    y = missing_as_nan(y.to_numpy() if hasattr(y, "to_numpy") else np.asarray(y))
-    if y.ndim not in (1, 2):
-        raise ValueError(f"{name}: y must be 1-D or 2-D, got shape {y.shape}")
+    """``y`` as (n, n_tasks), as the estimators' ``score`` reads it (pandas' values, pd.NA a missing
+    label), its length checked: a reshape would otherwise pair rows wrongly."""
+    y = check_target(y, f"{name}: y")
     check_consistent_length(y, np.empty(n_rows))
     return y.reshape(len(y), -1)
 
@@ -72,7 +70,8 @@ def _weighted_mean(values: np.ndarray, weight: np.ndarray) -> float:
 
 def _rmse(estimator, X, y, sample_weight) -> float:
     pred = np.asarray(estimator.predict(X), dtype=np.float64)
-    y = _task_columns(y, len(pred), "masked_rmse_scorer").astype(np.float64)
+    y = as_float_target(_task_columns(y, len(pred), "masked_rmse_scorer"), "masked_rmse_scorer: y",
+                        "regression targets must be numeric")
     pred = pred.reshape(len(pred), -1)
     if pred.shape[1] != y.shape[1]:
         raise ValueError(f"masked_rmse_scorer: y has {y.shape[1]} target column(s), the estimator predicts "
@@ -120,12 +119,7 @@ def _roc_auc(estimator, X, y, sample_weight) -> float:
     if proba.shape[1] != y.shape[1]:
         raise ValueError(f"masked_roc_auc_scorer: y has {y.shape[1]} label columns, the estimator gives "
                          f"{proba.shape[1]} probability columns")
-    try:
-        y = y.astype(np.float64)
-    except (TypeError, ValueError):
-        y = None
-    if y is None or not np.isin(y[~np.isnan(y)], (0.0, 1.0)).all():  # (-1 or 2 for a missing label: no 0/1 task)
-        raise ValueError("masked_roc_auc_scorer: multi-label targets must be 0, 1 or NaN (a missing label)")
+    y = check_multilabel(y, "masked_roc_auc_scorer: y")
     scores = []
     for j in range(y.shape[1]):
         seen = ~np.isnan(y[:, j]) & ~np.isnan(proba[:, j]) & (weight > 0)

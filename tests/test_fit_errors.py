@@ -138,11 +138,10 @@ def test_a_transformers_warning_is_the_callers():
 
 
 def test_a_folder_named_like_the_package_is_not_the_package():
-    from gmnet_sklearn.estimators import _targets
-    from gmnet_sklearn.utils import stacklevel
+    from gmnet_sklearn.utils import stacklevel, targets
 
     source = f"{stacklevel._PACKAGE_DIR}_examples/script.py"  # (a sibling folder: gmnet_sklearn_examples)
-    namespace = {"warn_missing_targets": _targets.warn_missing_targets}
+    namespace = {"warn_missing_targets": targets.warn_missing_targets}
     exec(compile("def user_fit(y):\n    return warn_missing_targets(y)\n", source, "exec"), namespace)
     with pytest.warns(Warning) as record:
         namespace["user_fit"](np.array([np.nan, 1.0]))

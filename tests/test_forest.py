@@ -273,11 +273,11 @@ def test_a_forest_names_what_is_wrong_with_its_y():
     X = np.random.RandomState(0).rand(6, 3)
     with pytest.raises(ValueError, match="kind must be 'regression' or 'classification', got 'Regression'"):
         MoleculeForest("Regression").fit(X, np.arange(6.0))
-    with pytest.raises(ValueError, match="regression y must be numbers"):
+    with pytest.raises(ValueError, match=r"y: regression targets must be numbers \(NaN: a missing label\); not a number at rows \[0\] 'a'"):
         MoleculeForest("regression").fit(X, np.array(list("abcdef")))
     with pytest.raises(ValueError, match=r"target column\(s\) \[1\] have no observed values"):
         MoleculeForest("regression").fit(X, np.c_[np.arange(6.0), np.full(6, np.nan)])
-    with pytest.raises(ValueError, match="multi-label y must be 0, 1 or NaN"):
+    with pytest.raises(ValueError, match=r"y: multi-label targets must be 0, 1 or NaN \(a missing label\); other values at rows \[1, 3, 5\]"):
         MoleculeForest("classification", multi_label=True).fit(X, np.c_[[0, 2, 0, 2, 0, 2], np.zeros(6)])
     with pytest.raises(ValueError, match="1-D class indices"):
         MoleculeForest("classification").fit(X, np.array(["a", "b"] * 3))

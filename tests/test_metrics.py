@@ -88,8 +88,16 @@ def test_one_column_y_weights_multiclass_and_shapes():
     multi.n_tasks_ = 2  # a two-task multi-label model: classes_ [0, 1] as a binary one's
     with pytest.raises(ValueError, match=r"y has 1 target column\(s\); the model was fitted on 2"):
         masked_roc_auc_scorer(multi, None, labels)
-    with pytest.raises(ValueError, match="multi-label targets must be 0, 1 or NaN"):
+    with pytest.raises(ValueError, match=r"masked_roc_auc_scorer: y: multi-label targets must be 0, 1 or NaN "
+                                         r"\(a missing label\); other values at rows \[0, 1, 2, 3, 4, 5\]"):
         masked_roc_auc_scorer(multi, None, np.c_[labels, -np.ones(6)])
+    # the rows that are not numbers named, as the estimators' score names them (numpy's "could not
+    # convert string to float" named none)
+    with pytest.raises(ValueError, match=r"masked_rmse_scorer: y: regression targets must be numeric; not a "
+                                         r"number at rows \[2\] 'n/a'"):
+        masked_rmse_scorer(Fixed(pred=np.arange(4.0)), None, np.array(["1", "2", "n/a", "4"], dtype=object))
+    with pytest.raises(ValueError, match=r"masked_rmse_scorer: y must be 1-D or 2-D"):
+        masked_rmse_scorer(Fixed(pred=np.arange(4.0)), None, np.zeros((4, 1, 1)))
 
 
 def test_sample_weight_is_routed_as_to_scikit_learns_scorers():

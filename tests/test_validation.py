@@ -131,7 +131,7 @@ def test_a_dataframes_other_columns_are_named_not_read_silently():
 def test_pd_na_in_an_object_array_is_a_missing_label():
     """``df[tasks].to_numpy()`` of nullable columns holds pd.NA in an object array: accepted as a
     DataFrame, refused as "not a number" as an array (a review)."""
-    from gmnet_sklearn.estimators._targets import check_target
+    from gmnet_sklearn.utils.targets import check_target
     from gmnet_sklearn.exceptions import MissingTargetWarning
 
     frame = pd.DataFrame({"a": pd.array([1, None, 0, 1], dtype="Int64"), "b": pd.array([0, 1, None, 1], dtype="Int64")})
@@ -147,7 +147,7 @@ def test_pd_na_in_an_object_array_is_a_missing_label():
 def test_one_column_y_with_nan_is_one_task_and_warns():
     """A regressor's ``df[["logS"]]`` with NaN was masked without the warning a 1-D y gets,
     while the classifier refused the same y (a review)."""
-    from gmnet_sklearn.estimators._targets import warn_missing_targets
+    from gmnet_sklearn.utils.targets import warn_missing_targets
     from gmnet_sklearn.exceptions import MissingTargetWarning
 
     y = np.array([[1.0], [np.nan], [2.0]])

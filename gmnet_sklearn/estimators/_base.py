@@ -41,7 +41,7 @@ from ..tokenizer import EncodedBatch, SmilesTokenizer, tokenize_smiles
 from ..utils.stacklevel import _caller_stacklevel
 from ..utils.validation import check_smiles_input  # the package's one SMILES coercion (also re-exported here)
 from ._invalid import skip_invalid_rows
-from ._targets import missing_labels, warn_missing_targets
+from ..utils.targets import missing_labels, warn_missing_targets
 from .data import BucketedLoader, EncodedSmilesDataset, inference_loader, sequential_loader
 from .fusion import DescriptorFusion
 from .net import SmilesNet

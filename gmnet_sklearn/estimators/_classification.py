@@ -16,7 +16,7 @@ from sklearn.utils.validation import check_array, check_consistent_length, check
 from ._base import _placing_every_row
 from ._invalid import warn_unscored_rows
 from ..utils.stacklevel import _caller_stacklevel
-from ._targets import as_float_target, check_n_outputs, check_target, missing_labels
+from ..utils.targets import check_multilabel, check_n_outputs, check_target, missing_labels
 from .losses import CrossEntropyLoss, MaskedBCEWithLogitsLoss
 from .metrics import ValidROCAUC, has_auc, probability_roc_auc, scores_from_raw
 
@@ -49,17 +49,17 @@ class SmilesClassifierMixin(ClassifierMixin):
                           DataConversionWarning, stacklevel=_caller_stacklevel())
             y = column
         if y.ndim == 2:
-            y = as_float_target(y, name, "multi-label targets must be 0/1 with NaN for missing labels")
-            bad = ~np.isnan(y) & (y != 0) & (y != 1)
-            if bad.any():
-                rows = np.nonzero(bad.any(1))[0]
-                # scikit-learn's cross_val_predict(method="predict_proba") label-encodes each column
-                # before the fit: NaN becomes 2
-                hint = ("; if cross_val_predict(method='predict_proba') passed it, it label-encoded each column "
-                        "(NaN became 2): take cross_validate(return_estimator=True, return_indices=True) and each "
-                        "fold's predict_proba instead") if not np.isnan(y).any() and set(np.unique(y)) <= {0, 1, 2} else ""
-                raise ValueError(f"{name}: multi-label targets must be 0, 1 or NaN; bad values at rows "
-                                 f"{rows[:10].tolist()}{hint}")
+            # scikit-learn's cross_val_predict(method="predict_proba") label-encodes each column
+            # before the fit: NaN becomes 2
+            try:
+                y = check_multilabel(y, name)
+            except ValueError as exc:
+                values = y.astype(np.float64) if y.dtype.kind in "iufb" else np.array([np.nan])
+                if np.isnan(values).any() or not set(np.unique(values)) <= {0, 1, 2}:
+                    raise
+                raise ValueError(f"{exc}; if cross_val_predict(method='predict_proba') passed it, it label-encoded "
+                                 "each column (NaN became 2): take cross_validate(return_estimator=True, "
+                                 "return_indices=True) and each fold's predict_proba instead") from None
         else:
             missing = missing_labels(y)
             if missing.any():

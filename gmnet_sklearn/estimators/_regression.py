@@ -10,7 +10,7 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
 from ._invalid import warn_unscored_rows
-from ._targets import as_float_target, check_n_outputs, check_target
+from ..utils.targets import as_float_target, check_n_outputs, check_target
 from .losses import MaskedMSELoss
 from .metrics import ValidRMSE, masked_rmse
 

@@ -1,4 +1,5 @@
-"""Checks on training targets that warn rather than fail.
+"""Checks on targets (labels), shared by the estimators, the forest and the scorers; importing
+this module imports neither torch nor RDKit.
 
 A single-task regression ``y`` (1-D, or one column) with NaN is trained on with those rows masked
 out of the loss and of the target statistics (``y_mean_``, ``y_scale_``), as missing labels are
@@ -14,10 +15,11 @@ import warnings
 import numpy as np
 
 from ..exceptions import MissingTargetWarning
-from ..utils.stacklevel import _caller_stacklevel
-from ..utils.validation import missing_as_nan
+from .stacklevel import _caller_stacklevel
+from .validation import missing_as_nan
 
-__all__ = ["MissingTargetWarning", "as_float_target", "check_target", "missing_labels", "warn_missing_targets"]
+__all__ = ["MissingTargetWarning", "as_float_target", "check_multilabel", "check_target", "missing_labels",
+           "warn_missing_targets"]
 
 _SHOWN_ROWS = 5
 
@@ -88,6 +90,19 @@ def as_float_target(y: np.ndarray, name: str, rule: str) -> np.ndarray:
             if len(bad) == 5:
                 break
         raise ValueError(f"{name}: {rule}; not a number at rows {', '.join(bad)}") from None
+
+
+def check_multilabel(y: np.ndarray, name: str = "y") -> np.ndarray:
+    """A multi-label ``y`` as float64 (n, n_tasks): 0, 1 or NaN (a missing label), or a
+    ``ValueError`` naming the rows with other values (-1 or 2 for a missing label, a class name)."""
+    y = as_float_target(y, name, "multi-label targets must be 0, 1 or NaN (a missing label)")
+    y = y.reshape(len(y), -1)
+    bad = ~np.isnan(y) & (y != 0) & (y != 1)
+    if bad.any():
+        rows = np.flatnonzero(bad.any(1))
+        raise ValueError(f"{name}: multi-label targets must be 0, 1 or NaN (a missing label); other values at rows "
+                         f"{rows[:10].tolist()}{' ...' if len(rows) > 10 else ''}")
+    return y
 
 
 def check_n_outputs(y: np.ndarray, n_fitted: int) -> None:
