@@ -22,7 +22,7 @@ from sklearn.preprocessing import QuantileTransformer
 from sklearn.preprocessing import _data as sklearn_data  # (its BOUNDS_THRESHOLD, the map's clip)
 from sklearn.utils.validation import check_is_fitted
 
-from .tokenizer import _short_repr
+from .utils.messages import short_repr, shown_rows
 
 __all__ = ["RDKitDescriptors", "cached_descriptors", "compute_descriptors", "descriptor_names", "PARALLEL_MIN_SMILES"]
 
@@ -155,7 +155,7 @@ def compute_descriptors(smiles, on_invalid: str = "raise", n_jobs=None) -> np.nd
         else:
             out[i] = rows[j]
     if invalid and on_invalid == "raise":
-        shown = ", ".join(f"{i} ({_short_repr(smiles[i])})" for i in invalid[:5])
+        shown = shown_rows(invalid, lambda i: f"({short_repr(smiles[i])})")
         raise ValueError(f"RDKit cannot parse {len(invalid)} SMILES, e.g. at rows {shown} "
                          "(on_invalid='nan' gives them NaN rows)")
     return out
@@ -200,7 +200,7 @@ def _warn_invalid_rows(smiles: list, raw: np.ndarray) -> None:
 
     bad = np.flatnonzero(np.isnan(raw).all(axis=1)) if raw.size else np.empty(0, dtype=np.int64)
     if bad.size:
-        shown = ", ".join(f"{i} ({_short_repr(smiles[i])})" for i in bad[:5]) + (f", ... ({bad.size - 5} more)" if bad.size > 5 else "")
+        shown = shown_rows(bad, lambda i: f"({short_repr(smiles[i])})")
         warnings.warn(f"RDKitDescriptors(on_invalid='nan'): {bad.size} of {len(smiles)} SMILES RDKit cannot parse "
                       f"get NaN descriptors (0 once scaled): rows {shown}", InvalidSmilesWarning,
                       stacklevel=_caller_stacklevel())

@@ -75,14 +75,14 @@ class MorganFingerprint(TransformerMixin, BaseEstimator):
         from .utils.stacklevel import _caller_stacklevel
         from .utils.validation import check_smiles_input, check_smiles_items
         from .exceptions import InvalidSmilesWarning
-        from .tokenizer import _short_repr
+        from .utils.messages import short_repr, shown_rows
 
         X = check_smiles_input(X)
         check_smiles_items(X)
         self._check_on_invalid()
         out, bad = self._fingerprints(X)
         if bad:
-            shown = ", ".join(f"{i} ({_short_repr(X[i])})" for i in bad[:5]) + (f", ... ({len(bad) - 5} more)" if len(bad) > 5 else "")
+            shown = shown_rows(bad, lambda i: f"({short_repr(X[i])})")
             if self.on_invalid == "raise":
                 raise ValueError(f"RDKit cannot parse {len(bad)} SMILES, e.g. at rows {shown} "
                                  "(on_invalid='zeros' gives them all-zero rows)")

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .utils.messages import short_repr
 from .utils.validation import check_smiles_input
 
 __all__ = [
@@ -67,13 +68,13 @@ def tokenize_smiles(smiles: str) -> list[str]:
     not covered by the regex (DeepChem would drop them silently and change the molecule).
     """
     if not isinstance(smiles, str):
-        raise TypeError(f"SMILES must be a str, got {type(smiles).__name__}: {_short_repr(smiles)}")
+        raise TypeError(f"SMILES must be a str, got {type(smiles).__name__}: {short_repr(smiles)}")
     # Surrounding whitespace is not part of a SMILES (RDKit and DeepChem ignore it; ESOL has
     # trailing spaces); whitespace inside one is still an error.
     smiles = smiles.strip()
     tokens, problem = _tokens_or_problem(smiles)
     if problem is not None:
-        raise ValueError(f"cannot tokenize SMILES {_short_repr(smiles)}: {problem}")
+        raise ValueError(f"cannot tokenize SMILES {short_repr(smiles)}: {problem}")
     return tokens
 
 
@@ -162,7 +163,7 @@ def _flags_from_mol(mol: Any, tokens: Sequence[str], smiles: str) -> np.ndarray:
     if len(atom_pos) != mol.GetNumAtoms():
         # Should not happen for valid SMILES; guards the token<->atom alignment assumption.
         raise ValueError(
-            f"SMILES {_short_repr(smiles)}: {len(atom_pos)} atom tokens but RDKit has {mol.GetNumAtoms()} atoms; "
+            f"SMILES {short_repr(smiles)}: {len(atom_pos)} atom tokens but RDKit has {mol.GetNumAtoms()} atoms; "
             "cannot align conjugation flags with tokens"
         )
     # Index loops: RDKit's GetAtoms()/GetBonds() sequence wrappers are ~3x slower in Python.
@@ -190,7 +191,7 @@ def conjugation_flags(smiles: str, tokens: list[str] | None = None) -> np.ndarra
         tokens = tokenize_smiles(smiles)
     mol = _parse(smiles)
     if mol is None:
-        raise ValueError(f"invalid SMILES {_short_repr(smiles)}: {_parse_error(smiles)}")
+        raise ValueError(f"invalid SMILES {short_repr(smiles)}: {_parse_error(smiles)}")
     return _flags_from_mol(mol, tokens, smiles)
 
 
@@ -266,13 +267,8 @@ class EncodedBatch:
 # --------------------------------------------------------------------------------------------
 # Tokenizer
 # --------------------------------------------------------------------------------------------
-def _short_repr(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _format_offenders(problems: list[tuple[int, Any, str]]) -> str:
-    lines = [f"  [{pos}] {_short_repr(value)}: {why}" for pos, value, why in problems[:_MAX_REPORTED]]
+    lines = [f"  [{pos}] {short_repr(value)}: {why}" for pos, value, why in problems[:_MAX_REPORTED]]
     if len(problems) > _MAX_REPORTED:
         lines.append(f"  ... and {len(problems) - _MAX_REPORTED} more")
     return "\n".join(lines)
@@ -404,7 +400,7 @@ class SmilesTokenizer:
     @staticmethod
     def _check_str(smiles: Any) -> str:
         if not isinstance(smiles, str):
-            raise TypeError(f"SMILES must be a str, got {type(smiles).__name__}: {_short_repr(smiles)}")
+            raise TypeError(f"SMILES must be a str, got {type(smiles).__name__}: {short_repr(smiles)}")
         if not smiles.strip():  # as the batch path: blank is empty
             raise ValueError("empty SMILES string")
         return smiles

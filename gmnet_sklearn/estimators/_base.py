@@ -38,6 +38,7 @@ from ..exceptions import UnknownTokenWarning
 from ..fingerprints import MorganFingerprint
 from ..forest import MoleculeForest, blend, choose_blend_weight
 from ..tokenizer import EncodedBatch, SmilesTokenizer, tokenize_smiles
+from ..utils.messages import shown_rows
 from ..utils.stacklevel import _caller_stacklevel
 from ..utils.validation import check_smiles_input  # the package's one SMILES coercion (also re-exported here)
 from ._invalid import skip_invalid_rows
@@ -831,9 +832,8 @@ class SmilesNetBase(BaseEstimator):
         training SMILES, an embedding no step trained): the rows and tokens are named, since a
         new chemical space (a metal, a charged atom the training set lacked) shows up this way."""
         tokens = self._unknown_tokens(X, rows[:50])
-        shown = ", ".join(str(r) for r in rows[:5]) + (f", ... ({len(rows) - 5} more)" if len(rows) > 5 else "")
         warnings.warn(f"{len(rows)} of {len(X)} SMILES hold tokens the model's vocabulary lacks, read as [UNK]: rows "
-                      f"{shown}; tokens {tokens[:10]}", UnknownTokenWarning, stacklevel=_caller_stacklevel())
+                      f"{shown_rows(rows)}; tokens {tokens[:10]}", UnknownTokenWarning, stacklevel=_caller_stacklevel())
 
     def _unknown_tokens(self, smiles: list, rows) -> list:
         """The tokens outside the vocabulary in ``smiles``' ``rows``, in the order first met."""

@@ -16,11 +16,11 @@ import numpy as np
 
 from ..exceptions import InvalidSmilesWarning
 from ..tokenizer import SmilesTokenizer
+from ..utils.messages import SHOWN_ROWS, short_repr, shown_rows
 from ..utils.stacklevel import _caller_stacklevel
 
 __all__ = ["find_invalid_smiles", "skip_invalid_rows", "warn_unscored_rows"]
 
-_SHOWN_ROWS = 5
 
 
 def find_invalid_smiles(smiles: list, max_length: int | None = None) -> dict[int, str]:
@@ -38,10 +38,8 @@ def skip_invalid_rows(smiles: list, y: np.ndarray, max_length: int | None = None
     rows = np.array(sorted(errors), dtype=np.int64)
     if rows.size == 0:
         return smiles, y, rows
-    from ..tokenizer import _short_repr  # (a 3,000-character polymer named in full made a 15 kB warning)
-
-    shown = "; ".join(f"[{r}] {_short_repr(smiles[r])}: {errors[r]}" for r in rows[:_SHOWN_ROWS])
-    more = f"; ... ({rows.size - _SHOWN_ROWS} more)" if rows.size > _SHOWN_ROWS else ""
+    shown = "; ".join(f"[{r}] {short_repr(smiles[r])}: {errors[r]}" for r in rows[:SHOWN_ROWS])
+    more = f"; ... ({rows.size - SHOWN_ROWS} more)" if rows.size > SHOWN_ROWS else ""
     if rows.size == len(smiles):
         left = ("nothing left to fit" if name == "X" else
                 "nothing left to select the best epoch on (pass valid rows, or neither X_valid nor y_valid)")
@@ -62,7 +60,5 @@ def warn_unscored_rows(unscored: np.ndarray) -> None:
     rows = np.flatnonzero(unscored)
     if rows.size == 0:
         return
-    shown = ", ".join(str(r) for r in rows[:_SHOWN_ROWS]) + (f", ... ({rows.size - _SHOWN_ROWS} more)"
-                                                           if rows.size > _SHOWN_ROWS else "")
     warnings.warn(f"score: left out {rows.size} of {len(unscored)} rows of X whose SMILES cannot be used "
-                  f"(NaN predictions): rows {shown}", InvalidSmilesWarning, stacklevel=_caller_stacklevel())
+                  f"(NaN predictions): rows {shown_rows(rows)}", InvalidSmilesWarning, stacklevel=_caller_stacklevel())

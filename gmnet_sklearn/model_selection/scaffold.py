@@ -33,7 +33,7 @@ from sklearn.utils.validation import _num_samples
 # Requests `groups` when metadata routing is enabled.
 from sklearn.model_selection._split import GroupsConsumerMixin as _GroupsConsumer
 
-from ..tokenizer import _short_repr
+from ..utils.messages import short_repr, shown_rows
 from ..utils.validation import check_smiles_input, is_missing
 
 __all__ = [
@@ -313,15 +313,13 @@ def _warn_left_out(smiles: np.ndarray, scaffolds: list, parts, max_smiles_length
     unparsable = [i for i, sc in enumerate(scaffolds) if sc is _UNPARSABLE]
     no_scaffold = [i for i, sc in enumerate(scaffolds) if sc is None]
     too_long = [i for i in np.flatnonzero(~placed) if scaffolds[i] is not _UNPARSABLE and scaffolds[i] is not None]
-    said = [f"{len(rows)} {what} (rows {_shown(rows)})" for rows, what in
+    said = [f"{len(rows)} {what} (rows {shown_rows(rows)})" for rows, what in
             ((unparsable, "RDKit cannot parse"), (no_scaffold, "without a Murcko scaffold"),
              (too_long, f"longer than max_smiles_length={max_smiles_length}")) if rows]
     warnings.warn(f"scaffold_split: {int((~placed).sum())} of {len(smiles)} SMILES are in no part, as the "
                   f"protocol leaves them out: {'; '.join(said)}", InvalidSmilesWarning, stacklevel=3)
 
 
-def _shown(rows) -> str:
-    return ", ".join(str(int(i)) for i in rows[:5]) + (f", ... ({len(rows) - 5} more)" if len(rows) > 5 else "")
 
 
 def _deepchem_split(smiles: np.ndarray, scaffolds: list, frac_train: float, frac_valid: float,
@@ -382,7 +380,7 @@ def _balanced_scaffold_split(smiles, frac_valid, random_state, warn: bool) -> Tu
         from ..utils.stacklevel import _caller_stacklevel
 
         warnings.warn(f"balanced_scaffold_split: {len(left_out)} of {len(smiles)} SMILES RDKit cannot parse (or "
-                      f"without a Murcko scaffold) are in neither part (rows {_shown(left_out)})",
+                      f"without a Murcko scaffold) are in neither part (rows {shown_rows(left_out)})",
                       InvalidSmilesWarning, stacklevel=_caller_stacklevel())
     sets = _sorted_scaffold_sets(scaffolds)
     n_total = sum(len(s) for s in sets)
@@ -483,11 +481,11 @@ def _check_parsable(splitter, smiles: np.ndarray, scaffolds: list) -> None:
     no_scaffold = [i for i, sc in enumerate(scaffolds) if sc is None]
     if no_scaffold:  # parsable, but RDKit made no scaffold (some versions): DeepChem leaves them out
         warnings.warn(f"{name}: {len(no_scaffold)} of {len(smiles)} SMILES have no Murcko scaffold and are in no "
-                      f"fold (rows {_shown(no_scaffold)})", InvalidSmilesWarning, stacklevel=3)
+                      f"fold (rows {shown_rows(no_scaffold)})", InvalidSmilesWarning, stacklevel=3)
     bad = [i for i, sc in enumerate(scaffolds) if sc is _UNPARSABLE]
     if not bad:
         return
-    shown = ", ".join(f"{i} ({_short_repr(smiles[i])})" for i in bad[:5]) + (f", ... ({len(bad) - 5} more)" if len(bad) > 5 else "")
+    shown = shown_rows(bad, lambda i: f"({short_repr(smiles[i])})")
     if splitter.on_invalid == "raise":
         raise ValueError(f"{name}: RDKit cannot parse {len(bad)} of {len(smiles)} SMILES, at rows {shown}; "
                          "pass on_invalid='skip' to leave them out of every fold")
@@ -506,7 +504,7 @@ def _warn_length_cut(splitter, smiles: np.ndarray, scaffolds: list) -> None:
            if sc is not _UNPARSABLE and not _within_length(s, splitter.max_smiles_length)]
     if cut:
         warnings.warn(f"{type(splitter).__name__}: {len(cut)} of {len(smiles)} SMILES are longer than "
-                      f"max_smiles_length={splitter.max_smiles_length} and in no fold (rows {_shown(cut)}; "
+                      f"max_smiles_length={splitter.max_smiles_length} and in no fold (rows {shown_rows(cut)}; "
                       "max_smiles_length=None keeps them)", InvalidSmilesWarning, stacklevel=3)
 
 

@@ -15,14 +15,12 @@ import warnings
 import numpy as np
 
 from ..exceptions import MissingTargetWarning
+from .messages import shown_rows
 from .stacklevel import _caller_stacklevel
 from .validation import missing_as_nan
 
 __all__ = ["MissingTargetWarning", "as_float_target", "check_multilabel", "check_target", "missing_labels",
            "warn_missing_targets"]
-
-_SHOWN_ROWS = 5
-
 
 def warn_missing_targets(y, name: str = "y") -> int:
     """Warn, once, when a single-task target ``y`` has missing values (NaN); return how many rows.
@@ -43,11 +41,10 @@ def warn_missing_targets(y, name: str = "y") -> int:
     rows = np.flatnonzero(missing)
     if rows.size == 0:
         return 0
-    shown = ", ".join(str(int(r)) for r in rows[:_SHOWN_ROWS])
-    more = f", ... ({rows.size - _SHOWN_ROWS} more)" if rows.size > _SHOWN_ROWS else ""
+    shown = shown_rows(rows)
     rows_word = "row" if rows.size == 1 else "rows"
     warnings.warn(
-        f"{name} has missing values (NaN) in {rows.size} of {len(y)} rows ({rows_word} {shown}{more}). "
+        f"{name} has missing values (NaN) in {rows.size} of {len(y)} rows ({rows_word} {shown}). "
         "A single-task target is trained with such rows masked out of the loss and the target "
         f"statistics; drop the {rows_word} to silence this warning (in a multi-task y, two or more "
         "columns, NaN marks missing labels without a warning).",

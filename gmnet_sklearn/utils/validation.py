@@ -106,8 +106,9 @@ def check_smiles_items(X: list, name: str = "X") -> None:
     refuse it as no string. Missing values stay the caller's unparsable rows."""
     bad = [i for i, s in enumerate(X) if not isinstance(s, str) and not is_missing(s)]
     if bad:
-        shown = ", ".join(f"{i} ({type(X[i]).__name__})" for i in bad[:5]) + (f", ... ({len(bad) - 5} more)"
-                                                                             if len(bad) > 5 else "")
+        from .messages import shown_rows
+
+        shown = shown_rows(bad, lambda i: f"({type(X[i]).__name__})")
         raise TypeError(f"{name} must hold SMILES strings; {len(bad)} item(s) are not strings, at rows {shown} "
                         "(an RDKit Mol: Chem.MolToSmiles(mol) gives its SMILES)")
 
