@@ -85,7 +85,8 @@ class TrainingCurveDisplay:
     @classmethod
     def from_estimator(cls, estimator, *, member: int = 0, ax=None, name=None, loss_kwargs=None,
                        valid_loss_kwargs=None, metric_kwargs=None):
-        """Read ``history`` of ``estimator``'s net (ensemble member ``member``) and plot it on
+        """Read ``history`` of ``estimator``'s net (ensemble member ``member``; the model inside a
+        Pipeline, a fitted search or a ``FrozenEstimator``) and plot it on
         ``ax`` (a new figure if None), titled ``name`` (default: the estimator's class name); the
         ``*_kwargs`` style the lines, as in :meth:`plot`.
 
@@ -98,10 +99,14 @@ class TrainingCurveDisplay:
 
         from .estimators._base import SmilesNetBase
 
-        if not isinstance(estimator, SmilesNetBase):  # (check_is_fitted would call a fitted Pipeline unfitted)
-            hint = " (pass its last step)" if hasattr(estimator, "steps") else ""
+        from .utils.meta import inner_model
+
+        # a Pipeline's, a fitted search's or a FrozenEstimator's model: the history is the model's own
+        # (check_is_fitted would call a fitted Pipeline unfitted)
+        estimator = inner_model(estimator)
+        if not isinstance(estimator, SmilesNetBase):
             raise TypeError(f"{cls.__name__} reads the training history of a GMNet or ChemBERTa estimator, not of a "
-                            f"{type(estimator).__name__}{hint}")
+                            f"{type(estimator).__name__}")
         check_is_fitted(estimator, "nets_")
         if not (isinstance(member, (int, np.integer)) and not isinstance(member, bool)
                 and 0 <= member < len(estimator.nets_)):

@@ -181,7 +181,13 @@ def test_plotting_again_on_the_same_axes_and_beside_the_callers_lines(regressor)
     assert [t.get_text() for t in ax.get_legend().get_texts()][0] == "baseline"
     fig2, ax2 = plt.subplots()
     assert TrainingCurveDisplay.from_estimator(regressor, ax=ax2, name="").ax_.get_title() == ""
-    with pytest.raises(TypeError, match="not of a Pipeline \\(pass its last step\\)"):
-        TrainingCurveDisplay.from_estimator(make_pipeline(FunctionTransformer(), regressor))
+    # a Pipeline's model is plotted (its history is the model's own), as blend_weight and the
+    # scorers act on it; a model of another kind is refused by its name
+    piped = TrainingCurveDisplay.from_estimator(make_pipeline(FunctionTransformer(), regressor))
+    assert piped.ax_.get_title() == "GMNetRegressor"
+    np.testing.assert_array_equal(piped.train_loss, disp.train_loss)
+    with pytest.raises(TypeError, match="not of a FunctionTransformer"):
+        TrainingCurveDisplay.from_estimator(make_pipeline(regressor, FunctionTransformer()))
+    plt.close(piped.figure_)
     plt.close(fig)
     plt.close(fig2)

@@ -1,5 +1,7 @@
 """The model inside scikit-learn's wrappers: what a helper that reads or sets a fitted model's own
-attributes (``n_tasks_``, ``forest_weight_``) must act on, not the wrapper, which has none."""
+attributes (``n_tasks_``, ``forest_weight_``, the training history) must act on, not the wrapper,
+which has none: the scorers, ``blend_weight`` and ``TrainingCurveDisplay`` unwrap. ``GMNetEmbedder``
+does not: it feeds SMILES to the model's encoder, which would skip a Pipeline's earlier steps."""
 
 from __future__ import annotations
 
