@@ -16,6 +16,7 @@ unless ``normalize_y=False``), probabilities for classification.
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 
 import numpy as np
 
@@ -130,17 +131,33 @@ class MoleculeForest:
     def save(self, path) -> None:
         import skops.io as sio
 
-        sio.dump({"kind": self.kind, "multi_label": self.multi_label, "random_state": self.random_state,
-                  "n_jobs": self.n_jobs, "n_classes": getattr(self, "n_classes_", None), "forests": self.forests_}, path)
+        from .utils.files import write_atomic
+
+        write_atomic(path, sio.dumps({"kind": self.kind, "multi_label": self.multi_label, "random_state": self.random_state,
+                                      "n_jobs": self.n_jobs, "n_classes": getattr(self, "n_classes_", None),
+                                      "forests": self.forests_}))
 
     @classmethod
     def load(cls, path) -> "MoleculeForest":
+        import zipfile
+
         import skops.io as sio
 
-        untrusted = set(sio.get_untrusted_types(file=path)) - set(cls.TRUSTED_TYPES)
+        from .utils.files import unreadable
+
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"{path}: no such file")
+        data = Path(path).read_bytes()
+        try:
+            untrusted = set(sio.get_untrusted_types(data=data)) - set(cls.TRUSTED_TYPES)
+        except (zipfile.BadZipFile, ValueError, KeyError, EOFError) as exc:  # (skops' and zipfile's own, naming no file)
+            raise unreadable(path, exc) from exc
         if untrusted:
             raise ValueError(f"{path} holds types a forest does not have: {sorted(untrusted)}")
-        state = sio.load(path, trusted=list(cls.TRUSTED_TYPES))
+        try:
+            state = sio.loads(data, trusted=list(cls.TRUSTED_TYPES))
+        except (zipfile.BadZipFile, ValueError, KeyError, EOFError) as exc:
+            raise unreadable(path, exc) from exc
         forest = cls(state["kind"], multi_label=state["multi_label"], random_state=state["random_state"],
                      n_jobs=state["n_jobs"])
         forest.forests_ = list(state["forests"])

@@ -915,7 +915,9 @@ def test_save_writes_the_parameters_the_fit_ran_with_and_tta_predicts_repeat(tmp
     est = GMNetRegressor(**TINY, tta=2).fit(X, y)
     est.set_params(d_model=32, n_estimators=2)  # after fit: not what the weights are
     loaded = load_model(est.save(tmp_path / "m"))
-    assert loaded.d_model == 16 and loaded.n_estimators == 1
+    # get_params as set (a pickle's too); the networks as fitted
+    assert (loaded.d_model, loaded.n_estimators) == (32, 2) and len(loaded.nets_) == 1
+    assert (loaded._params_at_fit["d_model"], loaded._params_at_fit["n_estimators"]) == (16, 1)
     np.testing.assert_allclose(loaded.predict(X[:6]), est.predict(X[:6]), rtol=1e-5)
 
 
@@ -1043,6 +1045,83 @@ def test_a_saved_model_predicts_as_the_one_saved_after_set_params(tmp_path):
     np.testing.assert_allclose(loaded.predict(probe), est.predict(probe), rtol=1e-5)
     assert np.isnan(loaded.predict(probe)[-1])
     assert json.loads((tmp_path / "m" / "config.json").read_text())["params"]["tta"] == 0  # the fit's, for a refit
+
+
+def test_a_saved_model_keeps_every_parameter_set_after_its_fit_and_predicts_as_fitted(tmp_path):
+    """A review: save wrote the fit's parameters but tta and on_invalid, so a loaded model's
+    get_params were not the saved one's (a pickle's are)."""
+    est = GMNetRegressor(**TINY, descriptors=False, fingerprint=False, forest=False).fit(X, Y)
+    est.set_params(n_jobs=2, verbose=1, batch_size=256, max_epochs=7, lr=1e-3 / 2, d_model=32)
+    loaded = load_model(est.save(tmp_path / "m"))
+    assert loaded.get_params() == est.get_params() == pickle.loads(pickle.dumps(est)).get_params()
+    assert loaded._params_at_fit["d_model"] == 16  # the weights' shape, and what a refit of a clone repeats
+    np.testing.assert_allclose(loaded.predict(X[:6]), est.predict(X[:6]), rtol=1e-5)
+
+
+def test_save_replaces_its_own_folder_whole_and_refuses_other_folders(tmp_path, monkeypatch):
+    """A review: save wrote over a folder in place, so one stopped half-way left one model's
+    weights beside another's config (loaded without a word, predicting neither model's values); it
+    wrote into a pretrained encoder's folder; a smaller ensemble left the earlier members' files."""
+    import gmnet_sklearn.utils.files as files
+
+    small = dict(TINY, descriptors=False, fingerprint=False, forest=False)
+    a = GMNetRegressor(**small).fit(X, Y)
+    b = GMNetRegressor(**small, n_estimators=2).fit(X, Y[::-1] * 1000)
+    folder = b.save(tmp_path / "m")
+    assert {"model_1.safetensors", "history_1.json"} <= {f.name for f in folder.iterdir()}
+    real = files.write_atomic
+
+    def stop_at_the_vocabulary(path, data):
+        if str(path).endswith("vocab.txt"):
+            raise KeyboardInterrupt
+        real(path, data)
+
+    monkeypatch.setattr(files, "write_atomic", stop_at_the_vocabulary)
+    with pytest.raises(KeyboardInterrupt):
+        a.save(folder)
+    monkeypatch.setattr(files, "write_atomic", real)
+    with pytest.raises(ValueError, match="has no config.json: a save\\(\\) into it did not finish"):
+        load_model(folder)
+    a.save(folder)  # the unfinished folder is save's own: written again
+    assert sorted(f.name for f in folder.iterdir()) == ["config.json", "history.json", "model.safetensors", "vocab.txt"]
+    np.testing.assert_array_equal(load_model(folder).predict(X[:5]), a.predict(X[:5]))
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "README.md").write_text("mine")
+    with pytest.raises(ValueError, match=r"holds files save\(\) does not write \(README.md\)"):
+        a.save(tmp_path / "notes")
+    encoder = tmp_path / "encoder"
+    encoder.mkdir()
+    (encoder / "config.json").write_text(json.dumps({"format": "gmnet_sklearn.pretrained.v1"}))
+    with pytest.raises(ValueError, match="holds another kind of folder .*a pretrained encoder's"):
+        a.save(encoder)
+    assert sorted(f.name for f in encoder.iterdir()) == ["config.json"]
+
+
+def test_load_names_what_it_cannot_read(tmp_path):
+    """A review: a cut history or forest file failed in a parser's words; a folder from before a
+    parameter existed loaded with today's default (another model); a newer folder's parameter or
+    estimator failed in Python's words."""
+    est = GMNetRegressor(**TINY, descriptors=False, fingerprint=False, forest=True).fit(X, Y)
+    folder = est.save(tmp_path / "m")
+    config = json.loads((folder / "config.json").read_text())
+    for name in ("history.json", "forest.skops"):
+        good = (folder / name).read_bytes()
+        (folder / name).write_bytes(good[: len(good) // 2])
+        with pytest.raises(ValueError, match=re.escape(f"{folder / name}: not readable")):
+            load_model(folder)
+        (folder / name).write_bytes(good)
+    old = {**config, "params": {k: v for k, v in config["params"].items() if k not in ("descriptors", "fingerprint")}}
+    (folder / "config.json").write_text(json.dumps(old))
+    loaded = load_model(folder)  # (today's defaults, True, would build a fusion head the weights lack)
+    assert (loaded.descriptors, loaded.fingerprint) == (False, False)
+    np.testing.assert_allclose(loaded.predict(X[:5]), est.predict(X[:5]), rtol=1e-5)
+    (folder / "config.json").write_text(json.dumps({**config, "params": {**config["params"], "bogus": 1}}))
+    with pytest.raises(ValueError, match=r"holds parameters \['bogus'\] that this version's GMNetRegressor does not "
+                                         r"have \(saved by gmnet_sklearn"):
+        load_model(folder)
+    (folder / "config.json").write_text(json.dumps({**config, "estimator": "GMNetRanker"}))
+    with pytest.raises(ValueError, match="holds a 'GMNetRanker', which this version cannot load"):
+        load_model(folder)
 
 
 def test_classifier_conventions_found_in_review(tmp_path):

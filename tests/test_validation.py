@@ -181,3 +181,17 @@ def test_datetime_class_labels():
     labels = np.where(np.arange(30) % 2 == 0, np.datetime64("2020-01-01"), np.datetime64("2021-01-01"))
     est = GMNetClassifier(**TINY_FIT).fit(SMILES[:30], labels)
     assert est.classes_.dtype == labels.dtype and set(est.predict(SMILES[:4])) <= set(labels)
+
+
+def test_datetime_class_labels_save_and_load(tmp_path):
+    """A day's unit (datetime64[D]) fitted and predicted, but save failed: tolist() gave
+    datetime.date, which JSON cannot hold (a review)."""
+    from gmnet_sklearn.estimators import load_model
+
+    for unit in ("D", "s", "ns"):
+        labels = np.where(np.arange(30) % 2 == 0, np.datetime64("2020-01-01", unit), np.datetime64("2021-01-01", unit))
+        est = GMNetClassifier(**TINY_FIT).fit(SMILES[:30], labels)
+        loaded = load_model(est.save(tmp_path / unit))
+        assert loaded.classes_.dtype == labels.dtype
+        np.testing.assert_array_equal(loaded.classes_, est.classes_)
+        np.testing.assert_array_equal(loaded.predict(SMILES[:6]), est.predict(SMILES[:6]))

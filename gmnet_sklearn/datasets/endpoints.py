@@ -12,7 +12,7 @@ here), the metric, whether it is one of the ten endpoints of the paper's Table 1
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Mapping, Optional, Tuple
 
 from ..utils.frozen import FrozenDict
 from .moleculenet import _resolve_name
@@ -106,7 +106,8 @@ def _ep(*args, **kwargs) -> Endpoint:
 
 
 # Table 1 (tab:main) of paper/chem-gmnet.tex, in the paper's row order, then the extras.
-ENDPOINTS: Dict[str, Endpoint] = {
+# read-only, as the Endpoints in it: the tuples below are made from it once
+ENDPOINTS: Mapping[str, Endpoint] = FrozenDict({
     e.name: e
     for e in [
         _ep("bace_classification", "BACE-cls", "bace_classification", "roc_auc", True,
@@ -135,7 +136,7 @@ ENDPOINTS: Dict[str, Endpoint] = {
         _ep("tox21", "Tox21 (12 tasks)", "tox21", "roc_auc", False, units="mean over 12 tasks"),
         _ep("hiv", "HIV", "hiv", "roc_auc", False, drop_missing_labels=True),
     ]
-}
+})
 
 TABLE1_ENDPOINTS: Tuple[str, ...] = tuple(e.name for e in ENDPOINTS.values() if e.table1)
 EXTRA_ENDPOINTS: Tuple[str, ...] = tuple(e.name for e in ENDPOINTS.values() if not e.table1)

@@ -4,10 +4,12 @@ from ..exceptions import InvalidSmilesWarning
 from ._base import SmilesNetBase
 from .chemberta import ChemBERTaClassifier, ChemBERTaRegressor
 from .gmnet import GMNetClassifier, GMNetRegressor
+from ..utils.frozen import FrozenDict
 from .presets import CHEMBERTA_PAPER_PROTOCOL, MOSES_FINE_TUNING, PAPER_PROTOCOL
 from .snapshot import TrainingSnapshot
 
-ESTIMATORS = {cls.__name__: cls for cls in (GMNetRegressor, GMNetClassifier, ChemBERTaRegressor, ChemBERTaClassifier)}
+# the classes load_model builds from a folder's config.json: no others (read-only)
+ESTIMATORS = FrozenDict({cls.__name__: cls for cls in (GMNetRegressor, GMNetClassifier, ChemBERTaRegressor, ChemBERTaClassifier)})
 
 
 def load_model(path, device=None):

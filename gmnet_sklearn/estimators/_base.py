@@ -12,6 +12,7 @@ import contextlib
 import json
 import numbers
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -930,8 +931,15 @@ class SmilesNetBase(BaseEstimator):
         ``forest=True``; skops' format, loaded with scikit-learn's tree type as the only type
         trusted beyond skops' defaults), ``config.json`` (estimator parameters and fitted
         metadata), ``history.json`` (the training history, skorch's ``History.to_file`` format;
-        ``history_<i>.json`` for member i > 0) and ``vocab.txt``."""
-        from ..utils.files import write_safetensors
+        ``history_<i>.json`` for member i > 0) and ``vocab.txt``.
+
+        ``path`` is a new or empty folder, or one an earlier ``save`` wrote, whose files are then
+        replaced (those of ensemble members or parts this model lacks are removed); another folder
+        (a pretrained encoder's, one holding other files) is refused. Its ``config.json`` is
+        removed first and written last: a save that does not finish leaves a folder ``load``
+        refuses, never one model's weights beside another's configuration. Each file is written
+        whole or not at all (``utils.files.write_atomic``)."""
+        from ..utils.files import write_atomic, write_safetensors
 
         check_is_fitted(self, "net_")
         params = {k: v for k, v in self.__dict__.get("_params_at_fit", self.get_params(deep=False)).items()
@@ -958,12 +966,12 @@ class SmilesNetBase(BaseEstimator):
             "params": params,
             "fitted": self._fitted_metadata(),
         }
-        # how it predicts now, where set_params changed it since the fit (tta, on_invalid): the
-        # loaded model predicts as this one does, and its _params_at_fit stay the fit's
-        current = self.get_params(deep=False)
-        changed = {k: current[k] for k in PREDICT_PARAMETERS if k in current and current[k] != params.get(k)}
+        # the parameters set_params changed since the fit (tta, n_jobs, ...): the loaded model's
+        # get_params are this one's (as a pickle's), it predicts as this one does, and its
+        # _params_at_fit stay the fit's (what a refit of a clone repeats)
+        changed = self._params_changed_since_fit()
         if changed:
-            config["predict_params"] = changed
+            config["params_now"] = changed
         # first, so a parameter config.json cannot hold (a callable, a RandomState) fails before
         # any file is written
         histories = [_history_json(net.history) for net in self.nets_]
@@ -972,11 +980,17 @@ class SmilesNetBase(BaseEstimator):
         config["histories"] = [_history_file(i) for i in range(len(self.nets_))]
         config_text = json.dumps(config, indent=2, default=_json_default)
         path = Path(path)
+        _check_model_folder(path)
         path.mkdir(parents=True, exist_ok=True)
+        (path / "config.json").unlink(missing_ok=True)  # the folder is no model until the new config is in
         for i, net in enumerate(self.nets_):
             state = {k: v.detach().cpu().contiguous() for k, v in net.module_.state_dict().items()}
             write_safetensors(path / _weights_file(i), state)
-            (path / _history_file(i)).write_text(histories[i])
+            write_atomic(path / _history_file(i), histories[i].encode())
+        written = {_weights_file(i) for i in range(len(self.nets_))} | set(config["histories"])
+        for old in path.glob("*"):  # an earlier save's members beyond this model's
+            if _MEMBER_FILE.fullmatch(old.name) and old.name not in written:
+                old.unlink()
         if params["descriptors"]:  # as fitted (config.json says so), whatever set_params did since
             scaler = self.descriptor_scaler_
             arrays = {"kept": scaler.kept_, "quantiles": scaler.quantiles_.quantiles_,
@@ -987,14 +1001,39 @@ class SmilesNetBase(BaseEstimator):
             write_safetensors(path / "descriptors.safetensors",
                               {k: torch.as_tensor(np.ascontiguousarray(v)) for k, v in arrays.items()},
                               metadata={"names": json.dumps(scaler.names_.tolist()), "rdkit_version": rdkit.__version__})
+        else:
+            (path / "descriptors.safetensors").unlink(missing_ok=True)
         if getattr(self, "forest_", None) is not None:
             self.forest_.save(path / "forest.skops")
         else:  # a folder saved into before must not lend this model another model's forest
             (path / "forest.skops").unlink(missing_ok=True)
         vocab = sorted(self.tokenizer_.vocabulary_.items(), key=lambda kv: kv[1])
-        (path / "vocab.txt").write_text("".join(tok + "\n" for tok, _ in vocab))
-        (path / "config.json").write_text(config_text)
+        write_atomic(path / "vocab.txt", "".join(tok + "\n" for tok, _ in vocab).encode())
+        write_atomic(path / "config.json", config_text.encode())
         return path
+
+    def _params_changed_since_fit(self) -> dict:
+        """The parameters whose value ``set_params`` changed since the fit (the callbacks and the
+        cache folder left out: not part of a saved model)."""
+        fit = self.__dict__.get("_params_at_fit")
+        if fit is None:
+            return {}
+        changed = {}
+        for key, value in self.get_params(deep=False).items():
+            if key in ("callbacks", "memory") or value is fit.get(key):
+                continue
+            try:
+                same = bool(value == fit.get(key)) and type(value) is type(fit.get(key))
+            except Exception:  # (an object whose == is no bool)
+                same = False
+            if not same:
+                try:
+                    json.dumps(value, default=_json_default)
+                except TypeError:
+                    raise TypeError(f"cannot store {key}={value!r}, set after the fit, in config.json: set a value "
+                                    "JSON can hold (a name, a number), or the fit's, before save()") from None
+                changed[key] = value
+        return changed
 
     @classmethod
     def load(cls, path, device: str | None = None):
@@ -1003,30 +1042,49 @@ class SmilesNetBase(BaseEstimator):
         from . import ESTIMATORS
 
         path = Path(path)
+        if path.is_dir() and not (path / "config.json").exists() and any(
+                _MEMBER_FILE.fullmatch(f.name) for f in path.iterdir()):
+            raise ValueError(f"{path} has no config.json: a save() into it did not finish; save the model again")
         config = read_json(path / "config.json")
-        if config.get("format") != "gmnet_sklearn.v1":
-            raise ValueError(f"{path} is not a gmnet_sklearn model directory (format {config.get('format')!r})")
-        est_cls = ESTIMATORS[config["estimator"]]
+        if not isinstance(config, dict) or config.get("format") != "gmnet_sklearn.v1":
+            raise ValueError(f"{path} is not a gmnet_sklearn model directory (format "
+                             f"{config.get('format') if isinstance(config, dict) else None!r})")
+        saved_by = f"saved by gmnet_sklearn {config.get('library_version', '?')}, this is {__version__}"
+        est_cls = ESTIMATORS.get(config.get("estimator"))
+        if est_cls is None:
+            raise ValueError(f"{path} holds a {config.get('estimator')!r}, which this version cannot load "
+                             f"({saved_by}; it loads {sorted(ESTIMATORS)})")
         if cls is not SmilesNetBase and not issubclass(est_cls, cls):
             raise TypeError(f"{path} holds a {est_cls.__name__}, not a {cls.__name__}")
-        params = dict(config["params"])
-        params.setdefault("forest", False)  # saved before the parameter existed: a network alone
+        # (a folder saved before a parameter existed: what the model did then)
+        params = {**{k: v for k, v in _BEFORE_THEY_EXISTED.items() if k in est_cls._get_param_names()},
+                  **config["params"]}
+        now = dict(config.get("params_now", config.get("predict_params", {})))
+        unknown = sorted((set(params) | set(now)) - set(est_cls._get_param_names()))
+        if unknown:
+            raise ValueError(f"{path} holds parameters {unknown} that this version's {est_cls.__name__} does not "
+                             f"have ({saved_by})")
         if device is not None:
             params["device"] = device
+            now.pop("device", None)
         est = est_cls(**params)
         est.tokenizer_ = SmilesTokenizer(str(path / "vocab.txt")).fit([])
         # as fit leaves them: a set_params after loading must not change the model's inputs, what
         # save writes or tta's variants (save wrote random_state as an int or None)
         est._params_at_fit = est.get_params(deep=False)
         est._tta_seed = est.random_state if est.random_state is not None else 0
-        est.set_params(**config.get("predict_params", {}))
         est._restore_fitted_metadata(config["fitted"])
         est.device_ = resolve_device(est.device, check=device is not None)
-        if device is None and str(est.device_).startswith("cuda") and not torch.cuda.is_available():
-            # as an unpickled model does (skorch maps its nets to the CPU): it predicts on this machine
-            warnings.warn(f"{path} holds a model fitted with device={est.device!r} and this machine has no CUDA: "
-                          "loaded on the CPU (load(path, device=...) chooses)", UserWarning, stacklevel=2)
-            est.device_ = "cpu"
+        if device is None and str(est.device_).startswith("cuda"):
+            try:
+                resolve_device(est.device_)
+            except ValueError as exc:
+                # no CUDA, as an unpickled model does (skorch maps its nets to the CPU); fewer GPUs
+                # than the fitting machine's: its first
+                fallback = "cuda" if torch.cuda.is_available() else "cpu"
+                warnings.warn(f"{path} holds a model fitted on {exc}: loaded on device {fallback!r} "
+                              "(load(path, device=...) chooses)", UserWarning, stacklevel=2)
+                est.device_ = fallback
         if est.descriptors:
             from safetensors import safe_open
 
@@ -1049,11 +1107,13 @@ class SmilesNetBase(BaseEstimator):
                 net.initialize()
                 net.module_.load_state_dict(module.state_dict())
                 if _history_file(i) in config.get("histories", ()):  # (not in folders saved before it was kept)
-                    net.history_ = History.from_file(str(path / _history_file(i)))
+                    net.history_ = History(read_json(path / _history_file(i)))  # (History.from_file, the file named in errors)
                 est.nets_.append(net)
         est.net_ = est.nets_[0]
         est.resume_info_ = None
         est.forest_ = MoleculeForest.load(path / "forest.skops") if est.forest else None
+        # last: the nets above are built as fitted (d_model, n_estimators, ...), whatever set_params did since
+        est.set_params(**now)
         return est
 
     def _fitted_metadata(self) -> dict[str, Any]:
@@ -1229,9 +1289,37 @@ def _check_finite_weights(net, lr: float, member: int) -> None:
                      "or check y for values of extreme scale")
 
 
-#: Parameters ``predict`` reads as they are now (not as the fit ran with them): ``save`` keeps
-#: their current values beside the fit's.
-PREDICT_PARAMETERS = ("tta", "on_invalid")
+#: The files of ensemble members and parts ``save`` writes (``config.json`` aside): a folder
+#: holding only these and an earlier save's config is one ``save`` may write into again.
+_MEMBER_FILE = re.compile(r"(model(_\d+)?\.safetensors|history(_\d+)?\.json|descriptors\.safetensors|forest\.skops"
+                          r"|vocab\.txt|\..*\.tmp)")
+
+#: What a model did before each parameter existed, for folders saved then (their config.json
+#: lacks it; today's default would build another model): no forest, descriptors, fingerprint,
+#: ensemble or predict-time variants.
+_BEFORE_THEY_EXISTED = {"forest": False, "descriptors": False, "fingerprint": False, "n_estimators": 1, "tta": 0,
+                        "augment": 0}
+
+
+def _check_model_folder(path: Path) -> None:
+    """``save`` writes into a new or empty folder or an earlier save's (see ``save``)."""
+    if not path.exists():
+        return
+    if not path.is_dir():
+        raise ValueError(f"{path} is a file: save() writes a folder")
+    other = sorted(f.name for f in path.iterdir() if f.name != "config.json" and not _MEMBER_FILE.fullmatch(f.name))
+    config = path / "config.json"
+    if config.exists():
+        try:
+            fmt = json.loads(config.read_text()).get("format")
+        except (ValueError, AttributeError):
+            fmt = None
+        if fmt != "gmnet_sklearn.v1":
+            raise ValueError(f"{path} holds another kind of folder (config.json format {fmt!r}, e.g. a pretrained "
+                             "encoder's): save() would replace its files; save into a new folder")
+    if other:
+        shown = ", ".join(other[:5]) + (f", ... ({len(other) - 5} more)" if len(other) > 5 else "")
+        raise ValueError(f"{path} holds files save() does not write ({shown}): save into a new or empty folder")
 
 
 def _json_default(obj):

@@ -261,8 +261,11 @@ class SmilesClassifierMixin(ClassifierMixin):
 
     def _fitted_metadata(self):
         meta = super()._fitted_metadata()
-        # the labels' dtype too: JSON keeps values only (object strings came back as "<U", int8 as int64)
-        meta.update(classes_=self.classes_, classes_dtype=self.classes_.dtype.str, n_tasks_=self.n_tasks_)
+        # the labels' dtype too: JSON keeps values only (object strings came back as "<U", int8 as
+        # int64); dates and durations as their integer counts of the dtype's unit (tolist() gives
+        # datetime.date, which JSON cannot hold, for a day's unit)
+        classes = self.classes_.view(np.int64) if self.classes_.dtype.kind in "mM" else self.classes_
+        meta.update(classes_=classes, classes_dtype=self.classes_.dtype.str, n_tasks_=self.n_tasks_)
         return meta
 
     def _restore_fitted_metadata(self, meta):

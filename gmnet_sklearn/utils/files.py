@@ -45,7 +45,8 @@ def write_safetensors(path, tensors: dict, metadata: dict | None = None) -> None
     write_atomic(path, save(tensors, metadata=metadata))
 
 
-def _unreadable(path, exc: Exception) -> ValueError:
+def unreadable(path, exc: Exception) -> ValueError:
+    """The ``ValueError`` for a file that is there but cannot be read as what its name says."""
     return ValueError(f"{path}: not readable ({type(exc).__name__}: {exc}); the file is cut short or not what "
                       "its name says")
 
@@ -55,7 +56,7 @@ def read_json(path):
     try:  # (a missing file: FileNotFoundError, which names it)
         return json.loads(Path(path).read_text())
     except ValueError as exc:  # (UnicodeDecodeError is one)
-        raise _unreadable(path, exc) from exc
+        raise unreadable(path, exc) from exc
 
 
 def read_safetensors(path, device: str = "cpu") -> dict:
@@ -71,5 +72,5 @@ def read_safetensors(path, device: str = "cpu") -> dict:
     try:
         tensors = load_file(str(path))
     except unreadable as exc:
-        raise _unreadable(path, exc) from exc
+        raise unreadable(path, exc) from exc
     return tensors if str(device) == "cpu" else {name: t.to(device) for name, t in tensors.items()}
