@@ -166,6 +166,30 @@ def test_tta_averages_over_variants():
                                rtol=1e-6, atol=1e-9)
 
 
+def test_a_tta_variant_with_tokens_the_vocabulary_lacks_is_the_given_smiles():
+    """A review: a randomised SMILES writes a stereo centre [C@@H] where training had [C@H] (or a
+    bond \\ for /): the view was read with an untrained [UNK] and averaged in, unnamed."""
+    import warnings
+
+    from gmnet_sklearn.tokenizer import tokenize_smiles
+
+    train = ["C[C@H](N)C(=O)O", "C[C@H](O)CC", "CC[C@H](C)N", "C/C=C/C", "C/C=C/CC", "CCO", "CCN", "CCC",
+             "CCCC", "CCCO", "OCCO", "NCCN"]
+    est = GMNetRegressor(**{**TINY, "tta": 4, "forest": False}, valid_split=None).fit(train, np.arange(12.0))
+    plain = copy.copy(est).set_params(tta=0)
+    features = plain._molecule_features(train[:1])
+    plain._molecule_features = lambda smiles: features
+    given = train[0]
+    variants = randomized_smiles([given], 4, est._tta_seed, per_molecule=True)[0]
+    known = [all(t in est.tokenizer_.vocabulary_ for t in tokenize_smiles(v)) for v in variants]
+    assert not all(known)  # (the case: some variants hold [C@@H])
+    views = [given] + [v if ok else given for v, ok in zip(variants, known)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no [UNK] in any view read
+        expected = np.mean([plain.predict([v]) for v in views], axis=0)
+        np.testing.assert_allclose(est.predict([given]), expected, rtol=1e-6, atol=1e-9)
+
+
 def test_per_molecule_variants_do_not_depend_on_the_other_inputs():
     batch = randomized_smiles(["CCO", "c1ccccc1O", "CCO"], 3, random_state=4, per_molecule=True)
     assert batch[1] == randomized_smiles(["c1ccccc1O"], 3, random_state=4, per_molecule=True)[0]

@@ -858,14 +858,22 @@ class SmilesNetBase(BaseEstimator):
         if self.tta:
             # each SMILES variant is encoded once (tokens and RDKit's parse are most of a view's
             # cost): a view takes a molecule's variant, or its given SMILES where the tokenizer
-            # rejects the variant (longer than max_length), as _encodable_variants does in fit
+            # rejects the variant (longer than max_length; as _encodable_variants does in fit)
+            # or the variant holds a token the
+            # vocabulary lacks and the given SMILES does not (a stereo centre written [C@@H] where
+            # training had [C@H]: an untrained [UNK] averaged in, unnamed)
             variants = randomized_smiles(X, self.tta, self._tta_seed, per_molecule=True)  # a molecule's answer is its own
             flat = self._encode([v for vs in variants for v in vs], "nan")
+            usable = np.asarray(flat.valid, dtype=bool).copy()
+            usable[self._unknown_rows(flat)] = False
+            given_unknown = np.zeros(len(X), dtype=bool)
+            given_unknown[self._unknown_rows(encoded)] = True
             both = EncodedBatch.concat([encoded, flat])
             n = len(X)
             for j in range(self.tta):
                 at = n + np.arange(n) * self.tta + j
-                views.append(both.subset(np.where(flat.valid[at - n], at, np.arange(n))))
+                take = usable[at - n] | (given_unknown & np.asarray(flat.valid, dtype=bool)[at - n])
+                views.append(both.subset(np.where(take, at, np.arange(n))))
         if features is None:
             features = self._molecule_features(X)  # the given SMILES' own: also the forest's input
         total, valid = None, None
