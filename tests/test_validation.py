@@ -195,3 +195,47 @@ def test_datetime_class_labels_save_and_load(tmp_path):
         assert loaded.classes_.dtype == labels.dtype
         np.testing.assert_array_equal(loaded.classes_, est.classes_)
         np.testing.assert_array_equal(loaded.predict(SMILES[:6]), est.predict(SMILES[:6]))
+
+
+# a mixed-scaffold set whose DeepChem-style internal split sends rows 14 and 15's scaffold groups to validation
+MIXED = ["c1ccccc1C", "c1ccccc1CC", "c1ccccc1O", "c1ccccc1N", "c1ccccc1Cl", "c1ccccc1Br", "c1ccccc1CO", "c1ccccc1CN",
+         "CCO", "CCN", "CCC", "CCCC", "CCCO", "OCCO", "c1ccncc1", "C1CCCCC1", "C1CCNCC1", "C1CCOC1", "c1ccoc1", "c1ccsc1"]
+
+
+def test_a_one_d_y_whose_only_labels_the_split_sends_to_validation_trains_on_them():
+    """A review: a 1-D y with NaN failed ("no observed values among the training rows", naming a
+    y_valid never passed) where the same y as one column moved its labels back to training."""
+    est = GMNetRegressor(**TINY_FIT)
+    train, valid = est._internal_split(MIXED, 0)
+    y = np.full(len(MIXED), np.nan)
+    y[valid] = np.arange(1.0, len(valid) + 1)
+    with pytest.warns(UserWarning):  # (the NaN rows, and the split left empty)
+        one_d = GMNetRegressor(**TINY_FIT).fit(MIXED, y)
+    with pytest.warns(UserWarning):
+        column = GMNetRegressor(**TINY_FIT).fit(MIXED, y[:, None])
+    assert one_d.n_train_ == column.n_train_ == len(MIXED)
+
+
+def test_an_internal_split_leaving_one_molecule_in_training_trains_on_every_row():
+    """A review: the descriptor scaling, fitted on the training part's copies of one molecule,
+    failed saying the user's molecules do not vary."""
+    with pytest.warns(UserWarning, match="leaves 3 training row\\(s\\) of one molecule; training on all rows"):
+        est = GMNetRegressor(**{**TINY_FIT, "descriptors": True}).fit(["CCO"] * 3 + ["c1ccccc1"] * 2, [1.0, 1.1, 0.9, 2.0, 2.1])
+    assert est.n_train_ == 5 and np.isfinite(est.predict(["CCO"])).all()
+
+
+def test_targets_too_large_to_square_are_still_standardised():
+    """A review: y near 1e160 overflowed np.nanstd (y_scale_ inf, inf predictions, the fit
+    passing)."""
+    y = np.linspace(1.0, 2.0, 30) * 1e160
+    est = GMNetRegressor(**TINY_FIT, valid_split=None).fit(SMILES[:30], y)
+    assert np.isfinite(est.y_scale_).all() and est.y_scale_[0] == pytest.approx(np.std(y / 1e160) * 1e160)
+    assert np.isfinite(est.predict(SMILES[:3])).all()
+
+
+def test_l_zero_is_refused():
+    """A review: at L = 0 every token's harmonics are the constant one; the network could not fit
+    its own training set, and the default forest blend hid it."""
+    with pytest.raises(InvalidParameterError, match="'L' parameter of GMNetRegressor must be an int in the range "
+                                                    "\\[1, inf\\)"):
+        GMNetRegressor(L=0).fit(SMILES[:10], np.arange(10.0))

@@ -111,9 +111,12 @@ def _every_task_in_training(train: np.ndarray, valid: np.ndarray, y) -> tuple[np
     """The internal split's validation rows that hold a task's only labels go back to training
     (a sparse task's few labelled molecules can all be rare scaffolds, which the scaffold split
     puts into validation), as the classifiers keep a class the split would leave out of training."""
-    if y is None or np.ndim(y) != 2 or not len(valid):
+    if y is None or np.ndim(y) not in (1, 2) or not len(valid):
         return train, valid
-    observed = ~np.isnan(np.asarray(y, dtype=np.float64))
+    try:  # (a 1-D y is one task: a regression y with NaN too)
+        observed = ~np.isnan(np.asarray(y, dtype=np.float64).reshape(len(y), -1))
+    except (TypeError, ValueError):  # a classifier's class labels: kept in training by its own rule
+        return train, valid
     untrained = ~observed[train].any(0)
     move = observed[valid][:, untrained].any(1)
     if move.any():
@@ -477,6 +480,13 @@ class SmilesNetBase(BaseEstimator):
                 warnings.warn(f"the internal validation split's {len(valid_idx)} rows have no observed label; "
                               "training on all rows without best-epoch selection", UserWarning,
                               stacklevel=_caller_stacklevel())
+                train_idx = np.arange(len(X))
+            elif len({X[i].strip() for i in train_idx}) < 2 <= len({s.strip() for s in X}):
+                # (copies of one molecule: the descriptor scaling, fitted on them, failed saying
+                # the user's molecules do not vary)
+                warnings.warn(f"the internal validation split leaves {len(train_idx)} training row(s) of one molecule; "
+                              "training on all rows without best-epoch selection (more molecules, or "
+                              "valid_split=None)", UserWarning, stacklevel=_caller_stacklevel())
                 train_idx = np.arange(len(X))
             else:
                 valid_X, y_valid = [X[i] for i in valid_idx], y[valid_idx]

@@ -47,7 +47,11 @@ class SmilesRegressorMixin(RegressorMixin):
                              "training rows (labels in y_valid alone do not count)")
         if self.normalize_y:
             self.y_mean_ = np.nanmean(y2, axis=0)
-            scale = np.nanstd(y2, axis=0)  # population sd, as DeepChem's NormalizationTransformer
+            with np.errstate(over="ignore", invalid="ignore"):
+                scale = np.nanstd(y2, axis=0)  # population sd, as DeepChem's NormalizationTransformer
+            if not np.isfinite(scale).all():  # squares past float64's range (|y| above ~1e154): inf predictions
+                largest = np.nanmax(np.abs(y2), axis=0)
+                scale = np.nanstd(y2 / largest, axis=0) * largest
             self.y_scale_ = np.where(scale > 0, scale, 1.0)
         else:  # the identity: loss, validation metric and predictions in y's own units
             self.y_mean_ = np.zeros(y2.shape[1])

@@ -16,7 +16,8 @@ from ._regression import REGRESSOR_PARAMETER_CONSTRAINTS, REGRESSOR_PARAMETERS_D
 #: The Chem-GMNet architecture's parameters; the shared training ones come from ``_base``.
 GMNET_PARAMETER_CONSTRAINTS = {
     "k": [Interval(Integral, 3, None, closed="left")],
-    "L": [Interval(Integral, 0, None, closed="left")],
+    # (L = 0: every token's harmonics are the constant one, so the encoder cannot tell tokens apart)
+    "L": [Interval(Integral, 1, None, closed="left")],
     "attention": [StrOptions({"dual_ska", "bidir_sfa", "gated_sfa", "ska"})],
     "d_model": [Interval(Integral, 1, None, closed="left")],
     "n_layers": [Interval(Integral, 1, None, closed="left")],
@@ -41,7 +42,8 @@ GMNET_ARCHITECTURE_PARAMETERS_DOC = """\
 k : int, default=8
     Sphere dimension (>= 3); with ``L``, D* = sum_l N(k, l).
 L : int, default=3
-    Harmonic degree (>= 0); D* = sum_l N(k, l) over the degrees l <= L.
+    Harmonic degree (>= 1); D* = sum_l N(k, l) over the degrees l <= L. (At 0 every token's
+    harmonics are the constant one: the encoder could not tell tokens apart.)
 attention : {"dual_ska", "bidir_sfa", "gated_sfa", "ska"}, default="dual_ska"
     The encoder's attention: "dual_ska", "bidir_sfa", "gated_sfa" or "ska".
 d_model : int, default=256
