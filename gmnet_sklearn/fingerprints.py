@@ -109,7 +109,9 @@ class MorganFingerprint(TransformerMixin, BaseEstimator):
                 if mol is None:
                     bad.append(i)
                     continue
-                out[i] = gen.GetCountFingerprintAsNumPy(mol) if self.counts else gen.GetFingerprintAsNumPy(mol)
+                # counts held as uint16: one past 65,535 (a polymer's bit) stays 65,535, not wrapped to a small count
+                out[i] = (np.minimum(gen.GetCountFingerprintAsNumPy(mol), np.iinfo(np.uint16).max) if self.counts
+                          else gen.GetFingerprintAsNumPy(mol))
         return out, bad
 
     def get_feature_names_out(self, input_features=None):

@@ -51,7 +51,7 @@ class MoleculeForest:
     training data predicts the fraction of positives there: 0 or 1).
     """
 
-    def __init__(self, kind: str, multi_label: bool = False, random_state: int = 0, n_jobs: int = 1):
+    def __init__(self, kind: str, multi_label: bool = False, random_state: int | None = 0, n_jobs: int = 1):
         self.kind = kind
         self.multi_label = multi_label
         self.random_state = random_state
@@ -61,8 +61,9 @@ class MoleculeForest:
         from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
         cls = RandomForestRegressor if self.kind == "regression" else RandomForestClassifier
-        return cls(n_estimators=N_TREES, max_features=MAX_FEATURES[self.kind], n_jobs=self.n_jobs,
-                   random_state=(self.random_state + task) % 2**32)  # a seed near 2**32 stays a valid seed
+        # a seed near 2**32 stays a valid seed; None: scikit-learn's unseeded forests
+        seed = None if self.random_state is None else (self.random_state + task) % 2**32
+        return cls(n_estimators=N_TREES, max_features=MAX_FEATURES[self.kind], n_jobs=self.n_jobs, random_state=seed)
 
     def fit(self, features: np.ndarray, y: np.ndarray) -> "MoleculeForest":
         # what the docstring says y is, checked (the estimators pass it so; a direct user gets
@@ -70,6 +71,8 @@ class MoleculeForest:
         if self.kind not in MAX_FEATURES:
             raise ValueError(f"kind must be 'regression' or 'classification', got {self.kind!r}")
         features = np.asarray(features, dtype=np.float32)
+        if features.ndim != 2 or not len(features):
+            raise ValueError(f"features must be a 2-D array with at least one row, got shape {features.shape}")
         y = np.asarray(y)
         if len(y) != len(features):
             raise ValueError(f"y has {len(y)} rows for {len(features)} rows of features")
@@ -100,7 +103,10 @@ class MoleculeForest:
         """``n_jobs``: threads of this call (the predicting machine's, not the fitting one's);
         None: ``self.n_jobs``."""
         from joblib import effective_n_jobs
+        from sklearn.exceptions import NotFittedError
 
+        if not hasattr(self, "forests_"):
+            raise NotFittedError("this MoleculeForest is not fitted yet: call fit first")
         features = np.asarray(features, dtype=np.float32)
         # (the threads' start and polling cost more than 500 trees on one molecule)
         jobs = max(1, min(effective_n_jobs(self.n_jobs if n_jobs is None else n_jobs), len(features) // ROWS_PER_THREAD))

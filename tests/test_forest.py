@@ -283,3 +283,12 @@ def test_a_forest_names_what_is_wrong_with_its_y():
         MoleculeForest("classification").fit(X, np.array(["a", "b"] * 3))
     with pytest.raises(ValueError, match="y has 5 rows for 6 rows of features"):
         MoleculeForest("regression").fit(X, np.arange(5.0))
+    # (a review: no rows was "y must be numbers ... float64"; predict before fit an AttributeError;
+    # random_state=None a TypeError)
+    with pytest.raises(ValueError, match=r"features must be a 2-D array with at least one row, got shape \(0, 3\)"):
+        MoleculeForest("regression").fit(np.zeros((0, 3)), np.zeros(0))
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError, match="not fitted yet"):
+        MoleculeForest("regression").predict(X)
+    assert MoleculeForest("regression", random_state=None).fit(X, np.arange(6.0)).predict(X).shape == (6, 1)

@@ -319,6 +319,9 @@ def test_morgan_fingerprint_feeds_a_random_forest():
     with pytest.raises(ValueError, match="rows 1"):
         MorganFingerprint().fit_transform(["CCO", "C1CC"])
     assert MorganFingerprint(on_invalid="zeros").fit_transform(["CCO", "C1CC"])[1].sum() == 0
+    # a count past uint16's range stays its largest value (a review: 70,000 carbons' bit wrapped to 4,464)
+    counts = MorganFingerprint(radius=0, n_bits=1, counts=True).transform(["C" * 70_000])
+    assert counts.dtype == np.uint16 and counts[0, 0] == 65_535
 
 
 def test_benchmark_protocols_pin_their_recipes():

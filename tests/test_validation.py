@@ -239,3 +239,20 @@ def test_l_zero_is_refused():
     with pytest.raises(InvalidParameterError, match="'L' parameter of GMNetRegressor must be an int in the range "
                                                     "\\[1, inf\\)"):
         GMNetRegressor(L=0).fit(SMILES[:10], np.arange(10.0))
+
+
+def test_y_valid_errors_name_y_valid():
+    """A review: a number as y_valid failed in scikit-learn's "Expected sequence or array-like,
+    got float", and a classifier's continuous y_valid in "Unknown label type", naming neither."""
+    with pytest.raises(ValueError, match=r"y_valid must be 1-D or 2-D, got shape \(\)"):
+        GMNetRegressor(**TINY_FIT).fit(SMILES[:20], np.arange(20.0), X_valid=["CCO"], y_valid=0.5)
+    with pytest.raises(ValueError, match="X_valid has 2 SMILES and y_valid 3 labels"):
+        GMNetRegressor(**TINY_FIT).fit(SMILES[:20], np.arange(20.0), X_valid=["CCO", "CCN"], y_valid=[1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="y_valid: Unknown label type: continuous"):
+        GMNetClassifier(**TINY_FIT).fit(SMILES[:20], np.arange(20) % 2, X_valid=["CCO", "CCN"], y_valid=[0.5, 1])
+
+
+def test_a_chemberta_position_table_too_small_names_its_parameter():
+    with pytest.raises(ValueError, match="max_position_embeddings=1 must be at least pad_id \\+ 2"):
+        ChemBERTaRegressor(d_model=16, n_layers=1, n_heads=2, intermediate_size=16, max_epochs=1,
+                           max_position_embeddings=1).fit(SMILES[:10], np.arange(10.0))

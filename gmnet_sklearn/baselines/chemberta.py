@@ -163,7 +163,9 @@ class ChemBERTa(nn.Module):
                  classifier_dropout: float | None = None):
         super().__init__()
         if not 0 <= pad_id < min(vocab_size, max_position_embeddings - 1):
-            raise ValueError(f"pad_id={pad_id} must index the vocabulary and leave room for positions")
+            raise ValueError(f"pad_id={pad_id} must index the vocabulary ({vocab_size} tokens) and leave room for "
+                             f"positions: max_position_embeddings={max_position_embeddings} must be at least "
+                             f"pad_id + 2 (positions start after [PAD]'s id)")
         self.vocab_size = int(vocab_size)
         self.n_outputs = int(n_outputs)
         self.d_model = int(d_model)

@@ -43,7 +43,7 @@ from ..utils.messages import shown_rows
 from ..utils.stacklevel import _caller_stacklevel
 from ..utils.validation import check_smiles_input  # the package's one SMILES coercion (also re-exported here)
 from ._invalid import skip_invalid_rows
-from ..utils.targets import missing_labels, warn_missing_targets
+from ..utils.targets import check_target, missing_labels, warn_missing_targets
 from .data import BucketedLoader, EncodedSmilesDataset, inference_loader, sequential_loader
 from .fusion import DescriptorFusion
 from .net import SmilesNet
@@ -122,6 +122,12 @@ def _every_task_in_training(train: np.ndarray, valid: np.ndarray, y) -> tuple[np
     if move.any():
         train, valid = np.sort(np.concatenate([train, valid[move]])), valid[~move]
     return train, valid
+
+
+def _distinct(X: list, rows) -> set:
+    """The different SMILES among ``X``'s ``rows`` (an item that is no string, refused later by
+    the tokenizer, counts as one of its own)."""
+    return {X[i].strip() if isinstance(X[i], str) else ("item", i) for i in rows}
 
 
 def in_chunks(X: list, predict, encode=None, chunk: int | None = None) -> None:
@@ -448,7 +454,9 @@ class SmilesNetBase(BaseEstimator):
         self.invalid_valid_rows_ = np.empty(0, dtype=np.int64)
         if X_valid is not None:
             valid_X = X_valid  # (a list already: above)
-            check_consistent_length(valid_X, y_valid)
+            y_valid = check_target(y_valid, "y_valid")  # (a number: named, not scikit-learn's "got float")
+            if len(y_valid) != len(valid_X):
+                raise ValueError(f"X_valid has {len(valid_X)} SMILES and y_valid {len(y_valid)} labels: they must match")
             y_valid = self._check_y(y_valid, len(valid_X), "y_valid")
             n_columns = (1 if y.ndim == 1 else y.shape[1], 1 if y_valid.ndim == 1 else y_valid.shape[1])
             if n_columns[0] != n_columns[1]:
@@ -481,7 +489,7 @@ class SmilesNetBase(BaseEstimator):
                               "training on all rows without best-epoch selection", UserWarning,
                               stacklevel=_caller_stacklevel())
                 train_idx = np.arange(len(X))
-            elif len({X[i].strip() for i in train_idx}) < 2 <= len({s.strip() for s in X}):
+            elif len(_distinct(X, train_idx)) < 2 <= len(_distinct(X, range(len(X)))):
                 # (copies of one molecule: the descriptor scaling, fitted on them, failed saying
                 # the user's molecules do not vary)
                 warnings.warn(f"the internal validation split leaves {len(train_idx)} training row(s) of one molecule; "

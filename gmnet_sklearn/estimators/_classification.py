@@ -74,7 +74,10 @@ class SmilesClassifierMixin(ClassifierMixin):
             if blank:  # a missing label written as "", not a class of its own
                 raise ValueError(f"{name} has blank labels at rows {blank[:10]}: single-task labels must not be "
                                  "missing (leave those rows out, or pass a 2-D y with NaN for missing labels)")
-            check_classification_targets(y)  # a continuous y is a regression target
+            try:
+                check_classification_targets(y)  # a continuous y is a regression target
+            except ValueError as exc:  # (scikit-learn's words name no argument: y or y_valid)
+                raise ValueError(f"{name}: {exc}") from None
         return y
 
     def _fit_y(self, y: np.ndarray) -> np.ndarray:

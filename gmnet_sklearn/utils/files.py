@@ -68,9 +68,9 @@ def read_safetensors(path, device: str = "cpu") -> dict:
 
     if not Path(path).is_file():
         raise FileNotFoundError(f"{path}: no such file")
-    unreadable = (ValueError, OSError, *([safetensors.SafetensorError] if hasattr(safetensors, "SafetensorError") else []))
+    errors = (ValueError, OSError, *([safetensors.SafetensorError] if hasattr(safetensors, "SafetensorError") else []))
     try:
         tensors = load_file(str(path))
-    except unreadable as exc:
+    except errors as exc:
         raise unreadable(path, exc) from exc
     return tensors if str(device) == "cpu" else {name: t.to(device) for name, t in tensors.items()}
