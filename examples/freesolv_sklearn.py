@@ -37,12 +37,14 @@ print(f"test RMSE {rmse:.3f} (sigma units), best epoch {est.best_epoch_}")
 # 2. GridSearchCV over the sphere dimension k and harmonic degree L: fit on train, score on the
 #    scaffold validation split (PredefinedSplit), smaller model to keep it quick. memory: the nine
 #    candidates fit and score the same split, so its RDKit descriptors are computed once.
+#    forest=False: the networks alone (the default blend's forest does not depend on k and L, and
+#    without a validation set its weight is 0.5, so every candidate's score would be half the same forest)
 trval = np.concatenate([train, valid])
 fold = np.r_[np.full(len(train), -1), np.zeros(len(valid), dtype=int)]
 with tempfile.TemporaryDirectory() as cache:
     grid = GridSearchCV(
         GMNetRegressor(d_model=64, n_heads=4, n_layers=2, max_epochs=args.epochs, lr=args.lr, random_state=0,
-                       valid_split=None, memory=cache),
+                       valid_split=None, forest=False, memory=cache),
         {"k": [6, 8, 10], "L": [2, 3, 4]},
         cv=PredefinedSplit(fold),
         scoring="neg_root_mean_squared_error",

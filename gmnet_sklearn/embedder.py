@@ -82,7 +82,8 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
     estimator : GMNetRegressor or GMNetClassifier
         For "pooled" and "head" also a ChemBERTa estimator. With ``prefit=False`` (default)
         ``fit(X, y)`` trains a clone of it on ``X, y``; with ``prefit=True`` it must be fitted
-        already and ``fit`` only checks it (``sklearn.frozen.FrozenEstimator(est)`` also keeps a
+        already and ``fit`` checks it and keeps a copy of it (as ``SelectFromModel(prefit=True)``:
+        a later refit of ``est`` does not change the features; ``sklearn.frozen.FrozenEstimator(est)`` also keeps a
         fitted estimator through ``clone``, e.g. in ``cross_val_score``).
     features : {"pooled", "head", "moments"}, default="pooled"
         What each SMILES becomes (module docstring).

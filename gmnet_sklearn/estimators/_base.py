@@ -316,7 +316,9 @@ class SmilesNetBase(BaseEstimator):
     # skorch's way: fit = prepare the data once, then per ensemble member build the module, the
     # callbacks and the net, and train it. Each step is a method a subclass can override.
     def fit(self, X, y, X_valid=None, y_valid=None):
-        """Train on SMILES ``X`` and targets ``y`` (NaN = missing label, masked out).
+        """Train on SMILES ``X`` and targets ``y``: a regression target's NaN, or a multi-label
+        classifier's (2-D 0/1 y), is a missing label, masked out of the loss; a single-task
+        classifier's labels must all be present.
 
         The epoch with the best validation metric (RMSE for regression, mean ROC-AUC for
         classification) is restored; with ``patience`` training stops once it has not improved
