@@ -404,3 +404,26 @@ PUBLISHED_DEEPCHEM_SPLIT: Mapping[str, Published] = MappingProxyType({
     # Table 6's best HIV entry
     "hiv": Published("0.794 ± 0.007", _CHEMBERTA3_TABLE6, model="Random Forest"),
 })
+
+
+def main(argv=None) -> int:
+    """``python -m benchmarks.protocols``: the protocols' names and descriptions; with a name, that
+    protocol's parameters as JSON (what ``--protocol <name>`` of the harness runs)."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.protocols", description=main.__doc__.split(";")[0])
+    parser.add_argument("name", nargs="?", choices=sorted(PROTOCOLS), metavar="NAME",
+                        help="a protocol to show in full (one of the names listed without it)")
+    args = parser.parse_args(argv)
+    if args.name:
+        print(json.dumps(get_protocol(args.name).to_dict(), indent=1, default=str))
+        return 0
+    width = max(map(len, PROTOCOLS))
+    for name in sorted(PROTOCOLS):
+        print(f"{name:<{width}}  {PROTOCOLS[name].description.split('. ')[0].split(': ')[0]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

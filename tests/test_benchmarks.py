@@ -1404,3 +1404,16 @@ def test_harness_usage_errors(tmp_path, capsys):
         with pytest.raises(SystemExit) as exit_info:
             main(argv)
         assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_the_protocols_have_a_command_line(capsys):
+    """``python -m benchmarks.protocols`` printed nothing (its --help neither)."""
+    from benchmarks.protocols import PROTOCOLS, main
+
+    assert main([]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in listed] == sorted(PROTOCOLS)
+    assert main(["tuned"]) == 0
+    assert json.loads(capsys.readouterr().out)["name"] == "tuned"
+    with pytest.raises(SystemExit):
+        main(["no_such_protocol"])
