@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import gmnet_sklearn.estimators._base as base_module
-from gmnet_sklearn.estimators._targets import MissingTargetWarning, warn_missing_targets
+from gmnet_sklearn.utils.targets import MissingTargetWarning, warn_missing_targets
 
 
 def _caught(y, **kwargs):
