@@ -1054,7 +1054,7 @@ def test_a_saved_model_keeps_every_parameter_set_after_its_fit_and_predicts_as_f
     est.set_params(n_jobs=2, verbose=1, batch_size=256, max_epochs=7, lr=1e-3 / 2, d_model=32)
     loaded = load_model(est.save(tmp_path / "m"))
     assert loaded.get_params() == est.get_params() == pickle.loads(pickle.dumps(est)).get_params()
-    assert loaded._params_at_fit["d_model"] == 16  # the weights' shape, and what a refit of a clone repeats
+    assert loaded._params_at_fit["d_model"] == 16  # the shape the weights were built with
     np.testing.assert_allclose(loaded.predict(X[:6]), est.predict(X[:6]), rtol=1e-5)
 
 
@@ -1085,16 +1085,46 @@ def test_save_replaces_its_own_folder_whole_and_refuses_other_folders(tmp_path, 
     a.save(folder)  # the unfinished folder is save's own: written again
     assert sorted(f.name for f in folder.iterdir()) == ["config.json", "history.json", "model.safetensors", "vocab.txt"]
     np.testing.assert_array_equal(load_model(folder).predict(X[:5]), a.predict(X[:5]))
+    # files of others beside a saved model are left as they are (a model card, Finder's, Jupyter's)
+    (folder / "README.md").write_text("card")
+    (folder / ".DS_Store").write_text("")
+    a.save(folder)
+    assert (folder / "README.md").read_text() == "card"
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "README.md").write_text("mine")
-    with pytest.raises(ValueError, match=r"holds files save\(\) does not write \(README.md\)"):
-        a.save(tmp_path / "notes")
+    a.save(tmp_path / "notes")  # (a project folder, as save(".") from it)
+    assert (tmp_path / "notes" / "README.md").read_text() == "mine"
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "README.md").write_text("mine")
+    (tmp_path / "other" / "vocab.txt").write_text("[PAD]\n")
+    with pytest.raises(ValueError, match=r"has no config.json and holds files save\(\) would replace \(vocab.txt\) "
+                                         r"beside others \(README.md\)"):
+        a.save(tmp_path / "other")
     encoder = tmp_path / "encoder"
     encoder.mkdir()
     (encoder / "config.json").write_text(json.dumps({"format": "gmnet_sklearn.pretrained.v1"}))
     with pytest.raises(ValueError, match="holds another kind of folder .*a pretrained encoder's"):
         a.save(encoder)
     assert sorted(f.name for f in encoder.iterdir()) == ["config.json"]
+
+
+def test_save_keeps_what_a_pickle_keeps_and_a_subclass_loads_itself(tmp_path):
+    """A review: a RandomState set after the fit made save fail (a pickle keeps it; the loaded
+    model keeps the fit's seed); a subclass's folder could not be loaded once the registry was
+    read-only."""
+    est = GMNetRegressor(**TINY, descriptors=False, fingerprint=False, forest=False).fit(X, Y)
+    est.set_params(random_state=np.random.RandomState(0))
+    assert load_model(est.save(tmp_path / "m")).random_state == 0
+
+    class MyRegressor(GMNetRegressor):
+        pass
+
+    mine = MyRegressor(**TINY, descriptors=False, fingerprint=False, forest=False).fit(X, Y)
+    loaded = MyRegressor.load(mine.save(tmp_path / "mine"))
+    assert type(loaded) is MyRegressor
+    np.testing.assert_allclose(loaded.predict(X[:4]), mine.predict(X[:4]), rtol=1e-5)
+    with pytest.raises(ValueError, match="holds a 'MyRegressor', which this version cannot load"):
+        load_model(tmp_path / "mine")
 
 
 def test_load_names_what_it_cannot_read(tmp_path):
@@ -1210,6 +1240,10 @@ def test_searches_on_missing_labels_and_routed_validation_sets_as_the_readme_say
     assert np.isfinite(grid.cv_results_["mean_test_score"]).all()
     with pytest.raises(ValueError, match="cross_val_predict.*label-encoded each column"):
         cross_val_predict(GMNetClassifier(**small), X40, Y, cv=KFold(2), method="predict_proba")
+    encoded = np.where(np.isnan(Y), 2, Y).astype(int)
+    for labels in (encoded, encoded.astype(object)):  # (an object array of the same labels: the hint too)
+        with pytest.raises(ValueError, match="cross_val_predict.*label-encoded each column"):
+            GMNetClassifier(**small).fit(X40, labels)
     y = regression_target(SMILES[:40])
     with sklearn.config_context(enable_metadata_routing=True):
         est = GMNetRegressor(**small).set_fit_request(X_valid=True, y_valid=True)

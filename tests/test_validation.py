@@ -222,6 +222,8 @@ def test_an_internal_split_leaving_one_molecule_in_training_trains_on_every_row(
     with pytest.warns(UserWarning, match="leaves 3 training row\\(s\\) of one molecule; training on all rows"):
         est = GMNetRegressor(**{**TINY_FIT, "descriptors": True}).fit(["CCO"] * 3 + ["c1ccccc1"] * 2, [1.0, 1.1, 0.9, 2.0, 2.1])
     assert est.n_train_ == 5 and np.isfinite(est.predict(["CCO"])).all()
+    # without descriptors nothing fails on one molecule: the split stands
+    assert GMNetRegressor(**TINY_FIT).fit(["CCO"] * 3 + ["c1ccccc1"] * 2, [1.0, 1.1, 0.9, 2.0, 2.1]).n_train_ == 3
 
 
 def test_targets_too_large_to_square_are_still_standardised():
@@ -231,6 +233,15 @@ def test_targets_too_large_to_square_are_still_standardised():
     est = GMNetRegressor(**TINY_FIT, valid_split=None).fit(SMILES[:30], y)
     assert np.isfinite(est.y_scale_).all() and est.y_scale_[0] == pytest.approx(np.std(y / 1e160) * 1e160)
     assert np.isfinite(est.predict(SMILES[:3])).all()
+    # (a column of zeros beside it; sums past float64's range)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        both = GMNetRegressor(**TINY_FIT, valid_split=None).fit(SMILES[:30], np.c_[y, np.zeros(30)])
+    assert both.y_scale_[1] == 1.0 and np.isfinite(both.y_mean_).all()
+    huge = GMNetRegressor(**TINY_FIT, valid_split=None).fit(SMILES[:30], np.linspace(1.0, 1.5, 30) * 1.1e308)
+    assert np.isfinite(huge.y_mean_).all() and np.isfinite(huge.y_scale_).all()
 
 
 def test_l_zero_is_refused():

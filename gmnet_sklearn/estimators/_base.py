@@ -491,7 +491,7 @@ class SmilesNetBase(BaseEstimator):
                               "training on all rows without best-epoch selection", UserWarning,
                               stacklevel=_caller_stacklevel())
                 train_idx = np.arange(len(X))
-            elif len(_distinct(X, train_idx)) < 2 <= len(_distinct(X, range(len(X)))):
+            elif self.descriptors and len(_distinct(X, train_idx)) < 2 <= len(_distinct(X, range(len(X)))):
                 # (copies of one molecule: the descriptor scaling, fitted on them, failed saying
                 # the user's molecules do not vary)
                 warnings.warn(f"the internal validation split leaves {len(train_idx)} training row(s) of one molecule; "
@@ -972,7 +972,7 @@ class SmilesNetBase(BaseEstimator):
         check_is_fitted(self, "net_")
         params = {k: v for k, v in self.__dict__.get("_params_at_fit", self.get_params(deep=False)).items()
                   if k != "callbacks"}
-        # vocab_file stays as fitted (a clone of the loaded model refits as this fit did); the
+        # vocab_file stays the path the fit read (a clone of the loaded model refits with it); the
         # loaded model itself reads its vocabulary from vocab.txt
         params["memory"] = None  # a cache folder of this machine's, not part of the model
         pretrained = params.get("pretrained")
@@ -996,7 +996,7 @@ class SmilesNetBase(BaseEstimator):
         }
         # the parameters set_params changed since the fit (tta, n_jobs, ...): the loaded model's
         # get_params are this one's (as a pickle's), it predicts as this one does, and its
-        # _params_at_fit stay the fit's (what a refit of a clone repeats)
+        # _params_at_fit stay the fit's (the shape the weights were built with; the parameters save writes)
         changed = self._params_changed_since_fit()
         if changed:
             config["params_now"] = changed
@@ -1016,7 +1016,7 @@ class SmilesNetBase(BaseEstimator):
             write_safetensors(path / _weights_file(i), state)
             write_atomic(path / _history_file(i), histories[i].encode())
         written = {_weights_file(i) for i in range(len(self.nets_))} | set(config["histories"])
-        for old in path.glob("*"):  # an earlier save's members beyond this model's
+        for old in path.iterdir():  # an earlier save's members beyond this model's
             if _MEMBER_FILE.fullmatch(old.name) and old.name not in written:
                 old.unlink()
         if params["descriptors"]:  # as fitted (config.json says so), whatever set_params did since
@@ -1050,6 +1050,8 @@ class SmilesNetBase(BaseEstimator):
         for key, value in self.get_params(deep=False).items():
             if key in ("callbacks", "memory") or value is fit.get(key):
                 continue
+            if key == "random_state" and isinstance(value, np.random.RandomState):
+                continue  # (no JSON for it; the loaded model keeps the fit's seed, as save writes it)
             try:
                 same = bool(value == fit.get(key)) and type(value) is type(fit.get(key))
             except Exception:  # (an object whose == is no bool)
@@ -1071,7 +1073,7 @@ class SmilesNetBase(BaseEstimator):
 
         path = Path(path)
         if path.is_dir() and not (path / "config.json").exists() and any(
-                _MEMBER_FILE.fullmatch(f.name) for f in path.iterdir()):
+                _SAVED_FILE.fullmatch(f.name) for f in path.iterdir()):
             raise ValueError(f"{path} has no config.json: a save() into it did not finish; save the model again")
         config = read_json(path / "config.json")
         if not isinstance(config, dict) or config.get("format") != "gmnet_sklearn.v1":
@@ -1079,6 +1081,8 @@ class SmilesNetBase(BaseEstimator):
                              f"{config.get('format') if isinstance(config, dict) else None!r})")
         saved_by = f"saved by gmnet_sklearn {config.get('library_version', '?')}, this is {__version__}"
         est_cls = ESTIMATORS.get(config.get("estimator"))
+        if est_cls is None and cls is not SmilesNetBase and cls.__name__ == config.get("estimator"):
+            est_cls = cls  # a subclass of the user's, loaded through its own load()
         if est_cls is None:
             raise ValueError(f"{path} holds a {config.get('estimator')!r}, which this version cannot load "
                              f"({saved_by}; it loads {sorted(ESTIMATORS)})")
@@ -1317,10 +1321,11 @@ def _check_finite_weights(net, lr: float, member: int) -> None:
                      "or check y for values of extreme scale")
 
 
-#: The files of ensemble members and parts ``save`` writes (``config.json`` aside): a folder
-#: holding only these and an earlier save's config is one ``save`` may write into again.
-_MEMBER_FILE = re.compile(r"(model(_\d+)?\.safetensors|history(_\d+)?\.json|descriptors\.safetensors|forest\.skops"
-                          r"|vocab\.txt|\..*\.tmp)")
+#: The files ``save`` writes (``config.json`` aside), and of those the ensemble members' (a
+#: smaller ensemble saved over a larger one removes the others).
+_SAVED_FILE = re.compile(r"model(_\d+)?\.safetensors|history(_\d+)?\.json|descriptors\.safetensors|forest\.skops"
+                         r"|vocab\.txt")
+_MEMBER_FILE = re.compile(r"model(_\d+)?\.safetensors|history(_\d+)?\.json")
 
 #: What a model did before each parameter existed, for folders saved then (their config.json
 #: lacks it; today's default would build another model): no forest, descriptors, fingerprint,
@@ -1330,12 +1335,15 @@ _BEFORE_THEY_EXISTED = {"forest": False, "descriptors": False, "fingerprint": Fa
 
 
 def _check_model_folder(path: Path) -> None:
-    """``save`` writes into a new or empty folder or an earlier save's (see ``save``)."""
+    """``save`` writes into a new folder, an earlier save's (``config.json`` of this format, other
+    files beside it left as they are) or one without a ``config.json`` that holds none of the
+    files it writes or only those (an unfinished save's); not into a folder of another kind
+    (a pretrained encoder's, a Hugging Face model's) or one whose ``vocab.txt`` or
+    ``model.safetensors`` belong to something else."""
     if not path.exists():
         return
     if not path.is_dir():
         raise ValueError(f"{path} is a file: save() writes a folder")
-    other = sorted(f.name for f in path.iterdir() if f.name != "config.json" and not _MEMBER_FILE.fullmatch(f.name))
     config = path / "config.json"
     if config.exists():
         try:
@@ -1345,9 +1353,13 @@ def _check_model_folder(path: Path) -> None:
         if fmt != "gmnet_sklearn.v1":
             raise ValueError(f"{path} holds another kind of folder (config.json format {fmt!r}, e.g. a pretrained "
                              "encoder's): save() would replace its files; save into a new folder")
-    if other:
-        shown = ", ".join(other[:5]) + (f", ... ({len(other) - 5} more)" if len(other) > 5 else "")
-        raise ValueError(f"{path} holds files save() does not write ({shown}): save into a new or empty folder")
+        return
+    names = [f.name for f in path.iterdir() if not f.name.startswith(".")]  # (.DS_Store, .ipynb_checkpoints, ...)
+    ours = sorted(n for n in names if _SAVED_FILE.fullmatch(n))
+    other = sorted(n for n in names if not _SAVED_FILE.fullmatch(n))
+    if ours and other:
+        raise ValueError(f"{path} has no config.json and holds files save() would replace ({', '.join(ours[:5])}) "
+                         f"beside others ({', '.join(other[:5])}): not a folder save() wrote; save into a new folder")
 
 
 def _json_default(obj):

@@ -54,7 +54,10 @@ class SmilesClassifierMixin(ClassifierMixin):
             try:
                 y = check_multilabel(y, name)
             except ValueError as exc:
-                values = y.astype(np.float64) if y.dtype.kind in "iufb" else np.array([np.nan])
+                try:
+                    values = y.astype(np.float64)
+                except (TypeError, ValueError):
+                    values = np.array([np.nan])
                 if np.isnan(values).any() or not set(np.unique(values)) <= {0, 1, 2}:
                     raise
                 raise ValueError(f"{exc}; if cross_val_predict(method='predict_proba') passed it, it label-encoded "

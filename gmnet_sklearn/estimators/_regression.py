@@ -46,11 +46,15 @@ class SmilesRegressorMixin(RegressorMixin):
             raise ValueError(f"target column(s) {np.nonzero(empty)[0].tolist()} have no observed values among the "
                              "training rows (labels in y_valid alone do not count)")
         if self.normalize_y:
-            self.y_mean_ = np.nanmean(y2, axis=0)
             with np.errstate(over="ignore", invalid="ignore"):
+                self.y_mean_ = np.nanmean(y2, axis=0)
                 scale = np.nanstd(y2, axis=0)  # population sd, as DeepChem's NormalizationTransformer
-            if not np.isfinite(scale).all():  # squares past float64's range (|y| above ~1e154): inf predictions
+            if not (np.isfinite(scale).all() and np.isfinite(self.y_mean_).all()):
+                # squares (|y| above ~1e154) or sums past float64's range: inf predictions; the
+                # statistics of y scaled down instead
                 largest = np.nanmax(np.abs(y2), axis=0)
+                largest = np.where(largest > 0, largest, 1.0)
+                self.y_mean_ = np.nanmean(y2 / largest, axis=0) * largest
                 scale = np.nanstd(y2 / largest, axis=0) * largest
             self.y_scale_ = np.where(scale > 0, scale, 1.0)
         else:  # the identity: loss, validation metric and predictions in y's own units
