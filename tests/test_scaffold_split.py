@@ -755,3 +755,25 @@ def test_splitters_check_the_length_of_y_and_balanced_split_names_what_it_leaves
     assert len(train) + len(valid) == 12
     with pytest.raises(TypeError, match="frac_valid must be a real number"):
         balanced_scaffold_split(smiles, "0.2")
+
+
+def test_the_balanced_scaffold_internal_split_is_chemprops_order_with_every_row_placed():
+    """valid_split="balanced_scaffold": Chemprop's seeded order, the molecules without a
+    scaffold in training (as its splitter leaves them out); DeepChem's order where it cannot make
+    one."""
+    from gmnet_sklearn import GMNetRegressor
+    from gmnet_sklearn.model_selection.scaffold import _balanced_scaffold_split
+
+    from ._smiles import SMILES
+
+    smiles = np.asarray(SMILES, dtype=object)
+    est = GMNetRegressor(valid_split="balanced_scaffold", valid_size=0.2)
+    train, valid = est._internal_split(list(smiles), 3)
+    b_train, b_valid = _balanced_scaffold_split(smiles, 0.2, 3, warn=False)
+    np.testing.assert_array_equal(valid, b_valid)
+    assert sorted(np.r_[train, valid]) == list(range(len(smiles)))  # a partition
+    assert set(b_train) <= set(train)
+    assert not np.array_equal(valid, est._internal_split(list(smiles), 4)[1])  # seeded
+    tiny = ["CCO", "c1ccccc1", "C1CCCCC1"]  # no validation part of its own: DeepChem's order
+    assert [len(part) for part in est._internal_split(tiny, 0)] == \
+        [len(part) for part in GMNetRegressor(valid_size=0.2)._internal_split(tiny, 0)]

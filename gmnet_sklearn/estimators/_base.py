@@ -51,7 +51,7 @@ from .schedule import SCHEDULES, WarmupDecay
 from .snapshot import TrainingSnapshot, earlier_fit_wall_seconds, fit_fingerprint
 
 ON_INVALID = ("raise", "nan", "skip")
-VALID_SPLITS = ("scaffold", "random", None)
+VALID_SPLITS = ("scaffold", "balanced_scaffold", "random", None)
 OPTIMIZERS = ("adamw", "adam")
 
 #: Parameters added after training snapshots were first written, with the default at which a
@@ -294,7 +294,10 @@ class SmilesNetBase(BaseEstimator):
         class only: rare scaffolds often share a label, as in BACE and BBBP), the scaffold sets
         are ordered as Chemprop's balanced scaffold split does instead (seeded)."""
         n = len(smiles)
-        if self.valid_split == "scaffold":
+        balanced = self._balanced_order(smiles, seed) if self.valid_split == "balanced_scaffold" else None
+        if balanced is not None:  # (None: too few molecules for one; DeepChem's order then)
+            train, valid = _placing_every_row(*balanced, n)
+        elif self.valid_split in ("scaffold", "balanced_scaffold"):
             from ..model_selection.scaffold import _deepchem_split, _scaffolds
 
             smiles = np.asarray(smiles, dtype=object)
@@ -475,7 +478,7 @@ class SmilesNetBase(BaseEstimator):
             train_idx, valid_idx = self._internal_split(X, seed, y)
             if len(valid_idx) == 0 or len(train_idx) == 0:
                 why = ""
-                if self.valid_split == "scaffold":
+                if self.valid_split in ("scaffold", "balanced_scaffold"):
                     from ..model_selection.scaffold import _scaffolds, _sorted_scaffold_sets
 
                     n_groups = len(_sorted_scaffold_sets(_scaffolds(np.asarray(X, dtype=object), strict=False)))

@@ -134,7 +134,7 @@ class SmilesClassifierMixin(ClassifierMixin):
         if y is None or y.ndim != 1 or not len(valid):
             return train, valid
         train, valid = self._seen_classes_only(train, valid, y)
-        if self.valid_split == "scaffold" and len(valid) and not self._can_rank(y[valid]):
+        if self.valid_split in ("scaffold", "balanced_scaffold") and len(valid) and not self._can_rank(y[valid]):
             # the rows moved back can leave one class (the base checked before the move): the
             # balanced scaffold order, where it ranks after the same move
             balanced = self._balanced_order(smiles, seed)

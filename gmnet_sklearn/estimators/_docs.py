@@ -57,11 +57,14 @@ forest : bool, default=True
     get one forest per task (500 trees each, fitted in turn), so its time and ``save``'s
     ``forest.skops`` grow with the number of tasks (Tox21's 12: 6,000 trees); ``forest=False``
     for many tasks.
-valid_split : {"scaffold", "random"} or None, default="scaffold"
+valid_split : {"scaffold", "balanced_scaffold", "random"} or None, default="scaffold"
     Internal validation split for best-epoch selection when ``fit`` gets no ``X_valid``:
-    "scaffold", "random" or None (keep the last epoch). A single-task classifier's "random"
-    split is stratified where every class has two rows; where its scaffold validation part
-    holds one class, Chemprop's balanced scaffold order is tried.
+    "scaffold" (DeepChem's: the largest scaffold groups train, the rest validate, so one large
+    group that does not fit the training part validates whole), "balanced_scaffold" (Chemprop's,
+    seeded: groups larger than half the validation part train, the others are drawn at random),
+    "random" or None (keep the last epoch). A single-task classifier's "random" split is
+    stratified where every class has two rows; where its scaffold validation part holds one
+    class, Chemprop's balanced scaffold order is tried.
 valid_size : float, default=0.1
     The fraction of the training SMILES the internal validation split holds.
 """
