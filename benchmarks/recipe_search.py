@@ -45,6 +45,7 @@ BASE: Dict[str, object] = dict(
     k=8, L=3, d_model=128, n_layers=3, n_heads=4, dropout=0.1, optimizer="adamw", lr=5e-4, weight_decay=0.01,
     warmup=0.1, lr_schedule="cosine", batch_size=32, max_epochs=30, patience=None, n_estimators=1, augment=0,
     tta=0, descriptors=False, fingerprint=False, pretrained=None, forest=False, freeze_encoder_epochs=0,
+    valid_split="scaffold",  # (since round twenty; the cells before it hold no valid_split and were made so)
 )
 
 #: Round six's recipe (desc_d256_fp_forest), which later rounds build on, and round eight's defaults
