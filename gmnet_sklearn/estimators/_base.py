@@ -38,7 +38,7 @@ from ..descriptors import RDKitDescriptors, cached_descriptors
 from ..exceptions import UnknownTokenWarning
 from ..fingerprints import MorganFingerprint
 from ..forest import MoleculeForest, blend, choose_blend_weight
-from ..tokenizer import EncodedBatch, SmilesTokenizer, tokenize_smiles
+from ..tokenizer import DEEPCHEM_VOCAB, EncodedBatch, SmilesTokenizer, tokenize_smiles
 from ..utils.messages import shown_rows
 from ..utils.stacklevel import _caller_stacklevel
 from ..utils.validation import check_smiles_input  # the package's one SMILES coercion (also re-exported here)
@@ -122,6 +122,16 @@ def _every_task_in_training(train: np.ndarray, valid: np.ndarray, y) -> tuple[np
     if move.any():
         train, valid = np.sort(np.concatenate([train, valid[move]])), valid[~move]
     return train, valid
+
+
+#: ``vocab_file``'s name for a vocabulary fitted on the training SMILES (its default, None, is
+#: DeepChem's 591 tokens); a path object of that name is a file.
+FITTED_VOCABULARY = "training"
+
+
+def fitted_vocabulary(vocab_file) -> bool:
+    """Whether ``vocab_file`` asks for a vocabulary fitted on the training SMILES."""
+    return isinstance(vocab_file, str) and vocab_file == FITTED_VOCABULARY
 
 
 def _distinct(X: list, rows) -> set:
@@ -548,7 +558,7 @@ class SmilesNetBase(BaseEstimator):
         """Training tokens outside a given vocabulary (a checkpoint's or ``vocab_file``'s) are all
         read as one [UNK]: said once, with the tokens, rather than trained on unseen. (A vocabulary
         fitted on X has every token of X.)"""
-        if self.pretrained is None and self.vocab_file is None:  # (fitted on X and its variants: none unknown)
+        if self.pretrained is None and fitted_vocabulary(self.vocab_file):  # (fitted on X and its variants: none unknown)
             return
         unk = self.tokenizer_.unk_id
         counts = np.array([np.count_nonzero(ids == unk) for ids in encoded.ids])
@@ -558,7 +568,8 @@ class SmilesNetBase(BaseEstimator):
         n_unknown = int(counts.sum())
         n_tokens = int(encoded.lengths.sum()) - 2 * len(encoded)  # without [CLS] and [SEP]
         tokens = self._unknown_tokens(smiles, rows[:50])
-        source = f"pretrained={str(self.pretrained)!r}" if self.pretrained is not None else f"vocab_file={str(self.vocab_file)!r}"
+        source = (f"pretrained={str(self.pretrained)!r}" if self.pretrained is not None else
+                  "DeepChem (vocab_file=None)" if self.vocab_file is None else f"vocab_file={str(self.vocab_file)!r}")
         warnings.warn(f"{n_unknown} of {n_tokens} tokens of the training SMILES (in {len(rows)} of {len(encoded.ids)}, "
                       "SMILES variants included) are not in the "
                       f"vocabulary of {source} and are read as [UNK]: {tokens[:10]}", UnknownTokenWarning,
@@ -618,10 +629,12 @@ class SmilesNetBase(BaseEstimator):
 
     def _make_tokenizer(self, smiles: list) -> SmilesTokenizer:
         """The checkpoint's vocabulary with ``pretrained`` (its shape checked here), else
-        ``vocab_file``'s, else one fitted on ``smiles``."""
+        ``vocab_file``'s: DeepChem's (None), a file's, or one fitted on ``smiles`` ("training")."""
         if self.pretrained is None:
             self.pretrained_ = None
-            return SmilesTokenizer(self.vocab_file).fit(smiles, on_invalid="ignore")
+            if fitted_vocabulary(self.vocab_file):
+                return SmilesTokenizer().fit(smiles, on_invalid="ignore")
+            return SmilesTokenizer(DEEPCHEM_VOCAB if self.vocab_file is None else self.vocab_file).fit([])
         from . import warm_start
 
         self.pretrained_ = warm_start.read_source(self.pretrained, self._pretrain_family)

@@ -71,9 +71,13 @@ valid_size : float, default=0.1
 
 INPUT_PARAMETERS_DOC = """\
 vocab_file : str or path-like, default=None
-    DeepChem-style vocabulary file; None fits the vocabulary on the training SMILES. With
-    ``pretrained`` the checkpoint's vocabulary is used: ``vocab_file`` must then be None or the
-    same vocabulary (``ValueError`` otherwise).
+    The token vocabulary. None: DeepChem's 591 tokens (``tokenizer.DEEPCHEM_VOCAB``, shipped
+    with the package; the paper's, every benchmark's and every shipped encoder's); a path: a
+    DeepChem-style vocabulary file; "training": one fitted on the training SMILES (and
+    ``augment``'s variants). Tokens a vocabulary lacks are read as ``[UNK]`` and named
+    (``UnknownTokenWarning``); those it holds that no training SMILES has keep their initial
+    embedding, as in DeepChem and ChemBERTa. With ``pretrained`` the checkpoint's vocabulary is
+    used: ``vocab_file`` must then be None or the same vocabulary (``ValueError`` otherwise).
 on_invalid : {"raise", "nan", "skip"}, default="raise"
     What happens to a SMILES RDKit (or the tokenizer) rejects. "raise": an error naming the
     rows, in fit and predict. "nan": predict gives NaN rows for them (fit still raises).
@@ -152,8 +156,8 @@ best_epoch_ : int
     The 1-based epoch whose weights were restored (the last epoch without validation), of the
     first member.
 tokenizer_ : SmilesTokenizer
-    The vocabulary: the checkpoint's with ``pretrained``, else ``vocab_file``'s, else fitted on
-    ``fit``'s X and ``augment``'s variants.
+    The vocabulary: the checkpoint's with ``pretrained``, else ``vocab_file``'s (DeepChem's by
+    default; with "training", fitted on ``fit``'s X and ``augment``'s variants).
 max_length_ : int
     The longest token sequence (incl. [CLS]/[SEP]) the model takes: ``max_length``, or the
     model's own limit where it is None.

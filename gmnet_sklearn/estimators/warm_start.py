@@ -188,6 +188,12 @@ def tokenizer_for(est, source: dict):
     checkpoint's."""
     from ..tokenizer import SmilesTokenizer
 
+    from ._base import FITTED_VOCABULARY, fitted_vocabulary
+
+    if fitted_vocabulary(est.vocab_file):
+        raise ValueError(f"pretrained={str(est.pretrained)!r} brings its own vocabulary: vocab_file="
+                         f"{FITTED_VOCABULARY!r} (one fitted on the training SMILES) cannot go with it; leave "
+                         "vocab_file=None")
     vocab = source["vocab_file"]
     if vocab is not None and est.vocab_file is not None and _tokens(est.vocab_file) != _tokens(vocab):
         raise ValueError(f"pretrained={str(est.pretrained)!r} brings its own vocabulary and vocab_file="

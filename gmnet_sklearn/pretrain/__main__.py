@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="an architecture parameter, e.g. --set k=8 --set d_model=384 (over --shape)")
     p.add_argument("--test-corpus", default="auto", help="held-out SMILES file ('auto': test.* beside the corpus; 'none')")
     p.add_argument("--smiles-column", default=None, help="the SMILES column of CSV files (default: the one named 'smiles')")
-    p.add_argument("--vocab-file", default=None, help="vocabulary (default: $GMNET_TOKENIZER_VOCAB)")
+    p.add_argument("--vocab-file", default=None, help="vocabulary (default: $GMNET_TOKENIZER_VOCAB, else DeepChem's 591 "
+                   "tokens, shipped with the package)")
     p.add_argument("--max-length", type=int, default=None)
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--max-steps", type=int, default=None)

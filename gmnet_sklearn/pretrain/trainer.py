@@ -57,12 +57,11 @@ SCHEDULES = ("cosine", "linear", "constant")
 
 
 def _vocab_path(vocab_file) -> str:
-    path = vocab_file or os.environ.get("GMNET_TOKENIZER_VOCAB")
-    if not path:
-        raise ValueError("pretraining needs a vocabulary file (DeepChem's 591-token vocab.txt): pass vocab_file= "
-                         "or set GMNET_TOKENIZER_VOCAB")
+    from ..tokenizer import DEEPCHEM_VOCAB
+
+    path = vocab_file or os.environ.get("GMNET_TOKENIZER_VOCAB") or DEEPCHEM_VOCAB  # (DeepChem's, shipped)
     if not Path(path).is_file():
-        raise FileNotFoundError(f"vocabulary file {path} does not exist")
+        raise FileNotFoundError(f"vocab_file= names no file: {path}")
     return str(path)
 
 
@@ -199,7 +198,7 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
     ``max_smiles``: train on the first ``max_smiles`` records of the corpus only (None: all).
 
     The other keywords: ``vocab_file``, the token vocabulary (default ``$GMNET_TOKENIZER_VOCAB``,
-    DeepChem's 591 tokens); ``batch_size`` SMILES per step; AdamW's ``lr`` and ``weight_decay``;
+    else DeepChem's 591 tokens, shipped with the package); ``batch_size`` SMILES per step; AdamW's ``lr`` and ``weight_decay``;
     ``max_grad_norm``, the gradient-norm clip; ``mask_prob``, the masked-LM's share of masked
     tokens; ``eval_every`` steps between held-out evaluations, on the first ``eval_size`` records
     of the held-out file (None: all of them); ``shard_size`` SMILES per cache shard;
