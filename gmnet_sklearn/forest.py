@@ -164,9 +164,20 @@ class MoleculeForest:
             state = sio.loads(data, trusted=list(cls.TRUSTED_TYPES))
         except (zipfile.BadZipFile, ValueError, KeyError, EOFError) as exc:
             raise unreadable(path, exc) from exc
+        from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+        # what save writes, checked: skops' own trusted types are all of scikit-learn's estimators
+        # (a Pipeline of FunctionTransformers, a DummyRegressor would load as "the forest")
+        expected = {"regression": RandomForestRegressor, "classification": RandomForestClassifier}.get(
+            state.get("kind") if isinstance(state, dict) else None)
+        forests = state.get("forests") if expected is not None else None
+        if not isinstance(forests, list) or not forests or not all(
+                type(f) is expected or (type(f) is float and state["multi_label"]) for f in forests):
+            raise ValueError(f"{path} is not a forest save() wrote (kind {state.get('kind') if isinstance(state, dict) else None!r}, "
+                             f"{[type(f).__name__ for f in forests] if isinstance(forests, list) else type(forests).__name__})")
         forest = cls(state["kind"], multi_label=state["multi_label"], random_state=state["random_state"],
                      n_jobs=state["n_jobs"])
-        forest.forests_ = list(state["forests"])
+        forest.forests_ = list(forests)
         if state["n_classes"] is not None:
             forest.n_classes_ = int(state["n_classes"])
         return forest

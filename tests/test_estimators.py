@@ -1127,6 +1127,62 @@ def test_save_keeps_what_a_pickle_keeps_and_a_subclass_loads_itself(tmp_path):
         load_model(tmp_path / "mine")
 
 
+def test_a_crafted_folder_runs_no_code_and_reads_nothing_else(tmp_path):
+    """A security review: config.json could name a cache folder (joblib's pickles, which predict
+    read: code ran) or set any attribute through "fitted"; a FIFO hung load; a reordered
+    vocab.txt loaded silently; any scikit-learn estimator loaded as "the forest"; save's temporary
+    file had a name one could plant a link at."""
+    import skops.io as sio
+    from sklearn.dummy import DummyRegressor
+
+    est = GMNetRegressor(**TINY, descriptors=False, fingerprint=False, forest=True).fit(X, Y)
+    folder = est.save(tmp_path / "m")
+    config = json.loads((folder / "config.json").read_text())
+
+    def with_config(**changes):
+        (folder / "config.json").write_text(json.dumps({**config, **changes}))
+
+    for changes in ({"params": {**config["params"], "memory": str(tmp_path / "cache")}},
+                    {"params_now": {"memory": str(tmp_path / "cache")}},
+                    {"fitted": {**config["fitted"], "memory": str(tmp_path / "cache")}},
+                    {"fitted": {**config["fitted"], "predict": "x"}}):
+        with_config(**changes)
+        with pytest.raises(ValueError, match="which save\\(\\) does not write; not loaded"):
+            load_model(folder)
+    with_config(params={**config["params"], "tta": -1})
+    with pytest.raises(Exception, match="tta"):
+        load_model(folder)
+    with_config()
+    tokens = (folder / "vocab.txt").read_text().splitlines()
+    tokens[10], tokens[11] = tokens[11], tokens[10]
+    good_vocab = (folder / "vocab.txt").read_text()
+    (folder / "vocab.txt").write_text("\n".join(tokens) + "\n")
+    with pytest.raises(ValueError, match="is not the vocabulary the model was saved with"):
+        load_model(folder)
+    (folder / "vocab.txt").write_text(good_vocab)
+    good_forest = (folder / "forest.skops").read_bytes()
+    (folder / "forest.skops").write_bytes(sio.dumps({"kind": "regression", "multi_label": False, "random_state": 0,
+                                                     "n_jobs": 1, "n_classes": None,
+                                                     "forests": [DummyRegressor(constant=1e6).fit([[0]], [0])]}))
+    with pytest.raises(ValueError, match="is not a forest save\\(\\) wrote"):
+        load_model(folder)
+    (folder / "forest.skops").write_bytes(good_forest)
+    np.testing.assert_allclose(load_model(folder).predict(X[:3]), est.predict(X[:3]), rtol=1e-5)
+    (folder / "config.json").unlink()
+    os.mkfifo(folder / "config.json")
+    with pytest.raises(ValueError, match="config.json: not a regular file"):
+        load_model(folder)
+    (folder / "config.json").unlink()
+    with_config()
+    # links at the names a pid-based temporary file would take: nothing written through them
+    target = tmp_path / "outside"
+    target.write_text("theirs")
+    for name in ("vocab.txt", "config.json", "history.json", "model.safetensors"):
+        (folder / f".{name}.{os.getpid()}.tmp").symlink_to(target)
+    est.save(folder)
+    assert target.read_text() == "theirs"
+
+
 def test_load_names_what_it_cannot_read(tmp_path):
     """A review: a cut history or forest file failed in a parser's words; a folder from before a
     parameter existed loaded with today's default (another model); a newer folder's parameter or

@@ -1009,6 +1009,7 @@ class SmilesNetBase(BaseEstimator):
             "estimator": type(self).__name__,
             "params": params,
             "fitted": self._fitted_metadata(),
+            "vocabulary_digest": self.tokenizer_.vocabulary_digest(),  # (load checks vocab.txt against it)
         }
         # the parameters set_params changed since the fit (tta, n_jobs, ...): the loaded model's
         # get_params are this one's (as a pickle's), it predicts as this one does, and its
@@ -1083,8 +1084,13 @@ class SmilesNetBase(BaseEstimator):
 
     @classmethod
     def load(cls, path, device: str | None = None):
-        """Load a directory written by :meth:`save` (no pickle, no code execution)."""
-        from ..utils.files import read_json, read_safetensors
+        """Load a directory written by :meth:`save` (no pickle, no code execution): only the files
+        ``save`` writes, each a regular file; ``config.json`` refused where it sets what ``save``
+        does not write (a cache folder, callbacks, other attributes) or values the parameters'
+        checks refuse, ``vocab.txt`` where it is not the saved vocabulary, ``forest.skops`` where
+        it holds anything but the forests ``save`` wrote. (A crafted folder can still make a large
+        model: its size is config.json's.)"""
+        from ..utils.files import check_regular_file, read_json, read_safetensors
         from . import ESTIMATORS
 
         path = Path(path)
@@ -1112,11 +1118,23 @@ class SmilesNetBase(BaseEstimator):
         if unknown:
             raise ValueError(f"{path} holds parameters {unknown} that this version's {est_cls.__name__} does not "
                              f"have ({saved_by})")
+        # what save never writes: a cache folder (joblib's pickles, read by predict) or callbacks
+        # from a folder someone else wrote would run their code here
+        foreign = sorted({k for k in ("memory", "callbacks") if params.get(k) is not None} | ({"memory", "callbacks"} & set(now)))
+        extra = sorted(set(config.get("fitted", {})) - est_cls._fitted_metadata_keys())
+        if foreign or extra:
+            raise ValueError(f"{path}: config.json sets {foreign + extra}, which save() does not write; not loaded "
+                             "(a folder from an untrusted source?)")
+        digest = config.get("vocabulary_digest")
         if device is not None:
             params["device"] = device
             now.pop("device", None)
         est = est_cls(**params)
-        est.tokenizer_ = SmilesTokenizer(str(path / "vocab.txt")).fit([])
+        est._validate_params()  # (types and ranges, as fit checks them: a crafted value fails here)
+        est.tokenizer_ = SmilesTokenizer(str(check_regular_file(path / "vocab.txt"))).fit([])
+        if digest is not None and est.tokenizer_.vocabulary_digest() != digest:
+            raise ValueError(f"{path / 'vocab.txt'} is not the vocabulary the model was saved with (its tokens or "
+                             "their order changed)")
         # as fit leaves them: a set_params after loading must not change the model's inputs, what
         # save writes or tta's variants (save wrote random_state as an int or None)
         est._params_at_fit = est.get_params(deep=False)
@@ -1160,9 +1178,23 @@ class SmilesNetBase(BaseEstimator):
         est.net_ = est.nets_[0]
         est.resume_info_ = None
         est.forest_ = MoleculeForest.load(path / "forest.skops") if est.forest else None
+        if est.forest_ is not None and len(est.forest_.forests_) != est._n_forests():
+            raise ValueError(f"{path / 'forest.skops'} holds {len(est.forest_.forests_)} forest(s); the model has "
+                             f"{est._n_forests()} task(s)")
         # last: the nets above are built as fitted (d_model, n_estimators, ...), whatever set_params did since
         est.set_params(**now)
         return est
+
+    @classmethod
+    def _fitted_metadata_keys(cls) -> set:
+        """The entries ``_fitted_metadata`` writes: all ``load`` restores from ``config.json``'s
+        "fitted" (a crafted folder must not set other attributes: ``memory``, methods)."""
+        return {"n_outputs_", "max_length_", "n_train_", "n_valid_", "n_invalid_skipped_", "invalid_rows_",
+                "invalid_valid_rows_", "forest_weight_", "best_epoch", "selection_metric"}
+
+    def _n_forests(self) -> int:
+        """Forests a fitted ``forest_`` holds: one per task (one for a single-task classifier)."""
+        return self.n_tasks_ if hasattr(self, "n_tasks_") else self.n_outputs_
 
     def _fitted_metadata(self) -> dict[str, Any]:
         return {"n_outputs_": self.n_outputs_, "max_length_": self.max_length_, "n_train_": self.n_train_,

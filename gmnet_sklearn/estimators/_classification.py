@@ -265,6 +265,10 @@ class SmilesClassifierMixin(ClassifierMixin):
                       for j in range(y.shape[1]) if weight[seen := ~np.isnan(y[:, j])].sum() > 0]
         return float(np.mean(accuracies)) if accuracies else float("nan")
 
+    @classmethod
+    def _fitted_metadata_keys(cls) -> set:
+        return super()._fitted_metadata_keys() | {"classes_", "classes_dtype", "n_tasks_"}
+
     def _fitted_metadata(self):
         meta = super()._fitted_metadata()
         # the labels' dtype too: JSON keeps values only (object strings came back as "<U", int8 as

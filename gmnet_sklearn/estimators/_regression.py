@@ -115,6 +115,10 @@ class SmilesRegressorMixin(RegressorMixin):
                 scores.append(r2_score(y[obs, j], pred[obs, j], sample_weight=None if weight is None else weight[obs]))
         return float(np.mean(scores)) if scores else float("nan")
 
+    @classmethod
+    def _fitted_metadata_keys(cls) -> set:
+        return super()._fitted_metadata_keys() | {"y_mean_", "y_scale_", "_y_ndim"}
+
     def _fitted_metadata(self):
         meta = super()._fitted_metadata()
         meta.update(y_mean_=self.y_mean_, y_scale_=self.y_scale_, _y_ndim=self._y_ndim)

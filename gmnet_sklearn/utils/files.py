@@ -8,15 +8,22 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import stat
 from pathlib import Path
 
 
 def write_atomic(path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, on disk, then rename it over ``path``."""
+    """Write ``data`` to a temporary file beside ``path``, on disk, then rename it over ``path``.
+    The temporary file is new (``O_EXCL``: never a file or link someone placed there; its name is
+    random, so two writers never share one) and gets the mode the umask gives."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # the pid: two writers never share one
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"write_atomic writes bytes, got {type(data).__name__}")
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
     try:
-        with open(tmp, "wb") as fh:
+        with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -51,9 +58,24 @@ def unreadable(path, exc: Exception) -> ValueError:
                       "its name says")
 
 
+def check_regular_file(path) -> Path:
+    """``path``, where it is (or links to) a regular file: a FIFO would hang a reader and a
+    device (``/dev/zero``) fill its memory, from a folder someone else wrote."""
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file") from None
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"{path}: not a regular file")
+    return path
+
+
 def read_json(path):
-    """A JSON file's object; a file that is not JSON raises ``ValueError`` naming it."""
-    try:  # (a missing file: FileNotFoundError, which names it)
+    """A JSON file's object; a file that is not JSON (or not a regular file) raises
+    ``ValueError`` naming it."""
+    check_regular_file(path)
+    try:
         return json.loads(Path(path).read_text())
     except ValueError as exc:  # (UnicodeDecodeError is one)
         raise unreadable(path, exc) from exc
