@@ -278,7 +278,9 @@ def invalid_smiles_error(problems: list[tuple[int, Any, str]], n_items: int) -> 
     """What ``encode_batch(on_invalid="raise")`` raises for ``problems`` ((position, item, why))
     among ``n_items``: a ``TypeError`` where an item is no string, else a ``ValueError``."""
     exc_type = TypeError if any(not isinstance(item, str) for _, item, _ in problems) else ValueError
-    return exc_type(f"{len(problems)} of {n_items} SMILES are invalid:\n" + _format_offenders(problems))
+    hint = ("\n(an RDKit Mol: Chem.MolToSmiles(mol) gives its SMILES)"
+            if any(type(item).__name__ == "Mol" for _, item, _ in problems) else "")
+    return exc_type(f"{len(problems)} of {n_items} SMILES are invalid:\n" + _format_offenders(problems) + hint)
 
 
 def _as_items(smiles_list: Iterable[Any]) -> list[Any]:

