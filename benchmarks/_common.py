@@ -83,10 +83,13 @@ def resolve_data_home(data_home=None) -> Optional[str]:
 
 
 def resolve_vocab_file(vocab_file=None) -> str:
-    """The DeepChem vocabulary (591 tokens): ``--vocab-file``, ``GMNET_TOKENIZER_VOCAB`` or
-    ``../shared/data/tokenizer/deepchem_smiles_vocab.txt``. Both arms must use it."""
+    """The DeepChem vocabulary (591 tokens): ``--vocab-file``, ``GMNET_TOKENIZER_VOCAB``,
+    ``../shared/data/tokenizer/deepchem_smiles_vocab.txt`` or the package's copy (the same
+    tokens). Both arms must use it."""
+    from gmnet_sklearn.tokenizer import DEEPCHEM_VOCAB
+
     for cand in (vocab_file, os.environ.get("GMNET_TOKENIZER_VOCAB"),
-                 SHARED / "data" / "tokenizer" / "deepchem_smiles_vocab.txt"):
+                 SHARED / "data" / "tokenizer" / "deepchem_smiles_vocab.txt", DEEPCHEM_VOCAB):
         if cand and Path(cand).is_file():
             return str(Path(cand).resolve())
     raise FileNotFoundError(

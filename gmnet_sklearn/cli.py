@@ -28,11 +28,9 @@ def _vocab_file(parser, arg: str | None) -> str | None:
     must be a file: other token ids than the user asked for would change the model without a word."""
     from .estimators._base import FITTED_VOCABULARY
 
-    if arg == FITTED_VOCABULARY:
-        return arg
     source, path = ("--vocab", arg) if arg else ("GMNET_TOKENIZER_VOCAB", os.environ.get("GMNET_TOKENIZER_VOCAB"))
-    if not path:
-        return None
+    if not path or path == FITTED_VOCABULARY:
+        return path or None
     if not Path(path).is_file():
         where = "" if Path(path).is_absolute() else f" (relative to {os.getcwd()})"
         parser.error(f"{source}: {path!r} is not a file{where}; give a DeepChem-style vocabulary file, or leave it "

@@ -175,10 +175,12 @@ class MoleculeForest:
                 type(f) is expected or (type(f) is float and state["multi_label"]) for f in forests):
             raise ValueError(f"{path} is not a forest save() wrote (kind {state.get('kind') if isinstance(state, dict) else None!r}, "
                              f"{[type(f).__name__ for f in forests] if isinstance(forests, list) else type(forests).__name__})")
-        forest = cls(state["kind"], multi_label=state["multi_label"], random_state=state["random_state"],
-                     n_jobs=state["n_jobs"])
+        if not isinstance(state.get("multi_label"), bool):
+            raise ValueError(f"{path} is not a forest save() wrote (no multi_label)")
+        forest = cls(state["kind"], multi_label=state["multi_label"], random_state=state.get("random_state", 0),
+                     n_jobs=state.get("n_jobs", 1))
         forest.forests_ = list(forests)
-        if state["n_classes"] is not None:
+        if state.get("n_classes") is not None:
             forest.n_classes_ = int(state["n_classes"])
         return forest
 

@@ -1183,6 +1183,26 @@ def test_a_crafted_folder_runs_no_code_and_reads_nothing_else(tmp_path):
     assert target.read_text() == "theirs"
 
 
+def test_a_folder_saved_when_none_meant_a_fitted_vocabulary_refits_with_one(tmp_path):
+    """A review: vocab_file=None meant a vocabulary fitted on the training SMILES until it came to
+    mean DeepChem's; a clone of a model saved before refitted with another vocabulary."""
+    est = GMNetRegressor(**TINY, descriptors=False, fingerprint=False, forest=False, vocab_file="training").fit(X, Y)
+    folder = est.save(tmp_path / "m")
+    config = json.loads((folder / "config.json").read_text())
+    del config["vocabulary_digest"]  # as saved then
+    config["params"]["vocab_file"] = None
+    (folder / "config.json").write_text(json.dumps(config))
+    loaded = load_model(folder)
+    assert loaded.vocab_file == "training"
+    assert clone(loaded).fit(X, Y).tokenizer_.vocab_size == est.tokenizer_.vocab_size < 591
+    deepchem = GMNetRegressor(**TINY, descriptors=False, fingerprint=False, forest=False).fit(X, Y)
+    assert load_model(deepchem.save(tmp_path / "d")).vocab_file is None  # (DeepChem's: None stays None)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "params_now": {"tta": -1}}))
+    with pytest.raises(Exception, match="tta"):  # a value set after the fit is checked too
+        load_model(folder)
+
+
 def test_load_names_what_it_cannot_read(tmp_path):
     """A review: a cut history or forest file failed in a parser's words; a folder from before a
     parameter existed loaded with today's default (another model); a newer folder's parameter or

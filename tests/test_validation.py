@@ -275,3 +275,10 @@ def test_an_estimator_given_rdkit_mols_says_how_to_get_their_smiles():
 
     with pytest.raises(TypeError, match=r"not a string \(Mol\)[\s\S]*an RDKit Mol: Chem.MolToSmiles\(mol\)"):
         GMNetRegressor(**TINY_FIT, valid_split=None).fit([Chem.MolFromSmiles(s) for s in SMILES[:5]], np.arange(5.0))
+
+
+def test_numpy_integers_as_counts():
+    """A review: tta=np.int64(2) failed in RDKit's randomiser, batch_size=np.int64(8) in torch's
+    loader, though both pass the parameter checks (a value from a numpy grid)."""
+    est = GMNetRegressor(**{**TINY_FIT, "tta": np.int64(2), "augment": np.int64(1), "batch_size": np.int64(8)})
+    assert np.isfinite(est.fit(SMILES[:30], np.arange(30.0)).predict(SMILES[:3])).all()

@@ -514,7 +514,7 @@ class SmilesNetBase(BaseEstimator):
             else:
                 valid_X, y_valid = [X[i] for i in valid_idx], y[valid_idx]
         train_X = [X[i] for i in train_idx]
-        variants = randomized_smiles(train_X, self.augment, seed) if self.augment else []
+        variants = randomized_smiles(train_X, int(self.augment), seed) if self.augment else []
         flat_variants = [v for vs in variants for v in vs]
         # The vocabulary comes from a pretrained checkpoint, else (when fitted) from all of X and
         # the variants: tokens seen only in the internal validation rows get (untrained) ids of
@@ -712,7 +712,7 @@ class SmilesNetBase(BaseEstimator):
             optimizer=optimizer,
             lr=self.lr,
             **{f"optimizer__{key}": value for key, value in options.items()},
-            batch_size=self.batch_size,
+            batch_size=int(self.batch_size),  # (torch's loaders refuse np.int64)
             max_epochs=self.max_epochs,
             train_split=predefined_split(valid_set) if valid_set is not None else None,
             iterator_train=loader,
@@ -898,7 +898,7 @@ class SmilesNetBase(BaseEstimator):
             # or the variant holds a token the
             # vocabulary lacks and the given SMILES does not (a stereo centre written [C@@H] where
             # training had [C@H]: an untrained [UNK] averaged in, unnamed)
-            variants = randomized_smiles(X, self.tta, self._tta_seed, per_molecule=True)  # a molecule's answer is its own
+            variants = randomized_smiles(X, int(self.tta), self._tta_seed, per_molecule=True)  # (RDKit refuses np.int64)  # a molecule's answer is its own
             flat = self._encode([v for vs in variants for v in vs], "nan")
             usable = np.asarray(flat.valid, dtype=bool).copy()
             usable[self._unknown_rows(flat)] = False
@@ -934,7 +934,7 @@ class SmilesNetBase(BaseEstimator):
         net.module_.eval()
         # big batches of length-sorted rows (little padding); on a GPU bigger still: prediction is
         # no longer launch-bound there at 512 rows (benchmarks/results/throughput_cuda_batch512.json)
-        batch_size = max(self.batch_size, 512 if str(self.device_).startswith("cuda") else 128)
+        batch_size = int(max(self.batch_size, 512 if str(self.device_).startswith("cuda") else 128))
         with torch.inference_mode():  # net.infer: the module, or its CUDA graphs / autocast when asked
             outs = [net.infer(Xb) for Xb, _ in inference_loader(ds, batch_size=batch_size)]
             return torch.cat(outs).float().cpu().numpy().astype(np.float64)  # one copy back
@@ -1129,6 +1129,14 @@ class SmilesNetBase(BaseEstimator):
         if device is not None:
             params["device"] = device
             now.pop("device", None)
+        if params.get("vocab_file") is None and params.get("pretrained") is None and digest is None:
+            # saved before vocab_file=None meant DeepChem's vocabulary: it meant one fitted on the
+            # training SMILES, which a refit (clone(loaded).fit) must repeat
+            from ..tokenizer import DEEPCHEM_VOCAB
+
+            saved_vocab = SmilesTokenizer(str(check_regular_file(path / "vocab.txt"))).fit([])
+            if saved_vocab.vocabulary_digest() != SmilesTokenizer(DEEPCHEM_VOCAB).fit([]).vocabulary_digest():
+                params["vocab_file"] = FITTED_VOCABULARY
         est = est_cls(**params)
         est._validate_params()  # (types and ranges, as fit checks them: a crafted value fails here)
         est.tokenizer_ = SmilesTokenizer(str(check_regular_file(path / "vocab.txt"))).fit([])
@@ -1178,11 +1186,16 @@ class SmilesNetBase(BaseEstimator):
         est.net_ = est.nets_[0]
         est.resume_info_ = None
         est.forest_ = MoleculeForest.load(path / "forest.skops") if est.forest else None
+        if est.forest_ is not None and (est.forest_.kind != est._forest_kind
+                                        or est.forest_.multi_label != (getattr(est, "n_tasks_", 1) > 1)):
+            raise ValueError(f"{path / 'forest.skops'} holds a {est.forest_.kind} forest "
+                             f"(multi_label={est.forest_.multi_label}), not this {type(est).__name__}'s")
         if est.forest_ is not None and len(est.forest_.forests_) != est._n_forests():
             raise ValueError(f"{path / 'forest.skops'} holds {len(est.forest_.forests_)} forest(s); the model has "
                              f"{est._n_forests()} task(s)")
         # last: the nets above are built as fitted (d_model, n_estimators, ...), whatever set_params did since
         est.set_params(**now)
+        est._validate_params()  # (the values set after the fit too)
         return est
 
     @classmethod

@@ -40,9 +40,9 @@ augment : int, default=0
     molecule's variants (or its given SMILES), drawn at random.
 tta : int, default=0
     Randomised SMILES per molecule averaged with the given one at predict time. A variant
-    holding a token the fitted vocabulary lacks (``[C@@H]`` where training had ``[C@H]``) is
-    replaced by the given SMILES where that one holds none, so it is not read as ``[UNK]``;
-    ``augment`` puts the variants' tokens in the vocabulary and trains them.
+    holding a token the vocabulary lacks (with ``vocab_file="training"``: ``[C@@H]`` where
+    training had ``[C@H]``) is replaced by the given SMILES where that one holds none, so it is
+    not read as ``[UNK]``; ``augment`` trains the variants' tokens.
 descriptors : bool, default=True
     Fuse RDKit 2D descriptors (quantile-scaled on the training data) into the head.
 fingerprint : bool, default=True

@@ -160,7 +160,7 @@ class TrainingSnapshot(Callback):
         if saved is not None and saved != self.inputs_:
             changed = sorted(k for k in set(saved) | set(self.inputs_) if saved.get(k) != self.inputs_.get(k))
             warnings.warn(f"{self.path_} is a snapshot of this fit's parameters and data, but its {' and '.join(changed)} "
-                          "changed since (the same path, other contents): it is not resumed; the fit starts afresh "
+                          "differ (other contents, or vocab_file=None's meaning changed): it is not resumed; the fit starts afresh "
                           "and replaces it", UserWarning, stacklevel=_caller_stacklevel())
             self.pending_ = None
         self.finished_ = self.pending_ is not None and bool(self.pending_.get("stopped_early"))

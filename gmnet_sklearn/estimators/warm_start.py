@@ -200,8 +200,10 @@ def tokenizer_for(est, source: dict):
                          f"{str(est.vocab_file)!r} is another one; leave vocab_file=None")
     if vocab is None:
         if est.vocab_file is None:
+            # (vocab_file=None's DeepChem vocabulary is not assumed: a folder trained with another
+            # vocabulary of the same size would read every id as another token)
             raise ValueError(f"pretrained={str(est.pretrained)!r} has no vocab.txt: pass the vocabulary it was trained "
-                             "with as vocab_file= (e.g. DeepChem's 591-token vocab.txt)")
+                             "with as vocab_file= (DeepChem's 591 tokens: gmnet_sklearn.tokenizer.DEEPCHEM_VOCAB)")
         vocab = est.vocab_file
     tokenizer = SmilesTokenizer(vocab).fit([])
     if tokenizer.vocab_size != source["vocab_size"] or tokenizer.pad_id != source["pad_id"]:

@@ -21,7 +21,9 @@ def write_atomic(path, data: bytes) -> None:
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"write_atomic writes bytes, got {type(data).__name__}")
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    # (O_BINARY: Windows would otherwise write "\n" bytes as "\r\n", as tempfile knows)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0),
+                 0o666)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
