@@ -159,9 +159,11 @@ class TrainingSnapshot(Callback):
         saved = None if self.pending_ is None else self.pending_.get("inputs")
         if saved is not None and saved != self.inputs_:
             changed = sorted(k for k in set(saved) | set(self.inputs_) if saved.get(k) != self.inputs_.get(k))
+            why = "other contents at the same path" + ("; or vocab_file=None, which meant a fitted vocabulary before it "
+                                                       "meant DeepChem's" if "vocabulary" in changed else "")
             warnings.warn(f"{self.path_} is a snapshot of this fit's parameters and data, but its {' and '.join(changed)} "
-                          "differ (other contents, or vocab_file=None's meaning changed): it is not resumed; the fit starts afresh "
-                          "and replaces it", UserWarning, stacklevel=_caller_stacklevel())
+                          f"changed since ({why}): it is not resumed; the fit starts afresh and replaces it", UserWarning,
+                          stacklevel=_caller_stacklevel())
             self.pending_ = None
         self.finished_ = self.pending_ is not None and bool(self.pending_.get("stopped_early"))
         return 0 if self.pending_ is None else int(self.pending_["epochs_done"])
