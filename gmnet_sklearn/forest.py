@@ -171,12 +171,12 @@ class MoleculeForest:
         expected = {"regression": RandomForestRegressor, "classification": RandomForestClassifier}.get(
             state.get("kind") if isinstance(state, dict) else None)
         forests = state.get("forests") if expected is not None else None
+        if not isinstance(state.get("multi_label") if isinstance(state, dict) else None, bool):
+            raise ValueError(f"{path} is not a forest save() wrote (no multi_label)")
         if not isinstance(forests, list) or not forests or not all(
                 type(f) is expected or (type(f) is float and state["multi_label"]) for f in forests):
             raise ValueError(f"{path} is not a forest save() wrote (kind {state.get('kind') if isinstance(state, dict) else None!r}, "
                              f"{[type(f).__name__ for f in forests] if isinstance(forests, list) else type(forests).__name__})")
-        if not isinstance(state.get("multi_label"), bool):
-            raise ValueError(f"{path} is not a forest save() wrote (no multi_label)")
         forest = cls(state["kind"], multi_label=state["multi_label"], random_state=state.get("random_state", 0),
                      n_jobs=state.get("n_jobs", 1))
         forest.forests_ = list(forests)

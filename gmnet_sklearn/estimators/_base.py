@@ -894,11 +894,11 @@ class SmilesNetBase(BaseEstimator):
         if self.tta:
             # each SMILES variant is encoded once (tokens and RDKit's parse are most of a view's
             # cost): a view takes a molecule's variant, or its given SMILES where the tokenizer
-            # rejects the variant (longer than max_length; as _encodable_variants does in fit)
-            # or the variant holds a token the
-            # vocabulary lacks and the given SMILES does not (a stereo centre written [C@@H] where
-            # training had [C@H]: an untrained [UNK] averaged in, unnamed)
-            variants = randomized_smiles(X, int(self.tta), self._tta_seed, per_molecule=True)  # (RDKit refuses np.int64)  # a molecule's answer is its own
+            # rejects the variant (longer than max_length; as _encodable_variants does in fit) or
+            # the variant holds a token the vocabulary lacks and the given SMILES does not (with a
+            # fitted vocabulary, [C@@H] where training had [C@H]: an untrained [UNK] averaged in,
+            # unnamed). Per molecule: a molecule's answer is its own; int(): RDKit refuses np.int64
+            variants = randomized_smiles(X, int(self.tta), self._tta_seed, per_molecule=True)
             flat = self._encode([v for vs in variants for v in vs], "nan")
             usable = np.asarray(flat.valid, dtype=bool).copy()
             usable[self._unknown_rows(flat)] = False
@@ -1132,8 +1132,6 @@ class SmilesNetBase(BaseEstimator):
         if params.get("vocab_file") is None and params.get("pretrained") is None and digest is None:
             # saved before vocab_file=None meant DeepChem's vocabulary: it meant one fitted on the
             # training SMILES, which a refit (clone(loaded).fit) must repeat
-            from ..tokenizer import DEEPCHEM_VOCAB
-
             saved_vocab = SmilesTokenizer(str(check_regular_file(path / "vocab.txt"))).fit([])
             if saved_vocab.vocabulary_digest() != SmilesTokenizer(DEEPCHEM_VOCAB).fit([]).vocabulary_digest():
                 params["vocab_file"] = FITTED_VOCABULARY
@@ -1407,8 +1405,10 @@ def _check_model_folder(path: Path) -> None:
         raise ValueError(f"{path} is a file: save() writes a folder")
     config = path / "config.json"
     if config.exists():
+        from ..utils.files import read_json
+
         try:
-            fmt = json.loads(config.read_text()).get("format")
+            fmt = read_json(config).get("format")  # (a regular file only: a FIFO would hang)
         except (ValueError, AttributeError):
             fmt = None
         if fmt != "gmnet_sklearn.v1":
