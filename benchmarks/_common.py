@@ -86,8 +86,12 @@ def resolve_vocab_file(vocab_file=None) -> str:
     """The DeepChem vocabulary (591 tokens): ``--vocab-file``, ``GMNET_TOKENIZER_VOCAB``,
     ``../shared/data/tokenizer/deepchem_smiles_vocab.txt`` or the package's copy (the same
     tokens). Both arms must use it."""
+    from gmnet_sklearn.estimators._base import FITTED_VOCABULARY
     from gmnet_sklearn.tokenizer import DEEPCHEM_VOCAB
 
+    if FITTED_VOCABULARY in (vocab_file, os.environ.get("GMNET_TOKENIZER_VOCAB")):
+        raise ValueError(f"the harness runs both arms on DeepChem's vocabulary, not {FITTED_VOCABULARY!r} (a fitted "
+                         "one): unset GMNET_TOKENIZER_VOCAB or give a vocabulary file")
     for cand in (vocab_file, os.environ.get("GMNET_TOKENIZER_VOCAB"),
                  SHARED / "data" / "tokenizer" / "deepchem_smiles_vocab.txt", DEEPCHEM_VOCAB):
         if cand and Path(cand).is_file():

@@ -171,7 +171,7 @@ class MoleculeForest:
         expected = {"regression": RandomForestRegressor, "classification": RandomForestClassifier}.get(
             state.get("kind") if isinstance(state, dict) else None)
         forests = state.get("forests") if expected is not None else None
-        if not isinstance(state.get("multi_label") if isinstance(state, dict) else None, bool):
+        if expected is not None and not isinstance(state.get("multi_label"), bool):
             raise ValueError(f"{path} is not a forest save() wrote (no multi_label)")
         if not isinstance(forests, list) or not forests or not all(
                 type(f) is expected or (type(f) is float and state["multi_label"]) for f in forests):

@@ -1417,3 +1417,11 @@ def test_the_protocols_have_a_command_line(capsys):
     assert json.loads(capsys.readouterr().out)["name"] == "tuned"
     with pytest.raises(SystemExit):
         main(["no_such_protocol"])
+
+
+def test_the_harness_refuses_a_fitted_vocabulary(monkeypatch):
+    """GMNET_TOKENIZER_VOCAB=training (gmnet-train's fitted vocabulary) fell through to DeepChem's
+    file without a word in the harness, whose arms both run on DeepChem's."""
+    monkeypatch.setenv("GMNET_TOKENIZER_VOCAB", "training")
+    with pytest.raises(ValueError, match="runs both arms on DeepChem's vocabulary, not 'training'"):
+        C.resolve_vocab_file()
