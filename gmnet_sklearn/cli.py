@@ -136,7 +136,9 @@ def main(argv=None) -> int:
         print(f"  left out as the protocol does: {len(unparsable)} SMILES RDKit cannot parse (rows "
               f"{unparsable[:10]}{' ...' if len(unparsable) > 10 else ''}), {len(left_out) - len(unparsable)} longer "
               f"than {MAX_SMILES_LENGTH} characters")
-    print("vocabulary: " + ("fitted on the training SMILES (--vocab training)" if vocab_file == "training" else
+    from .estimators._base import fitted_vocabulary
+
+    print("vocabulary: " + ("fitted on the training SMILES (--vocab training)" if fitted_vocabulary(vocab_file) else
                             vocab_file or "DeepChem's 591 tokens, shipped with the package (no --vocab, "
                             "GMNET_TOKENIZER_VOCAB unset)"))
     y = data.target

@@ -16,7 +16,6 @@ unless ``normalize_y=False``), probabilities for classification.
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 
 import numpy as np
 
@@ -149,11 +148,9 @@ class MoleculeForest:
 
         import skops.io as sio
 
-        from .utils.files import unreadable
+        from .utils.files import check_regular_file, unreadable
 
-        if not Path(path).is_file():
-            raise FileNotFoundError(f"{path}: no such file")
-        data = Path(path).read_bytes()
+        data = check_regular_file(path).read_bytes()
         try:
             untrusted = set(sio.get_untrusted_types(data=data)) - set(cls.TRUSTED_TYPES)
         except (zipfile.BadZipFile, ValueError, KeyError, EOFError) as exc:  # (skops' and zipfile's own, naming no file)

@@ -900,7 +900,8 @@ class SmilesNetBase(BaseEstimator):
             # unnamed). Per molecule: a molecule's answer is its own; int(): RDKit refuses np.int64
             variants = randomized_smiles(X, int(self.tta), self._tta_seed, per_molecule=True)
             flat = self._encode([v for vs in variants for v in vs], "nan")
-            usable = np.asarray(flat.valid, dtype=bool).copy()
+            encodable = np.asarray(flat.valid, dtype=bool)
+            usable = encodable.copy()
             usable[self._unknown_rows(flat)] = False
             given_unknown = np.zeros(len(X), dtype=bool)
             given_unknown[self._unknown_rows(encoded)] = True
@@ -908,7 +909,7 @@ class SmilesNetBase(BaseEstimator):
             n = len(X)
             for j in range(self.tta):
                 at = n + np.arange(n) * self.tta + j
-                take = usable[at - n] | (given_unknown & np.asarray(flat.valid, dtype=bool)[at - n])
+                take = usable[at - n] | (given_unknown & encodable[at - n])
                 views.append(both.subset(np.where(take, at, np.arange(n))))
         if features is None:
             features = self._molecule_features(X)  # the given SMILES' own: also the forest's input
@@ -1126,18 +1127,18 @@ class SmilesNetBase(BaseEstimator):
             raise ValueError(f"{path}: config.json sets {foreign + extra}, which save() does not write; not loaded "
                              "(a folder from an untrusted source?)")
         digest = config.get("vocabulary_digest")
+        tokenizer = SmilesTokenizer(str(check_regular_file(path / "vocab.txt"))).fit([])
         if device is not None:
             params["device"] = device
             now.pop("device", None)
         if params.get("vocab_file") is None and params.get("pretrained") is None and digest is None:
             # saved before vocab_file=None meant DeepChem's vocabulary: it meant one fitted on the
             # training SMILES, which a refit (clone(loaded).fit) must repeat
-            saved_vocab = SmilesTokenizer(str(check_regular_file(path / "vocab.txt"))).fit([])
-            if saved_vocab.vocabulary_digest() != SmilesTokenizer(DEEPCHEM_VOCAB).fit([]).vocabulary_digest():
+            if tokenizer.vocabulary_digest() != SmilesTokenizer(DEEPCHEM_VOCAB).fit([]).vocabulary_digest():
                 params["vocab_file"] = FITTED_VOCABULARY
         est = est_cls(**params)
         est._validate_params()  # (types and ranges, as fit checks them: a crafted value fails here)
-        est.tokenizer_ = SmilesTokenizer(str(check_regular_file(path / "vocab.txt"))).fit([])
+        est.tokenizer_ = tokenizer
         if digest is not None and est.tokenizer_.vocabulary_digest() != digest:
             raise ValueError(f"{path / 'vocab.txt'} is not the vocabulary the model was saved with (its tokens or "
                              "their order changed)")
