@@ -446,6 +446,10 @@ class DualSKATriton(torch.autograd.Function):
         return dq.to(tq), dk.to(tk), dp.to(tp), dlg.to(tg), None, None, None
 
 
+# Opaque to torch.compile: Dynamo traced into this function and failed on the kernel launch with
+# symbolic shapes (an H200, 2026-11-30: "'SymNodeVariable' object has no attribute 'value'"), and
+# Inductor cannot fuse into a hand-written kernel anyway; what it can fuse is the work around it.
+@torch.compiler.disable
 def dual_ska_triton(q, k, p, log_gamma, mask, L: int, block: int | None = None):
     """Both DualSKA branch outputs from one fused Triton pass: (y_sfa, cv), each (B, H, T, k).
 

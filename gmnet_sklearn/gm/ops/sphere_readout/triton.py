@@ -491,6 +491,7 @@ class SphereReadoutTriton(torch.autograd.Function):
         return (None, None, dw.to(w_dtype), *[d.to(t) for d, t in zip(dz, z_dtypes)], *g_scales)
 
 
+@torch.compiler.disable  # opaque to torch.compile, as `dual_ska_triton` (its comment says why)
 def sphere_readout_triton(weight, zs, scales, eps: float, L: int) -> torch.Tensor:
     """`sphere_readout` (weight (G, c, n_mono), one or two zs (G, k, N), optional scales (G,)) from
     the fused kernels: (G, c, N)."""
