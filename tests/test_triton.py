@@ -120,6 +120,24 @@ def test_one_branch_gradient(use, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_runs_inside_torch_compile(device):
+    # The kernel is opaque to torch.compile (a graph break): compiled code around it, with dynamic
+    # shapes, computes what eager code does, forward and backward. Dynamo failed tracing the launch
+    # with symbolic shapes on an H200 before (benchmarks/results/throughput_cuda_compiled_h200_*).
+    leaves, mask = make_inputs(7, 3, 2, device)
+
+    def step(q, k, p, lg):
+        y, cv = dual_ska_triton(F.normalise(q), F.normalise(k), p * 2.0, lg, mask, 2)
+        return (y.sin() + cv * cv).sum()
+
+    compiled = torch.compile(step, dynamic=True, backend="aot_eager")  # (no C compiler needed)
+    want = torch.autograd.grad(step(*leaves), leaves)
+    got = torch.autograd.grad(compiled(*leaves), leaves)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_all_padding_batch_is_finite(device):
     leaves, mask = make_inputs(7, 3, 2, device, lengths=[0, 0, 0])
     q, k, p, lg = leaves

@@ -179,6 +179,25 @@ def test_triton_readout_rejects_three_branches_and_partial_scales():
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("form", ["fused", "gemm"])
+def test_runs_inside_torch_compile(form, device):
+    # opaque to torch.compile (a graph break), as the attention kernel (tests/test_triton.py): code
+    # compiled around it with dynamic shapes computes what eager code does, forward and backward
+    W, z0, z1, s0, s1 = [t.detach().float().requires_grad_(True) for t in inputs(3, 2, 2, 5, 11, 2, True, device)]
+
+    def step(W, z0, z1, s0, s1):
+        return (kernels.sphere_readout_triton(W * 1.0, [z0, z1], [s0, s1], 1e-6, 2).tanh() ** 2).sum()
+
+    compiled = torch.compile(step, dynamic=True, backend="aot_eager")  # (no C compiler needed)
+    leaves = [W, z0, z1, s0, s1]
+    with kernels.form(form):
+        want = torch.autograd.grad(step(*leaves), leaves)
+        got = torch.autograd.grad(compiled(*leaves), leaves)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("form", ["fused", "gemm"])
 def test_no_channels_give_zero_input_gradients(device, form, monkeypatch):
     # nothing to launch: the input gradients are zeros, not uninitialised memory. Fresh memory is
     # often zeros anyway, so torch.empty is poisoned with NaN here: uninitialised gradients show
