@@ -21,7 +21,8 @@ extrapolated to the 1.58M training SMILES.
                                              [--steps 4] [--threads 1] [--note TEXT]
 
 Writes benchmarks/results/pretrain_throughput_<device>[_library_shape]_<threads>threads.json; a
-variant (another read-out, bf16, TF32, corpus, slice, step count or batch size) needs ``--output``.
+variant (another read-out, attention tiles, bf16, TF32, corpus, slice, step count or batch size)
+needs ``--output``.
 """
 
 from __future__ import annotations
@@ -82,6 +83,27 @@ def cache_cost(smiles: list[str], tokenizer, cache_dir: Path) -> dict:
     return per
 
 
+def attention_tile_rule(rule: str) -> tuple[str, dict]:
+    """(arm suffix, `tiles` settings) of an --attention-tiles rule: a name of TILE_RULES, or JSON settings."""
+    from gmnet_sklearn.gm.ops.dual_ska import triton as attention_triton
+
+    if rule in attention_triton.TILE_RULES:
+        return rule, dict(attention_triton.TILE_RULES[rule])
+    try:
+        settings = json.loads(rule)
+    except json.JSONDecodeError:
+        settings = None
+    if not isinstance(settings, dict) or not settings:
+        raise SystemExit(f"--attention-tiles: {rule!r} is neither a rule of {sorted(attention_triton.TILE_RULES)} "
+                         "nor a JSON object of tile settings")
+    try:
+        with attention_triton.tiles(**settings):  # unknown names and bad block sizes refused here, not mid-run
+            pass
+    except ValueError as exc:
+        raise SystemExit(f"--attention-tiles: {exc}") from None
+    return "_".join(f"{k}={v}" for k, v in settings.items()), settings
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", default=str(SHARED / "data" / "pretrain" / "moses"))
@@ -106,6 +128,11 @@ def main(argv=None) -> int:
                    help="also time Chem-GMNet with its Triton read-outs in these forms (models 'gmnet_readout_<form>'; "
                         "gm/ops/sphere_readout/triton.py FORMS: 'fused' ships, 'gemm' writes the monomials and "
                         "leaves the matmuls to cuBLAS), interleaved with the others")
+    p.add_argument("--attention-tiles", nargs="+", default=(), metavar="RULE",
+                   help="also time Chem-GMNet with its Triton attention on these tile rules (models "
+                        "'gmnet_attention_<rule>'; a name of TILE_RULES of gm/ops/dual_ska/triton.py, e.g. "
+                        "'one_key_block', or JSON settings of its `tiles`, e.g. '{\"NUM_WARPS\": 4}'), "
+                        "interleaved with the others")
     p.add_argument("--bf16", action="store_true",
                    help="also time both models under bf16 autocast (models 'gmnet_bf16', 'chemberta_bf16'; "
                         "pretrain(precision='bf16')), interleaved with the others")
@@ -115,6 +142,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     variant = [flag for flag, on in (("--gmnet-readout", args.gmnet_readout), ("--readout-backward", args.readout_backward),
                                      ("--readout-form", args.readout_form), ("--bf16", args.bf16),
+                                     ("--attention-tiles", args.attention_tiles),
                                      ("--matmul-precision", args.matmul_precision != "highest"),
                                      ("--n-smiles", args.n_smiles != 3000), ("--batch-size", args.batch_size != 256),
                                      ("--steps", args.steps != 4),
@@ -164,8 +192,16 @@ def main(argv=None) -> int:
             if unknown:
                 raise SystemExit(f"{flag}: unknown form(s) {unknown}; known: {sorted(known)}")
 
+    if args.attention_tiles:
+        if not args.device.startswith("cuda"):
+            raise SystemExit("--attention-tiles: the Triton attention runs on CUDA only")
+        from gmnet_sklearn.gm.ops.dual_ska import triton as attention_triton
+
+        for rule in args.attention_tiles:
+            attention_tile_rule(rule)  # refused before anything is built
+
     # arm -> (read-out forms through gm.ops.prefer, precision[, a context the step runs in: the
-    # Triton read-out's backward form or form])
+    # Triton read-out's backward form or form, the attention's tiles])
     models, arms = {}, {"gmnet": ({}, "float32"), "chemberta": ({}, "float32")}
     if args.gmnet_readout:
         arms[f"gmnet_{args.gmnet_readout}_readout"] = ({"sphere_readout": args.gmnet_readout}, "float32")
@@ -175,6 +211,9 @@ def main(argv=None) -> int:
     for form in args.readout_form:
         arms[f"gmnet_readout_{form}"] = ({"sphere_readout": "triton"}, "float32",
                                          functools.partial(readout_triton.form, form))
+    for rule in args.attention_tiles:
+        name, settings = attention_tile_rule(rule)
+        arms[f"gmnet_attention_{name}"] = ({}, "float32", functools.partial(attention_triton.tiles, **settings))
     if args.bf16:
         arms |= {"gmnet_bf16": ({}, "bf16"), "chemberta_bf16": ({}, "bf16")}
     for name in arms:

@@ -16,7 +16,10 @@ shape's forward and backward replayed from CUDA graphs, gm/cuda_graphs.py), ``gm
 the fused Triton kernels, gm/ops/sphere_readout/triton.py) and ``gmnet_graphs_gemm_readout`` (the
 same on the Triton read-out's "gemm" form: monomials from a kernel, matmuls on cuBLAS). ``--arms gmnet_compiled
 chemberta_compiled`` adds each model as it ships under ``torch.compile`` (inductor, dynamic shapes,
-so the buckets' widths share one compilation; its warm-up, compilation included, is not timed).
+so the buckets' widths share one compilation; its warm-up, compilation included, is not timed);
+``--arms gmnet_graphs_attention_one_key_block`` adds Chem-GMNet on graphs with its Triton attention
+on the tile rule ``TILE_RULES["one_key_block"]`` (gm/ops/dual_ska/triton.py), to time it against the
+shipped rule.
 An arm that fails is recorded with its error and left out of the timings, so one broken path
 does not lose the others' figures.
 
@@ -94,6 +97,8 @@ ARMS = ("gmnet", "gmnet_eager", "chemberta")
 CUDA_ARMS = ("gmnet_graphs", "gmnet_graphs_bf16", "gmnet_graphs_triton_readout", "gmnet_graphs_gemm_readout",
              "chemberta_graphs")
 COMPILED_ARMS = ("gmnet_compiled", "chemberta_compiled")  # on request (--arms): compiling takes minutes
+# on request: graphs with the Triton attention on another tile rule (TILE_RULES of gm/ops/dual_ska/triton.py)
+ATTENTION_ARMS = ("gmnet_graphs_attention_one_key_block",)
 
 
 class _ReadoutImpl(torch.nn.Module):
@@ -111,6 +116,21 @@ class _ReadoutImpl(torch.nn.Module):
 
         with readout_triton.form(self.triton_form):  # picks the autograd Function; its backward follows
             return self.model(**X, impl={"sphere_readout": self.form})
+
+
+class _AttentionTiles(torch.nn.Module):
+    """Chem-GMNet with its Triton attention on other tiles (gm/ops/dual_ska/triton.py `tiles`); the
+    backward follows its forward's tiles."""
+
+    def __init__(self, model, settings):
+        super().__init__()
+        self.model, self.settings = model, settings
+
+    def forward(self, **X):
+        from gmnet_sklearn.gm.ops.dual_ska import triton as attention_triton  # (Triton is optional)
+
+        with attention_triton.tiles(**self.settings):
+            return self.model(**X)
 
 
 class _Graphed(torch.nn.Module):
@@ -168,6 +188,10 @@ def build(arm: str, vocab_size: int, device: str):
         model = _Compiled(model)
     elif arm == "gmnet_graphs_triton_readout":
         model = _Graphed(_ReadoutImpl(model, "triton"))
+    elif arm.startswith("gmnet_graphs_attention_"):
+        from gmnet_sklearn.gm.ops.dual_ska import triton as attention_triton
+
+        model = _Graphed(_AttentionTiles(model, attention_triton.TILE_RULES[arm.removeprefix("gmnet_graphs_attention_")]))
     elif arm == "gmnet_graphs_gemm_readout":
         model = _Graphed(_ReadoutImpl(model, "triton", "gemm"))
     elif arm.endswith("_graphs") or arm.endswith("_graphs_bf16"):
@@ -280,7 +304,7 @@ def main(argv=None) -> int:
                         help="the ESOL seed with cuda_graphs=False (default: the estimators' default, CUDA graphs on CUDA)")
     parser.add_argument("--arms", nargs="+", default=None,
                         help=f"arms to time besides {', '.join(ARMS)} (always timed: the ratios' terms; default: "
-                             f"on CUDA {', '.join(CUDA_ARMS)}; on request: {', '.join(COMPILED_ARMS)})")
+                             f"on CUDA {', '.join(CUDA_ARMS)}; on request: {', '.join(COMPILED_ARMS + ATTENTION_ARMS)})")
     add_matmul_precision_argument(parser)
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)

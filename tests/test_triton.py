@@ -107,6 +107,61 @@ def test_several_blocks(device):
     check(37, 8, 3, device, block=16)
 
 
+# Each tile rule against the float64 reference: the shipped one (two backward kernels), one key block
+# with the query side fused into the key-major backward, one key block without it, and several key
+# blocks; T = 37 pads every block it touches, T = 13 is shorter than one block.
+TILE_RULES = {
+    **kernels.TILE_RULES,
+    "one_key_block_unfused": {"ONE_KEY_BLOCK_MAX": 64},
+    "one_key_block_128_query_block_32": {"ONE_KEY_BLOCK_MAX": 128, "QUERY_BLOCK": 32},
+    "blocks_of_16": {"ONE_KEY_BLOCK_MAX": 0, "BLOCK": 16},
+    "two_warps": {"NUM_WARPS": 2},
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("T", [13, 37])
+@pytest.mark.parametrize("rule", list(TILE_RULES))
+def test_tile_rules_match_reference(rule, T, device):
+    with kernels.tiles(**TILE_RULES[rule]):
+        check(T, 8, 3, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_backward_keeps_the_forwards_tiles(device):
+    # a backward run after `tiles` ends still uses the blocks its forward saved
+    leaves, mask = make_inputs(37, 8, 3, device)
+    q, k, p, lg = leaves
+    with kernels.tiles(**kernels.TILE_RULES["one_key_block"]):
+        y, cv = dual_ska_triton(F.normalise(q), F.normalise(k), p, lg, mask, 3)
+    got = torch.autograd.grad((y.sum() + (cv * cv).sum()), leaves)
+    (y_ref, cv_ref), ref_leaves = reference(leaves, mask, 3)
+    want = torch.autograd.grad((y_ref.sum() + (cv_ref * cv_ref).sum()), ref_leaves)
+    for name, a, b in zip(("q", "k", "p", "log_gamma"), got, want):
+        assert_close(a, b, f"d{name}")
+
+
+def test_tiles_refuse_unknown_settings_and_bad_blocks():
+    with pytest.raises(ValueError, match="unknown tile settings"):
+        with kernels.tiles(BM=16):
+            pass
+    with pytest.raises(ValueError, match="QUERY_BLOCK must be a power of two >= 16, got 24"):
+        with kernels.tiles(QUERY_BLOCK=24):
+            pass
+    assert {name: getattr(kernels, name) for name in kernels.TILE_SETTINGS} == kernels.TILE_RULES["shipped"]
+
+
+def test_tile_rule_by_length():
+    # (BM, BN, warps): one key block of the next power of two up to ONE_KEY_BLOCK_MAX, then BLOCK
+    assert kernels._config(1, None) == (16, 16, 4)
+    assert kernels._config(16, None) == (16, 16, 4)
+    assert kernels._config(17, None) == (32, 32, 8)
+    assert kernels._config(42, 16) == (16, 16, 4)
+    with kernels.tiles(**kernels.TILE_RULES["one_key_block"]):
+        assert kernels._config(42, None) == (16, 64, 8)
+        assert kernels._config(65, None) == (32, 32, 8)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_matches_recurrent_and_feature_references(device):
     check(7, 3, 2, device, recurrent=True)
@@ -260,3 +315,16 @@ def test_tf32_when_torch_allows_it_for_its_own_matmuls(device):
             assert ((a.detach().double().cpu() - b).norm() / b.norm().clamp_min(1e-30)).item() < 1e-2
     finally:
         torch.set_float32_matmul_precision(before)
+
+
+def test_pretrain_throughput_reads_attention_tile_rules():
+    # benchmarks.pretrain_throughput --attention-tiles: "first" or JSON settings, refused before a run
+    from benchmarks.pretrain_throughput import attention_tile_rule
+
+    assert attention_tile_rule("one_key_block") == ("one_key_block", kernels.TILE_RULES["one_key_block"])
+    assert attention_tile_rule('{"QUERY_BLOCK": 32, "NUM_WARPS": 4}') == (
+        "QUERY_BLOCK=32_NUM_WARPS=4", {"QUERY_BLOCK": 32, "NUM_WARPS": 4})
+    for bad, message in (("fast", "neither a rule of"), ("{}", "neither"),
+                         ('{"BM": 16}', "unknown tile settings"), ('{"BLOCK": 48}', "BLOCK must be a power of two")):
+        with pytest.raises(SystemExit, match=message):
+            attention_tile_rule(bad)

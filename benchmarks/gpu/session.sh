@@ -19,6 +19,9 @@
 #   backward  the Triton read-out's backward forms (gm/ops/sphere_readout/triton.py BACKWARD_FORMS)
 #             interleaved in masked-LM pretraining at batch 1024, in float32 and under TF32
 #   tiles     the Triton read-out's tile settings, one at a time and combined (benchmarks.readout_tiles)
+#   attention the Triton attention's tile rules (gm/ops/dual_ska/triton.py TILE_RULES: the shipped one,
+#             "one_key_block" and neighbours of it) interleaved in masked-LM pretraining at batch 1024,
+#             then the batch-32 step on graphs with the shipped rule and "one_key_block"
 #   profile   the kernels of a Chem-GMNet step by time at batch 1024 and 32 (PROFILE_BATCHES)
 #   pretrain  masked-LM pretraining of both arms side by side on the whole MOSES corpus (prepare.sh with
 #             PRETRAIN_CORPUS=1 carries it), the shipped runs' recipe and shape for PRETRAIN_EPOCHS (4)
@@ -91,6 +94,17 @@ fi
 if has tiles; then
   timeout $(cap 180) python3 -m benchmarks.readout_tiles --device cuda --note "GPU device call, alone" \
       --output $OUT/readout_tiles_cuda.json >> $OUT/throughput.log 2>&1; echo "tiles rc=$? at $(elapsed) s"
+fi
+if has attention; then  # (JSON rules: gm/ops/dual_ska/triton.py TILE_SETTINGS)
+  timeout $(cap 150) python3 -m benchmarks.pretrain_throughput --device cuda --threads 4 --corpus .gpu/moses --n-smiles 20000 \
+      --batch-size 1024 --steps 6 --attention-tiles one_key_block \
+      '{"ONE_KEY_BLOCK_MAX": 64, "QUERY_BLOCK": 32, "FUSE_QUERIES": true}' '{"ONE_KEY_BLOCK_MAX": 64, "FUSE_QUERIES": true, "NUM_WARPS": 4}' \
+      '{"ONE_KEY_BLOCK_MAX": 128, "FUSE_QUERIES": true}' '{"ONE_KEY_BLOCK_MAX": 64}' \
+      --note "GPU device call, alone" --output $OUT/pretrain_throughput_cuda_attention.json >> $OUT/throughput.log 2>&1
+  echo "attention tiles (pretraining) rc=$? at $(elapsed) s"
+  timeout $(cap 150) python3 -m benchmarks.throughput --device cuda --threads 4 --no-peak-memory --rounds 3 --steps 6 \
+      --arms gmnet_graphs gmnet_graphs_attention_one_key_block chemberta_graphs --out $OUT/throughput_cuda_attention.json >> $OUT/throughput.log 2>&1
+  echo "attention tiles (batch 32) rc=$? at $(elapsed) s"
 fi
 if has profile; then  # where a step's device time goes (the kernels by time)
   for b in ${PROFILE_BATCHES:-1024 32}; do

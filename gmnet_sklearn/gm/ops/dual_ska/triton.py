@@ -19,6 +19,9 @@ Backward recomputes every pair quantity from q, k, p, C, D and the row statistic
 no atomics (deterministic):
   * query-major: dq_t = sum_s dc_ts k_s and the row sums of G^l_ts = dW_ts K_l E^l_ts (s != t);
   * key-major:   dk_s = sum_t dc_ts q_t, dp_s = sum_t (W_ts dy_t + alpha_ts dcv_t) and column sums of G.
+Where one key block holds every key and FUSE_QUERIES is set (`TILE_RULES["one_key_block"]`, not
+yet the default), the key-major kernel meets each query block once and also finishes dq and the row
+sums, and the query-major one is not launched.
 with dW_ts = dy_t . p_s, dS_ts = alpha_ts (dcv_t . p_s - dcv_t . cv_t) and
 dc_ts = sum_l a_l P_l'(c) (dW_ts E^l_ts + dS_ts / sqrt(D*)). Then per position i
 dC_i = sum_{s<i} G_is - sum_{t>i} G_ti and dD_i = sum_{t<i} G_ti - sum_{s>i} G_is, and torch maps
@@ -33,6 +36,7 @@ tensor cores as torch's own matmuls then do (`gm.triton.dot_precision`).
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from functools import lru_cache
 
 import torch
@@ -143,14 +147,14 @@ def _fwd_kernel(
 @triton.jit
 def _bwd_tile(
     q, k, p, dy, dcv, m_i, linv_i, delta_i, offs_m, offs_n, T, key_ok,
-    C_ptr, D_ptr, consts_ptr, accF, accB, scale,
-    L: tl.constexpr, LP: tl.constexpr, ROWS: tl.constexpr, DOT: tl.constexpr,
+    C_ptr, D_ptr, consts_ptr, accF, accB, rowF, rowB, scale,
+    L: tl.constexpr, LP: tl.constexpr, ROWS: tl.constexpr, BOTH: tl.constexpr, DOT: tl.constexpr,
 ):
     """Recompute one (query block x key block) tile and its backward pieces.
 
     Returns W (the SFA pair weights), alpha (softmax probabilities), dc (the cosine gradient) and
     the per-degree sums of G = dW K_l E_l over s < t (accF) and s > t (accB), over keys (ROWS) or
-    over queries (columns).
+    over queries (columns); with BOTH (and not ROWS) also the sums over keys into rowF and rowB.
     """
     c = tl.dot(q, tl.trans(k), input_precision=DOT)
     dW = tl.dot(dy, tl.trans(p), input_precision=DOT)
@@ -200,6 +204,11 @@ def _bwd_tile(
             gB = tl.sum(tl.where(upper, G, 0.0), axis=0)
             accF += tl.where(lcol == l, gF[:, None], 0.0)
             accB += tl.where(lcol == l, gB[:, None], 0.0)
+            if BOTH:
+                rF = tl.sum(tl.where(lower, G, 0.0), axis=1)
+                rB = tl.sum(tl.where(upper, G, 0.0), axis=1)
+                rowF += tl.where(lcol == l, rF[:, None], 0.0)
+                rowB += tl.where(lcol == l, rB[:, None], 0.0)
         if l < L:
             if l == 0:
                 P_next = c
@@ -219,7 +228,7 @@ def _bwd_tile(
     alpha = tl.exp(S - m_i[:, None]) * linv_i[:, None]
     dS = tl.where(key_ok[None, :], alpha * (dA - delta_i[:, None]), 0.0)
     dc = dW * dKE + (scale * dS).to(tl.float32) * dK
-    return W, alpha, dc, accF, accB
+    return W, alpha, dc, accF, accB, rowF, rowB
 
 
 @triton.jit
@@ -258,9 +267,9 @@ def _bwd_query_kernel(
         k = tl.load(k_ptr + io_n, mask=mk_n, other=0.0)
         p = tl.load(p_ptr + io_n, mask=mk_n, other=0.0)
         key_ok = tl.load(mask_ptr + b * T + offs_n, mask=col_ok, other=0) != 0
-        W, alpha, dc, accF, accB = _bwd_tile(
+        W, alpha, dc, accF, accB, _, _ = _bwd_tile(
             q, k, p, dy, dcv, m_i, linv_i, delta_i, offs_m, offs_n, T, key_ok,
-            C_ptr + dec, D_ptr + dec, consts_ptr, accF, accB, scale, L, LP, True, DOT,
+            C_ptr + dec, D_ptr + dec, consts_ptr, accF, accB, accF, accB, scale, L, LP, True, False, DOT,
         )
         dq += tl.dot(dc, k, input_precision=DOT)
 
@@ -277,10 +286,14 @@ def _bwd_query_kernel(
 def _bwd_key_kernel(
     q_ptr, k_ptr, p_ptr, C_ptr, D_ptr, mask_ptr, consts_ptr,
     dy_ptr, dcv_ptr, m_ptr, linv_ptr, delta_ptr,
-    dk_ptr, dp_ptr, dCk_ptr, dDk_ptr,
+    dk_ptr, dp_ptr, dCk_ptr, dDk_ptr, dq_ptr, dCq_ptr, dDq_ptr,
     T, H, KDIM, scale,
     L: tl.constexpr, LP: tl.constexpr, KP: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, DOT: tl.constexpr,
+    WITH_QUERIES: tl.constexpr,
 ):
+    # WITH_QUERIES (one key block holds every key, T <= BN): each query block's tile is met once,
+    # so this program also finishes the query side (dq and the row sums of G) and the query-major
+    # kernel is not launched: each tile is computed once instead of twice.
     bh = tl.program_id(0)
     pid_n = tl.program_id(1)
     b = bh // H
@@ -310,13 +323,22 @@ def _bwd_key_kernel(
         m_i = tl.load(m_ptr + bh * T + offs_m, mask=row_ok, other=0.0)
         linv_i = tl.load(linv_ptr + bh * T + offs_m, mask=row_ok, other=0.0)
         delta_i = tl.load(delta_ptr + bh * T + offs_m, mask=row_ok, other=0.0)
-        W, alpha, dc, accF, accB = _bwd_tile(
+        rowF = tl.zeros((BM, LP), dtype=tl.float32)
+        rowB = tl.zeros((BM, LP), dtype=tl.float32)
+        W, alpha, dc, accF, accB, rowF, rowB = _bwd_tile(
             q, k, p, dy, dcv, m_i, linv_i, delta_i, offs_m, offs_n, T, key_ok,
-            C_ptr + dec, D_ptr + dec, consts_ptr, accF, accB, scale, L, LP, False, DOT,
+            C_ptr + dec, D_ptr + dec, consts_ptr, accF, accB, rowF, rowB, scale, L, LP, False, WITH_QUERIES, DOT,
         )
         dk += tl.dot(tl.trans(dc), q, input_precision=DOT)
         dp += tl.dot(tl.trans(W), dy, input_precision=DOT)
         dp += tl.dot(tl.trans(alpha), dcv, input_precision=DOT)
+        if WITH_QUERIES:  # as the query-major kernel's end, for this query block
+            tl.store(dq_ptr + io_m, tl.dot(dc, k, input_precision=DOT), mask=mk_m)
+            lrow = tl.arange(0, LP)
+            io_r = dec + lrow[None, :] * T + offs_m[:, None]
+            mk_r = row_ok[:, None] & (lrow[None, :] < L + 1)
+            tl.store(dCq_ptr + io_r, rowF, mask=mk_r)
+            tl.store(dDq_ptr + io_r, -rowB, mask=mk_r)
 
     tl.store(dk_ptr + io_n, dk, mask=mk_n)
     tl.store(dp_ptr + io_n, dp, mask=mk_n)
@@ -357,16 +379,62 @@ def _constants(k: int, L: int, device: torch.device) -> torch.Tensor:
     return _CONSTS[key]
 
 
+# Tiles, read at each launch (`tiles` sets them for a measurement). Up to ONE_KEY_BLOCK_MAX tokens
+# every key fits one block (next_power_of_2(T), at least 16) and the queries go in blocks of
+# QUERY_BLOCK; with FUSE_QUERIES the backward then computes each tile once, in the key-major kernel,
+# where the two kernels compute it twice. Longer sequences take BLOCK x BLOCK tiles and both backward
+# kernels. NUM_WARPS None: 4 up to 512 pairs a tile, 8 above. Register counts of cubins compiled
+# offline for sm_90 and sm_80 (cuobjdump -res-usage, L = 3) chose the shipped tiles: 16x16 on 4 warps
+# and 32x32 on 8 compile without spills on sm_90 (16 bytes of stack in one sm_80 kernel); 32x32 on 4
+# warps and 64x64 spill. Not yet timed on a GPU, nor is TILE_RULES["one_key_block"]: at the
+# pretraining step's 42 tokens the shipped 32x32 tiles compute 4,096 pair slots per (batch row,
+# head), twice in the backward; its 16x64 tiles (as many pairs a tile as 32x32) 3,072, once (1,764
+# are real pairs). The GPU session's `attention` phase times the rules side by side; the faster ships.
+ONE_KEY_BLOCK_MAX = 16
+QUERY_BLOCK = 16
+BLOCK = 32
+NUM_WARPS = None
+FUSE_QUERIES = False
+TILE_SETTINGS = ("ONE_KEY_BLOCK_MAX", "QUERY_BLOCK", "BLOCK", "NUM_WARPS", "FUSE_QUERIES")
+#: Named rules (`tiles(**TILE_RULES[name])`): the shipped one first.
+TILE_RULES = {
+    "shipped": {"ONE_KEY_BLOCK_MAX": 16, "QUERY_BLOCK": 16, "BLOCK": 32, "NUM_WARPS": None, "FUSE_QUERIES": False},
+    "one_key_block": {"ONE_KEY_BLOCK_MAX": 64, "QUERY_BLOCK": 16, "FUSE_QUERIES": True},
+}
+
+
+@contextmanager
+def tiles(**settings):
+    """Kernels launched inside use these tile settings (names in TILE_SETTINGS)."""
+    unknown = set(settings) - set(TILE_SETTINGS)
+    if unknown:
+        raise ValueError(f"unknown tile settings {sorted(unknown)}; known: {TILE_SETTINGS}")
+    for name in ("QUERY_BLOCK", "BLOCK"):
+        if name in settings:
+            _check_block(name, settings[name])
+    before = {name: globals()[name] for name in settings}
+    globals().update(settings)
+    try:
+        yield
+    finally:
+        globals().update(before)
+
+
+def _check_block(name: str, block: int) -> None:
+    if block < 16 or block & (block - 1):
+        raise ValueError(f"{name} must be a power of two >= 16, got {block}")
+
+
 def _config(T: int, block: int | None) -> tuple[int, int, int]:
-    """(BM, BN, num_warps), from cubins compiled offline for sm_90 and sm_80 (cuobjdump -res-usage,
-    L = 3): 16x16 tiles on 4 warps and 32x32 on 8 warps compile without register spills on sm_90
-    (16 bytes of stack in one sm_80 kernel); 32x32 on 4 warps and 64-wide tiles spill. Not yet
-    timed on a GPU."""
-    if block is None:
-        block = 16 if T <= 16 else 32
-    elif block < 16 or block & (block - 1):
-        raise ValueError(f"block must be a power of two >= 16, got {block}")
-    return block, block, 4 if block <= 16 else 8
+    """(BM, BN, num_warps) for sequences of T tokens; ``block`` sets both blocks (tests)."""
+    if block is not None:
+        _check_block("block", block)
+        BM = BN = block
+    elif T <= ONE_KEY_BLOCK_MAX:
+        BM, BN = QUERY_BLOCK, max(16, triton.next_power_of_2(T))
+    else:
+        BM = BN = BLOCK
+    return BM, BN, NUM_WARPS or (4 if BM * BN <= 512 else 8)
 
 
 # triton.jit reads TRITON_INTERPRET when the kernels above are defined: this says which they are.
@@ -411,14 +479,14 @@ class DualSKATriton(torch.autograd.Function):
                 T, H, kdim, scale, L=L, KP=KP, BM=BM, BN=BN, DOT=dot, num_warps=num_warps,
             )
         ctx.save_for_backward(q32, k32, p32, Ct, Dt, mask_i, consts, cv, m, linv)
-        ctx.meta = (L, scale, KP, BM, BN, num_warps, dtypes, dot)
+        ctx.meta = (L, scale, KP, BM, BN, num_warps, dtypes, dot, FUSE_QUERIES)  # the backward keeps the forward's tiles
         return y.to(q.dtype), cv.to(q.dtype)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, dy, dcv):
         q, k, p, Ct, Dt, mask_i, consts, cv, m, linv = ctx.saved_tensors
-        L, scale, KP, BM, BN, num_warps, dtypes, dot = ctx.meta
+        L, scale, KP, BM, BN, num_warps, dtypes, dot, fuse_queries = ctx.meta
         B, H, T, kdim = q.shape
         dy = torch.zeros_like(q) if dy is None else dy.to(torch.float32).contiguous()
         dcv = torch.zeros_like(q) if dcv is None else dcv.to(torch.float32).contiguous()
@@ -431,11 +499,14 @@ class DualSKATriton(torch.autograd.Function):
         if B * H * T:
             common = (T, H, kdim, scale)
             meta = dict(L=L, LP=LP, KP=KP, BM=BM, BN=BN, DOT=dot, num_warps=num_warps)
-            _bwd_query_kernel[(B * H, triton.cdiv(T, BM))](
-                q, k, p, Ct, Dt, mask_i, consts, dy, dcv, m, linv, delta, dq, dCq, dDq, *common, **meta
-            )
+            with_queries = fuse_queries and T <= BN  # one key block: each tile is met once
+            if not with_queries:
+                _bwd_query_kernel[(B * H, triton.cdiv(T, BM))](
+                    q, k, p, Ct, Dt, mask_i, consts, dy, dcv, m, linv, delta, dq, dCq, dDq, *common, **meta
+                )
             _bwd_key_kernel[(B * H, triton.cdiv(T, BN))](
-                q, k, p, Ct, Dt, mask_i, consts, dy, dcv, m, linv, delta, dk, dp, dCk, dDk, *common, **meta
+                q, k, p, Ct, Dt, mask_i, consts, dy, dcv, m, linv, delta, dk, dp, dCk, dDk, dq, dCq, dDq,
+                *common, **meta, WITH_QUERIES=with_queries,
             )
         dC = (dCq + dCk).transpose(-1, -2)  # (B, H, T, L+1)
         dD = (dDq + dDk).transpose(-1, -2)
