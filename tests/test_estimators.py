@@ -1160,6 +1160,16 @@ def test_a_crafted_folder_runs_no_code_and_reads_nothing_else(tmp_path):
     with pytest.raises(ValueError, match="is not the vocabulary the model was saved with"):
         load_model(folder)
     (folder / "vocab.txt").write_text(good_vocab)
+    # a model larger than its weights file (the shapes checked before the model takes memory), or
+    # more members than files
+    with_config(params={**config["params"], "d_model": 64 * config["params"]["d_model"]})
+    with pytest.raises(ValueError, match=r"model.safetensors does not hold the weights of the model its config.json "
+                                         r"describes: shapes: dense.bias is \(16,\) where the model has \(1024,\)"):
+        load_model(folder)
+    with_config(params={**config["params"], "n_estimators": 2})
+    with pytest.raises(FileNotFoundError, match=r"model_1.safetensors: no such file"):
+        load_model(folder)
+    with_config()
     good_forest = (folder / "forest.skops").read_bytes()
     (folder / "forest.skops").write_bytes(sio.dumps({"kind": "regression", "multi_label": False, "random_state": 0,
                                                      "n_jobs": 1, "n_classes": None,

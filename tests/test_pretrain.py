@@ -494,6 +494,13 @@ def test_pretrained_folder_loads_without_pickle(corpus, tmp_path, lm_head):
         assert isinstance(load_mlm(tmp_path / "run")[0].lm_head, type(mlm.lm_head))
     assert summary["cache"]["n_invalid"] == 2
     assert summary["history"][0]["step"] == 0 and 0 <= summary["history"][-1]["eval_accuracy"] <= 1
+    # a config.json asking for another (a larger) model than its weights: refused before it is built
+    config = read_config(tmp_path / "run")
+    config["params"]["d_model"] *= 64
+    (tmp_path / "run" / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"model.safetensors does not hold the weights of the model its "
+                                         r"config.json describes: shapes: encoder\.\S+ is \(16, "):
+        load_mlm(tmp_path / "run")
 
 
 def test_cli(corpus, tmp_path, capsys):

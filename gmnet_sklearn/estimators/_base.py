@@ -1089,9 +1089,10 @@ class SmilesNetBase(BaseEstimator):
         ``save`` writes, each a regular file; ``config.json`` refused where it sets what ``save``
         does not write (a cache folder, callbacks, other attributes) or values the parameters'
         checks refuse, ``vocab.txt`` where it is not the saved vocabulary, ``forest.skops`` where
-        it holds anything but the forests ``save`` wrote. (A crafted folder can still make a large
-        model: its size is config.json's.)"""
-        from ..utils.files import check_regular_file, read_json, read_safetensors
+        it holds anything but the forests ``save`` wrote, a weights file where it does not hold the
+        weights of the model config.json describes (checked before the model is built, so a crafted
+        config.json cannot ask for more memory than its weights file holds)."""
+        from ..utils.files import check_regular_file, check_weights_fit, read_json, read_safetensors
         from . import ESTIMATORS
 
         path = Path(path)
@@ -1169,6 +1170,8 @@ class SmilesNetBase(BaseEstimator):
                 arrays["kept"].numpy(), arrays["quantiles"].numpy(), arrays["references"].numpy(),
                 names=json.loads(meta["names"]) if "names" in meta else None,
                 rdkit_version=meta.get("rdkit_version"), source=str(file))
+        for i in range(est.n_estimators):  # every member's file, before any member is built
+            check_weights_fit(path / _weights_file(i), est._make_module)
         est.nets_ = []
         with torch.random.fork_rng(devices=[]):  # the modules' random initial weights, replaced: the caller's stream kept
             for i in range(est.n_estimators):

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from ..estimators.presets import PAPER_SHAPE
-from ..utils.files import read_json, read_safetensors, write_atomic, write_safetensors
+from ..utils.files import check_weights_fit, read_json, read_safetensors, write_atomic, write_safetensors
 
 PRETRAINED_FORMAT = "gmnet_sklearn.pretrained.v1"
 FAMILIES = ("gmnet", "chemberta")
@@ -197,7 +197,12 @@ def load_mlm(path, device: str = "cpu") -> tuple[torch.nn.Module, dict]:
     params = dict(config["params"])
     if config["model"] == "gmnet":
         params.setdefault("lm_head", "sphere")  # folders written before lm_head existed have the sphere head
-    mlm = build_mlm(config["model"], config["vocab_size"], config["pad_id"], params)
+    def make():
+        return build_mlm(config["model"], config["vocab_size"], config["pad_id"], params)
+
+    # (before the model takes memory: a crafted config.json cannot ask for more than the file holds)
+    check_weights_fit(Path(path) / "model.safetensors", make, skip_tied=True)
+    mlm = make()
     load_stored_state(mlm, read_safetensors(Path(path) / "model.safetensors", device=device))
     return mlm.to(device), config
 

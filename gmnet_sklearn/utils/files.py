@@ -83,6 +83,46 @@ def read_json(path):
         raise unreadable(path, exc) from exc
 
 
+def safetensors_shapes(path) -> dict[str, tuple[int, ...]]:
+    """A safetensors file's tensor names and shapes, from its header (the tensors are not read)."""
+    import safetensors
+    from safetensors import safe_open
+
+    check_regular_file(path)
+    errors = (ValueError, OSError, *([safetensors.SafetensorError] if hasattr(safetensors, "SafetensorError") else []))
+    try:
+        with safe_open(str(path), framework="pt") as fh:
+            return {name: tuple(fh.get_slice(name).get_shape()) for name in fh.keys()}
+    except errors as exc:
+        raise unreadable(path, exc) from exc
+
+
+def check_weights_fit(path, make_module, skip_tied: bool = False) -> None:
+    """Refuse the safetensors file ``path`` unless it holds the state (names and shapes) of the
+    module ``make_module()`` builds (with ``skip_tied``, less the tied copies named in its
+    ``tied_keys``, which a pretrained folder does not store), before that
+    module takes any memory: it is built on torch's meta device and compared with the file's header.
+    So a config.json from someone else that asks for a huge model fails here, not in the allocator,
+    unless the weights file is as large."""
+    import torch
+
+    with torch.device("meta"):
+        module = make_module()
+    skip = set(getattr(module, "tied_keys", {})) if skip_tied else set()
+    want = {name: tuple(t.shape) for name, t in module.state_dict().items() if name not in skip}
+    have = safetensors_shapes(path)
+    if have == want:
+        return
+    missing = sorted(set(want) - set(have))
+    unexpected = sorted(set(have) - set(want))
+    shapes = [f"{name} is {have[name]} where the model has {want[name]}" for name in sorted(set(want) & set(have))
+              if have[name] != want[name]]
+    raise ValueError(f"{path} does not hold the weights of the model its config.json describes: "
+                     + "; ".join(f"{what}: {', '.join(items[:3])}{f' and {len(items) - 3} more' if len(items) > 3 else ''}"
+                                 for what, items in (("missing", missing), ("unexpected", unexpected), ("shapes", shapes))
+                                 if items))
+
+
 def read_safetensors(path, device: str = "cpu") -> dict:
     """A safetensors file's tensors, on ``device``; one that is not readable (safetensors'
     ``SafetensorError`` is no ``ValueError``) raises ``ValueError`` naming it. The file is read on
