@@ -150,6 +150,13 @@ def main(argv=None) -> int:
                if on]
     if variant and args.output is None:  # the default file is the baseline's record, not a variant's
         p.error(f"{', '.join(variant)} make a variant of the measurement: name its file with --output")
+    if args.attention_tiles:  # refused before the corpus is encoded
+        if not args.device.startswith("cuda"):
+            raise SystemExit("--attention-tiles: the Triton attention runs on CUDA only")
+        from gmnet_sklearn.gm.ops.dual_ska import triton as attention_triton
+
+        for rule in args.attention_tiles:
+            attention_tile_rule(rule)
     torch.set_num_threads(args.threads)
     precision = {}
     apply_matmul_precision(args, precision)  # before any model is built; recorded below
@@ -191,14 +198,6 @@ def main(argv=None) -> int:
             unknown = sorted(set(given) - set(known))
             if unknown:
                 raise SystemExit(f"{flag}: unknown form(s) {unknown}; known: {sorted(known)}")
-
-    if args.attention_tiles:
-        if not args.device.startswith("cuda"):
-            raise SystemExit("--attention-tiles: the Triton attention runs on CUDA only")
-        from gmnet_sklearn.gm.ops.dual_ska import triton as attention_triton
-
-        for rule in args.attention_tiles:
-            attention_tile_rule(rule)  # refused before anything is built
 
     # arm -> (read-out forms through gm.ops.prefer, precision[, a context the step runs in: the
     # Triton read-out's backward form or form, the attention's tiles])

@@ -113,7 +113,8 @@ def test_several_blocks(device):
 TILE_RULES = {
     **kernels.TILE_RULES,
     "one_key_block_unfused": {"ONE_KEY_BLOCK_MAX": 64},
-    "one_key_block_128_query_block_32": {"ONE_KEY_BLOCK_MAX": 128, "QUERY_BLOCK": 32},
+    "one_key_block_128_query_block_32": {"ONE_KEY_BLOCK_MAX": 128, "QUERY_BLOCK": 32, "FUSE_QUERIES": True},
+    "one_key_block_query_block_32": {"ONE_KEY_BLOCK_MAX": 64, "QUERY_BLOCK": 32, "FUSE_QUERIES": True},
     "blocks_of_16": {"ONE_KEY_BLOCK_MAX": 0, "BLOCK": 16},
     "two_warps": {"NUM_WARPS": 2},
 }
@@ -127,14 +128,41 @@ def test_tile_rules_match_reference(rule, T, device):
         check(T, 8, 3, device)
 
 
+class LaunchSpy:
+    """Records the backward kernels launched: (name, BM, BN, WITH_QUERIES) per launch."""
+
+    def __init__(self, monkeypatch):
+        self.launches = []
+        for name in ("_bwd_query_kernel", "_bwd_key_kernel"):
+            monkeypatch.setattr(kernels, name, self._wrap(name, getattr(kernels, name)))
+
+    def _wrap(spy, name, kernel):
+        class Indexed:
+            def __getitem__(self, grid):
+                def launch(*args, **meta):
+                    spy.launches.append((name, meta["BM"], meta["BN"], meta.get("WITH_QUERIES")))
+                    return kernel[grid](*args, **meta)
+                return launch
+        return Indexed()
+
+
 @pytest.mark.parametrize("device", DEVICES)
-def test_backward_keeps_the_forwards_tiles(device):
-    # a backward run after `tiles` ends still uses the blocks its forward saved
-    leaves, mask = make_inputs(37, 8, 3, device)
+@pytest.mark.parametrize("T,rule,launches", [
+    (13, "shipped", [("_bwd_query_kernel", 16, 16, None), ("_bwd_key_kernel", 16, 16, False)]),
+    (37, "shipped", [("_bwd_query_kernel", 32, 32, None), ("_bwd_key_kernel", 32, 32, False)]),
+    (13, "one_key_block", [("_bwd_key_kernel", 16, 16, True)]),
+    (37, "one_key_block", [("_bwd_key_kernel", 16, 64, True)]),
+])
+def test_backward_path_by_rule_and_it_keeps_the_forwards_tiles(T, rule, launches, device, monkeypatch):
+    # which backward kernels run, with which blocks: one key block fuses the query side into the
+    # key-major kernel; the backward, run after `tiles` ends, keeps the tiles of its forward
+    spy = LaunchSpy(monkeypatch)
+    leaves, mask = make_inputs(T, 8, 3, device)
     q, k, p, lg = leaves
-    with kernels.tiles(**kernels.TILE_RULES["one_key_block"]):
+    with kernels.tiles(**kernels.TILE_RULES[rule]):
         y, cv = dual_ska_triton(F.normalise(q), F.normalise(k), p, lg, mask, 3)
     got = torch.autograd.grad((y.sum() + (cv * cv).sum()), leaves)
+    assert spy.launches == launches
     (y_ref, cv_ref), ref_leaves = reference(leaves, mask, 3)
     want = torch.autograd.grad((y_ref.sum() + (cv_ref * cv_ref).sum()), ref_leaves)
     for name, a, b in zip(("q", "k", "p", "log_gamma"), got, want):
@@ -145,9 +173,15 @@ def test_tiles_refuse_unknown_settings_and_bad_blocks():
     with pytest.raises(ValueError, match="unknown tile settings"):
         with kernels.tiles(BM=16):
             pass
-    with pytest.raises(ValueError, match="QUERY_BLOCK must be a power of two >= 16, got 24"):
-        with kernels.tiles(QUERY_BLOCK=24):
-            pass
+    for settings, message in (({"QUERY_BLOCK": 24}, "QUERY_BLOCK must be a power of two >= 16, got 24"),
+                              ({"BLOCK": 16.0}, "BLOCK must be a power of two"),
+                              ({"ONE_KEY_BLOCK_MAX": "64"}, "ONE_KEY_BLOCK_MAX must be an int >= 0, got '64'"),
+                              ({"NUM_WARPS": 3}, "NUM_WARPS must be None or a power of two up to 32, got 3"),
+                              ({"NUM_WARPS": 0}, "NUM_WARPS must be None"),
+                              ({"FUSE_QUERIES": "no"}, "FUSE_QUERIES must be True or False, got 'no'")):
+        with pytest.raises(ValueError, match=message):
+            with kernels.tiles(**settings):
+                pass
     assert {name: getattr(kernels, name) for name in kernels.TILE_SETTINGS} == kernels.TILE_RULES["shipped"]
 
 
@@ -318,7 +352,7 @@ def test_tf32_when_torch_allows_it_for_its_own_matmuls(device):
 
 
 def test_pretrain_throughput_reads_attention_tile_rules():
-    # benchmarks.pretrain_throughput --attention-tiles: "first" or JSON settings, refused before a run
+    # benchmarks.pretrain_throughput --attention-tiles: a TILE_RULES name or JSON settings, refused before a run
     from benchmarks.pretrain_throughput import attention_tile_rule
 
     assert attention_tile_rule("one_key_block") == ("one_key_block", kernels.TILE_RULES["one_key_block"])

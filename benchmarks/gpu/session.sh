@@ -96,7 +96,7 @@ if has tiles; then
       --output $OUT/readout_tiles_cuda.json >> $OUT/throughput.log 2>&1; echo "tiles rc=$? at $(elapsed) s"
 fi
 if has attention; then  # (JSON rules: gm/ops/dual_ska/triton.py TILE_SETTINGS)
-  timeout $(cap 150) python3 -m benchmarks.pretrain_throughput --device cuda --threads 4 --corpus .gpu/moses --n-smiles 20000 \
+  timeout $(cap 180) python3 -m benchmarks.pretrain_throughput --device cuda --threads 4 --corpus .gpu/moses --n-smiles 20000 \
       --batch-size 1024 --steps 6 --attention-tiles one_key_block \
       '{"ONE_KEY_BLOCK_MAX": 64, "QUERY_BLOCK": 32, "FUSE_QUERIES": true}' '{"ONE_KEY_BLOCK_MAX": 64, "FUSE_QUERIES": true, "NUM_WARPS": 4}' \
       '{"ONE_KEY_BLOCK_MAX": 128, "FUSE_QUERIES": true}' '{"ONE_KEY_BLOCK_MAX": 64}' \

@@ -386,10 +386,11 @@ def _constants(k: int, L: int, device: torch.device) -> torch.Tensor:
 # kernels. NUM_WARPS None: 4 up to 512 pairs a tile, 8 above. Register counts of cubins compiled
 # offline for sm_90 and sm_80 (cuobjdump -res-usage, L = 3) chose the shipped tiles: 16x16 on 4 warps
 # and 32x32 on 8 compile without spills on sm_90 (16 bytes of stack in one sm_80 kernel); 32x32 on 4
-# warps and 64x64 spill. Not yet timed on a GPU, nor is TILE_RULES["one_key_block"]: at the
-# pretraining step's 42 tokens the shipped 32x32 tiles compute 4,096 pair slots per (batch row,
-# head), twice in the backward; its 16x64 tiles (as many pairs a tile as 32x32) 3,072, once (1,764
-# are real pairs). The GPU session's `attention` phase times the rules side by side; the faster ships.
+# warps and 64x64 spill. Not yet timed on a GPU, nor is TILE_RULES["one_key_block"]: at 42 tokens
+# (the batch-1024 ESOL step profiled on an H200, where the attention took 39% of the device time)
+# the shipped 32x32 tiles compute 4,096 pair slots per (batch row, head), twice in the backward; its
+# 16x64 tiles (as many pairs a tile as 32x32) 3,072, once (1,764 are real pairs). The GPU session's
+# `attention` phase times the rules side by side; the faster ships.
 ONE_KEY_BLOCK_MAX = 16
 QUERY_BLOCK = 16
 BLOCK = 32
@@ -409,9 +410,15 @@ def tiles(**settings):
     unknown = set(settings) - set(TILE_SETTINGS)
     if unknown:
         raise ValueError(f"unknown tile settings {sorted(unknown)}; known: {TILE_SETTINGS}")
-    for name in ("QUERY_BLOCK", "BLOCK"):
-        if name in settings:
-            _check_block(name, settings[name])
+    for name, value in settings.items():  # refused here, not when Triton compiles on the GPU
+        if name in ("QUERY_BLOCK", "BLOCK"):
+            _check_block(name, value)
+        elif name == "ONE_KEY_BLOCK_MAX" and not (_is_int(value) and value >= 0):
+            raise ValueError(f"ONE_KEY_BLOCK_MAX must be an int >= 0, got {value!r}")
+        elif name == "NUM_WARPS" and not (value is None or (_is_int(value) and value in (1, 2, 4, 8, 16, 32))):
+            raise ValueError(f"NUM_WARPS must be None or a power of two up to 32, got {value!r}")
+        elif name == "FUSE_QUERIES" and not isinstance(value, bool):
+            raise ValueError(f"FUSE_QUERIES must be True or False, got {value!r}")
     before = {name: globals()[name] for name in settings}
     globals().update(settings)
     try:
@@ -420,8 +427,12 @@ def tiles(**settings):
         globals().update(before)
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _check_block(name: str, block: int) -> None:
-    if block < 16 or block & (block - 1):
+    if not _is_int(block) or block < 16 or block & (block - 1):
         raise ValueError(f"{name} must be a power of two >= 16, got {block}")
 
 
