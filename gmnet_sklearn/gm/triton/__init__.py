@@ -9,9 +9,25 @@ reads it when the kernels are defined). The kernels live beside their op (`gm/op
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from functools import lru_cache
 
-__all__ = ["triton_available", "interpret_mode", "dot_precision"]
+__all__ = ["triton_available", "interpret_mode", "dot_precision", "module_settings"]
+
+
+@contextmanager
+def module_settings(namespace: dict, known: tuple, settings: dict):
+    """A kernel module's settings (names in ``known``, globals in ``namespace``, read at each
+    launch) set to ``settings`` for a block, restored after: the kernels' `tiles` contexts."""
+    unknown = set(settings) - set(known)
+    if unknown:
+        raise ValueError(f"unknown tile settings {sorted(unknown)}; known: {known}")
+    before = {name: namespace[name] for name in settings}
+    namespace.update(settings)
+    try:
+        yield
+    finally:
+        namespace.update(before)
 
 
 @lru_cache(maxsize=None)

@@ -45,7 +45,7 @@ import triton.language as tl
 from torch.autograd.function import once_differentiable
 
 from ... import functional as F
-from ...triton import dot_precision
+from ...triton import dot_precision, module_settings
 
 __all__ = ["dual_ska_triton", "DualSKATriton", "INTERPRETED"]
 
@@ -407,9 +407,6 @@ TILE_RULES = {
 @contextmanager
 def tiles(**settings):
     """Kernels launched inside use these tile settings (names in TILE_SETTINGS)."""
-    unknown = set(settings) - set(TILE_SETTINGS)
-    if unknown:
-        raise ValueError(f"unknown tile settings {sorted(unknown)}; known: {TILE_SETTINGS}")
     for name, value in settings.items():  # refused here, not when Triton compiles on the GPU
         if name in ("QUERY_BLOCK", "BLOCK"):
             _check_block(name, value)
@@ -419,12 +416,8 @@ def tiles(**settings):
             raise ValueError(f"NUM_WARPS must be None or a power of two up to 32, got {value!r}")
         elif name == "FUSE_QUERIES" and not isinstance(value, bool):
             raise ValueError(f"FUSE_QUERIES must be True or False, got {value!r}")
-    before = {name: globals()[name] for name in settings}
-    globals().update(settings)
-    try:
+    with module_settings(globals(), TILE_SETTINGS, settings):
         yield
-    finally:
-        globals().update(before)
 
 
 def _is_int(value) -> bool:

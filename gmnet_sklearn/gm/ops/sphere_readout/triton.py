@@ -49,7 +49,7 @@ import triton.language as tl
 from torch.autograd.function import once_differentiable
 
 from ... import functional as F
-from ...triton import dot_precision
+from ...triton import dot_precision, module_settings
 
 __all__ = ["sphere_readout_triton", "SphereReadoutTriton", "INTERPRETED", "FORMS", "form", "BACKWARD_FORMS",
            "backward_form", "tiles"]
@@ -346,15 +346,8 @@ TILE_SETTINGS = ("MC", "BN", "CB_MAX", "NUM_WARPS", "WEIGHT_PROGRAMS_PER_SM")
 @contextmanager
 def tiles(**settings):
     """Kernels launched inside use these tile settings (names in TILE_SETTINGS)."""
-    unknown = set(settings) - set(TILE_SETTINGS)
-    if unknown:
-        raise ValueError(f"unknown tile settings {sorted(unknown)}; known: {TILE_SETTINGS}")
-    before = {name: globals()[name] for name in settings}
-    globals().update(settings)
-    try:
+    with module_settings(globals(), TILE_SETTINGS, settings):
         yield
-    finally:
-        globals().update(before)
 
 
 def _launch_options() -> dict:
