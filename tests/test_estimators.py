@@ -1166,6 +1166,9 @@ def test_a_crafted_folder_runs_no_code_and_reads_nothing_else(tmp_path):
     with pytest.raises(ValueError, match=r"model.safetensors does not hold the weights of the model its config.json "
                                          r"describes: shapes: dense.bias is \(16,\) where the model has \(1024,\)"):
         load_model(folder)
+    with_config(params={**config["params"], "n_layers": 10**6})  # refused before a million layers are built
+    with pytest.raises(ValueError, match=r"1000000 layers, more than the file's \d+ tensors"):
+        load_model(folder)
     with_config(params={**config["params"], "n_estimators": 2})
     with pytest.raises(FileNotFoundError, match=r"model_1.safetensors: no such file"):
         load_model(folder)

@@ -45,3 +45,29 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
         write_atomic(path, "not bytes")
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.safetensors"]
+
+
+def test_check_weights_fit_compares_names_shapes_and_dtypes_from_the_header(tmp_path):
+    import torch
+    from safetensors.torch import save_file
+
+    from gmnet_sklearn.utils.files import check_weights_fit
+
+    def make():
+        return torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2))
+
+    state = {k: v.detach().clone() for k, v in make().state_dict().items()}
+    save_file(state, str(tmp_path / "ok.safetensors"))
+    check_weights_fit(tmp_path / "ok.safetensors", make, n_layers=2)
+    save_file({k: v.to(torch.int8) for k, v in state.items()}, str(tmp_path / "int8.safetensors"))
+    with pytest.raises(ValueError, match=r"dtypes: 0.bias is I8 where the model has torch.float32"):
+        check_weights_fit(tmp_path / "int8.safetensors", make)
+    save_file({**state, "0.weight": torch.zeros(5, 3)}, str(tmp_path / "shape.safetensors"))
+    with pytest.raises(ValueError, match=r"shapes: 0.weight is \(5, 3\) where the model has \(4, 3\)"):
+        check_weights_fit(tmp_path / "shape.safetensors", make)
+    save_file({k: v for k, v in state.items() if k != "1.bias"} | {"2.bias": torch.zeros(2)},
+              str(tmp_path / "names.safetensors"))
+    with pytest.raises(ValueError, match=r"missing: 1.bias; unexpected: 2.bias"):
+        check_weights_fit(tmp_path / "names.safetensors", make)
+    with pytest.raises(ValueError, match=r"5 layers, more than the file's 4 tensors"):
+        check_weights_fit(tmp_path / "ok.safetensors", make, n_layers=5)

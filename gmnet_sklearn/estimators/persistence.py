@@ -153,8 +153,9 @@ class SavedModelMixin:
         does not write (a cache folder, callbacks, other attributes) or values the parameters'
         checks refuse, ``vocab.txt`` where it is not the saved vocabulary, ``forest.skops`` where
         it holds anything but the forests ``save`` wrote, a weights file where it does not hold the
-        weights of the model config.json describes (checked before the model is built, so a crafted
-        config.json cannot ask for more memory than its weights file holds)."""
+        weights of the model config.json describes (checked before the model's tensors are
+        allocated, so a crafted config.json cannot ask for larger tensors than its weights file
+        holds; ``utils.files.check_weights_fit`` says what that does not bound)."""
         from ..utils.files import check_regular_file, check_weights_fit, read_json, read_safetensors
         from . import ESTIMATORS
         from ._base import FITTED_VOCABULARY, SmilesNetBase, resolve_device  # (_base imports this module)
@@ -235,7 +236,7 @@ class SavedModelMixin:
                 names=json.loads(meta["names"]) if "names" in meta else None,
                 rdkit_version=meta.get("rdkit_version"), source=str(file))
         for i in range(est.n_estimators):  # every member's file, before any member is built
-            check_weights_fit(path / _weights_file(i), est._make_module)
+            check_weights_fit(path / _weights_file(i), est._make_module, n_layers=est.n_layers)
         est.nets_ = []
         with torch.random.fork_rng(devices=[]):  # the modules' random initial weights, replaced: the caller's stream kept
             for i in range(est.n_estimators):

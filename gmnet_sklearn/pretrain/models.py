@@ -197,11 +197,12 @@ def load_mlm(path, device: str = "cpu") -> tuple[torch.nn.Module, dict]:
     params = dict(config["params"])
     if config["model"] == "gmnet":
         params.setdefault("lm_head", "sphere")  # folders written before lm_head existed have the sphere head
+
     def make():
         return build_mlm(config["model"], config["vocab_size"], config["pad_id"], params)
 
-    # (before the model takes memory: a crafted config.json cannot ask for more than the file holds)
-    check_weights_fit(Path(path) / "model.safetensors", make, skip_tied=True)
+    # (before the model's tensors take memory: a crafted config.json cannot ask for larger ones than the file holds)
+    check_weights_fit(Path(path) / "model.safetensors", make, skip_tied=True, n_layers=params.get("n_layers"))
     mlm = make()
     load_stored_state(mlm, read_safetensors(Path(path) / "model.safetensors", device=device))
     return mlm.to(device), config

@@ -83,8 +83,9 @@ def read_json(path):
         raise unreadable(path, exc) from exc
 
 
-def safetensors_shapes(path) -> dict[str, tuple[int, ...]]:
-    """A safetensors file's tensor names and shapes, from its header (the tensors are not read)."""
+def safetensors_shapes(path, dtypes: bool = False) -> dict[str, tuple]:
+    """A safetensors file's tensor names and shapes (with ``dtypes``, (shape, safetensors' dtype
+    name such as "F32") pairs), from its header: the tensors are not read."""
     import safetensors
     from safetensors import safe_open
 
@@ -92,26 +93,44 @@ def safetensors_shapes(path) -> dict[str, tuple[int, ...]]:
     errors = (ValueError, OSError, *([safetensors.SafetensorError] if hasattr(safetensors, "SafetensorError") else []))
     try:
         with safe_open(str(path), framework="pt") as fh:
-            return {name: tuple(fh.get_slice(name).get_shape()) for name in fh.keys()}
+            slices = {name: fh.get_slice(name) for name in fh.keys()}
+            return {name: (tuple(s.get_shape()), s.get_dtype()) if dtypes else tuple(s.get_shape())
+                    for name, s in slices.items()}
     except errors as exc:
         raise unreadable(path, exc) from exc
 
 
-def check_weights_fit(path, make_module, skip_tied: bool = False) -> None:
-    """Refuse the safetensors file ``path`` unless it holds the state (names and shapes) of the
-    module ``make_module()`` builds (with ``skip_tied``, less the tied copies named in its
-    ``tied_keys``, which a pretrained folder does not store), before that
-    module takes any memory: it is built on torch's meta device and compared with the file's header.
-    So a config.json from someone else that asks for a huge model fails here, not in the allocator,
-    unless the weights file is as large."""
+#: safetensors' names of the dtypes a model's state holds
+_SAFETENSORS_DTYPES = {"float32": "F32", "float64": "F64", "float16": "F16", "bfloat16": "BF16", "int64": "I64",
+                       "int32": "I32", "int16": "I16", "int8": "I8", "uint8": "U8", "bool": "BOOL"}
+
+
+def check_weights_fit(path, make_module, skip_tied: bool = False, n_layers: int | None = None) -> None:
+    """Refuse the safetensors file ``path`` unless it holds the state (names, shapes and dtypes)
+    of the module ``make_module()`` builds (with ``skip_tied``, less the tied copies named in its
+    ``tied_keys``, which a pretrained folder does not store), before the module's tensors take any
+    memory: it is built on torch's meta device and compared with the file's header. So a
+    config.json from someone else that asks for larger tensors than its weights file holds fails
+    here, not in the allocator. ``n_layers`` (the config's) is checked against the file's tensor
+    count first: building a million layers would take hours even on the meta device. (What the
+    module computes at construction and does not store, e.g. Chem-GMNet's harmonic tables, which
+    grow with k and L, is not bounded by the file.)"""
     import torch
 
+    have = safetensors_shapes(path, dtypes=True)
+    if isinstance(n_layers, int) and n_layers > len(have):
+        raise ValueError(f"{path} does not hold the weights of the model its config.json describes: "
+                         f"{n_layers} layers, more than the file's {len(have)} tensors")
     with torch.device("meta"):
         module = make_module()
     skip = set(getattr(module, "tied_keys", {})) if skip_tied else set()
-    want = {name: tuple(t.shape) for name, t in module.state_dict().items() if name not in skip}
-    have = safetensors_shapes(path)
-    if have == want:
+    state = {name: t for name, t in module.state_dict().items() if name not in skip}
+    want = {name: tuple(t.shape) for name, t in state.items()}
+    types = {name: dtype for name, (_, dtype) in have.items()}
+    have = {name: shape for name, (shape, _) in have.items()}
+    dtypes = [f"{name} is {types[name]} where the model has {t.dtype}" for name, t in sorted(state.items())
+              if name in types and _SAFETENSORS_DTYPES.get(str(t.dtype).removeprefix("torch."), types[name]) != types[name]]
+    if have == want and not dtypes:
         return
     missing = sorted(set(want) - set(have))
     unexpected = sorted(set(have) - set(want))
@@ -119,7 +138,8 @@ def check_weights_fit(path, make_module, skip_tied: bool = False) -> None:
               if have[name] != want[name]]
     raise ValueError(f"{path} does not hold the weights of the model its config.json describes: "
                      + "; ".join(f"{what}: {', '.join(items[:3])}{f' and {len(items) - 3} more' if len(items) > 3 else ''}"
-                                 for what, items in (("missing", missing), ("unexpected", unexpected), ("shapes", shapes))
+                                 for what, items in (("missing", missing), ("unexpected", unexpected), ("shapes", shapes),
+                                                     ("dtypes", dtypes))
                                  if items))
 
 

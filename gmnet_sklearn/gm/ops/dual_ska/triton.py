@@ -407,6 +407,9 @@ TILE_RULES = {
 @contextmanager
 def tiles(**settings):
     """Kernels launched inside use these tile settings (names in TILE_SETTINGS)."""
+    unknown = sorted(set(settings) - set(TILE_SETTINGS))
+    if unknown:  # (named first, as module_settings names them)
+        raise ValueError(f"unknown tile settings {unknown}; known: {TILE_SETTINGS}")
     for name, value in settings.items():  # refused here, not when Triton compiles on the GPU
         if name in ("QUERY_BLOCK", "BLOCK"):
             _check_block(name, value)
@@ -426,7 +429,7 @@ def _is_int(value) -> bool:
 
 def _check_block(name: str, block: int) -> None:
     if not _is_int(block) or block < 16 or block & (block - 1):
-        raise ValueError(f"{name} must be a power of two >= 16, got {block}")
+        raise ValueError(f"{name} must be a power of two >= 16, got {block!r}")
 
 
 def _config(T: int, block: int | None) -> tuple[int, int, int]:
