@@ -135,6 +135,17 @@ def test_shape_conflicts_and_bad_sources(pretrained, tmp_path):
         GMNetRegressor.from_pretrained(shuffled, **FIT).fit(X, y)
     with pytest.raises(ValueError, match="'pretrained' parameter"):
         GMNetRegressor(pretrained=3, **FIT).fit(X, y)
+    # a config.json asking for a larger model than its weights (from_pretrained takes the shape from
+    # it): refused from the weights' header, before any model is built (the probe too is on meta)
+    larger = tmp_path / "larger"
+    shutil.copytree(pretrained["gmnet"], larger)
+    config = json.loads((larger / "config.json").read_text())
+    config["params"]["d_model"] *= 64
+    (larger / "config.json").write_text(json.dumps(config))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(GMNetRegressor, "_initialize_module", lambda *a, **k: pytest.fail("a model was built"))
+        with pytest.raises(ValueError, match=r"pretrained weight encoder\.\S+ has shape \(16, "):
+            GMNetRegressor.from_pretrained(larger, descriptors=False, fingerprint=False, **FIT).fit(X, y)
     # dropout may differ from pretraining
     GMNetRegressor.from_pretrained(pretrained["gmnet"], dropout=0.0, descriptors=False, fingerprint=False, **FIT).fit(X, y)
 

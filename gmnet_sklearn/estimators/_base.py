@@ -635,13 +635,17 @@ class SmilesNetBase(SavedModelMixin, BaseEstimator):
 
         self.pretrained_ = warm_start.read_source(self.pretrained, self._pretrain_family)
         warm_start.check_compatible(self, self.pretrained_, self._pretrain_family)
-        return warm_start.tokenizer_for(self, self.pretrained_)
+        tokenizer = warm_start.tokenizer_for(self, self.pretrained_)
+        warm_start.check_encoder_fits(self, self.pretrained_, self._pretrain_family)  # before anything is built
+        return tokenizer
 
     def _check_model_parameters(self) -> None:
         """What only the model's constructor checks (``d_model`` divisible by ``n_heads``, the
         activation, ...), on a small probe model before the data are prepared: the error comes
-        at once, and a refit that raises it keeps the earlier fit."""
-        self._build_module(8, 1, 0)  # (vocabulary size and outputs do not matter here)
+        at once, and a refit that raises it keeps the earlier fit. On the meta device: no memory,
+        whatever the shape asks (a checkpoint's, through ``from_pretrained``)."""
+        with torch.device("meta"):
+            self._build_module(8, 1, 0)  # (vocabulary size and outputs do not matter here)
 
     def _initialize_module(self, seed: int) -> torch.nn.Module:
         """The model with its initial weights, drawn from ``seed``; with ``pretrained`` the

@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from ..pretrain.models import PRETRAINED_FORMAT, SHAPE_PARAMS
-from ..utils.files import read_json, read_safetensors
+from ..utils.files import read_json, read_safetensors, safetensors_shapes
 from .fusion import DescriptorFusion
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent / "pretrained"
@@ -213,17 +213,28 @@ def tokenizer_for(est, source: dict):
     return tokenizer
 
 
-def encoder_state(source: dict, family: str) -> dict[str, torch.Tensor]:
-    """The checkpoint's encoder weights, named as in the estimator's property model."""
+def encoder_state(source: dict, family: str, meta: bool = False) -> dict[str, torch.Tensor] | None:
+    """The checkpoint's encoder weights, named as in the estimator's property model; with
+    ``meta``, tensors of their shapes and dtypes on the meta device, from the safetensors header
+    (None for a folder with pytorch_model.bin only: its shapes are not known without reading it)."""
     path = Path(source["path"])
+
+    def safetensors_state(file):
+        if not meta:
+            return read_safetensors(file)
+        return {name: torch.empty(shape, dtype=_TORCH_DTYPES.get(dtype, torch.float32), device="meta")
+                for name, (shape, dtype) in safetensors_shapes(file, dtypes=True).items()}
+
     if source["kind"] == "gmnet_sklearn":
-        state = read_safetensors(path / "model.safetensors")
+        state = safetensors_state(path / "model.safetensors")
         enc = {k[len("encoder."):]: v for k, v in state.items() if k.startswith("encoder.")}
         return {f"encoder.{k}": v for k, v in enc.items()} if family == "gmnet" else enc
     from ..baselines.chemberta import hf_to_chemberta_key
 
     if (path / "model.safetensors").is_file():
-        raw = read_safetensors(path / "model.safetensors")
+        raw = safetensors_state(path / "model.safetensors")
+    elif meta:
+        return None
     elif (path / "pytorch_model.bin").is_file():
         raw = torch.load(path / "pytorch_model.bin", map_location="cpu", weights_only=True)
     else:
@@ -234,6 +245,25 @@ def encoder_state(source: dict, family: str) -> dict[str, torch.Tensor]:
         if new is not None and not new.startswith("head."):
             out[new] = value
     return out
+
+
+#: torch's dtypes by safetensors' names (the header's)
+_TORCH_DTYPES = {"F32": torch.float32, "F64": torch.float64, "F16": torch.float16, "BF16": torch.bfloat16,
+                 "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
+                 "BOOL": torch.bool}
+
+
+def check_encoder_fits(est, source: dict, family: str) -> None:
+    """Before a fit builds anything: the checkpoint's encoder tensors (names and shapes from its
+    safetensors header) fit the model the estimator will build, made here on the meta device, by
+    `load_encoder`'s own checks. A folder whose config.json asks for a larger model than its
+    weights (``from_pretrained`` takes the shape from it) fails here, not after the allocation."""
+    state = encoder_state(source, family, meta=True)
+    if state is None:  # (pytorch_model.bin: checked when loaded)
+        return
+    with torch.device("meta"):
+        module = est._build_module(source["vocab_size"], 1, source["pad_id"])
+    load_encoder(module, state)
 
 
 def load_encoder(module: torch.nn.Module, state: dict[str, torch.Tensor]) -> list[str]:
