@@ -810,6 +810,9 @@ def test_save_load_keeps_the_best_epoch_and_refuses_what_json_cannot_hold_before
     with pytest.raises(TypeError, match="cannot store ufunc in config.json"):
         odd.save(tmp_path / "bad")
     assert not (tmp_path / "bad").exists()  # nothing half-written
+    # a callable that makes torch tensors inside still fits: the constructor probe is built on the
+    # meta device, the activation's own tensors are not
+    GMNetRegressor(**{**TINY, "max_epochs": 1}, activation=lambda t: torch.tanh(torch.as_tensor(t)).numpy()).fit(X, y)
 
 
 def test_save_keeps_the_history_with_what_callbacks_record_and_the_text_of_what_json_cannot_hold(tmp_path):

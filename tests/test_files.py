@@ -60,8 +60,12 @@ def test_check_weights_fit_compares_names_shapes_and_dtypes_from_the_header(tmp_
     save_file(state, str(tmp_path / "ok.safetensors"))
     check_weights_fit(tmp_path / "ok.safetensors", make, n_layers=2)
     save_file({k: v.to(torch.int8) for k, v in state.items()}, str(tmp_path / "int8.safetensors"))
-    with pytest.raises(ValueError, match=r"dtypes: 0.bias is I8 where the model has torch.float32"):
+    with pytest.raises(ValueError, match=r"dtypes: 0.bias holds torch.int8 where the model has torch.float32"):
         check_weights_fit(tmp_path / "int8.safetensors", make)
+    # another precision of floating point loads (load_state_dict casts): a model saved under
+    # torch.set_default_dtype(torch.float64), or a float64 default while loading a float32 file
+    save_file({k: v.double() for k, v in state.items()}, str(tmp_path / "f64.safetensors"))
+    check_weights_fit(tmp_path / "f64.safetensors", make)
     save_file({**state, "0.weight": torch.zeros(5, 3)}, str(tmp_path / "shape.safetensors"))
     with pytest.raises(ValueError, match=r"shapes: 0.weight is \(5, 3\) where the model has \(4, 3\)"):
         check_weights_fit(tmp_path / "shape.safetensors", make)

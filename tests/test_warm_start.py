@@ -146,6 +146,10 @@ def test_shape_conflicts_and_bad_sources(pretrained, tmp_path):
         mp.setattr(GMNetRegressor, "_initialize_module", lambda *a, **k: pytest.fail("a model was built"))
         with pytest.raises(ValueError, match=r"pretrained weight encoder\.\S+ has shape \(16, "):
             GMNetRegressor.from_pretrained(larger, descriptors=False, fingerprint=False, **FIT).fit(X, y)
+    config["params"]["n_layers"] = 10**6  # (a million layers: hours to build even on meta)
+    (larger / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"asks for 1000000 layers, more than the \d+ tensors of"):
+        GMNetRegressor.from_pretrained(larger)
     # dropout may differ from pretraining
     GMNetRegressor.from_pretrained(pretrained["gmnet"], dropout=0.0, descriptors=False, fingerprint=False, **FIT).fit(X, y)
 

@@ -102,6 +102,7 @@ def read_source(pretrained, family: str) -> dict:
         if digest is not None and _vocab_file_digest(vocab) != digest:
             raise ValueError(f"pretrained={str(pretrained)!r}: {vocab} is not the vocabulary the encoder was pretrained "
                              f"with (its digest differs from config.json's {digest}): every token id would be another's")
+        _check_layers_against_weights(pretrained, path, config["params"])
         return {"path": str(path), "kind": "gmnet_sklearn", "params": dict(config["params"]),
                 "vocab_file": str(vocab), "vocab_size": config["vocab_size"], "pad_id": config["pad_id"]}
     if config.get("model_type") == "roberta":
@@ -117,7 +118,9 @@ def read_source(pretrained, family: str) -> dict:
         absent = [hf for hf in (*_HF_PARAMS, "vocab_size") if hf not in config]
         if absent:
             raise ValueError(f"pretrained={str(pretrained)!r}: {config_file} lacks {absent}")
-        return {"path": str(path), "kind": "huggingface", "params": {ours: config[hf] for hf, ours in _HF_PARAMS.items()},
+        params = {ours: config[hf] for hf, ours in _HF_PARAMS.items()}
+        _check_layers_against_weights(pretrained, path, params)
+        return {"path": str(path), "kind": "huggingface", "params": params,
                 "vocab_file": str(vocab) if vocab.is_file() else None, "vocab_size": config["vocab_size"],
                 "pad_id": config.get("pad_token_id", 1)}
     if config.get("format") == "gmnet_sklearn.v1":  # a fitted estimator, saved by est.save
@@ -126,6 +129,19 @@ def read_source(pretrained, family: str) -> dict:
                          "folder written by gmnet_sklearn.pretrain")
     raise ValueError(f"pretrained={str(pretrained)!r}: {config_file} is neither a gmnet_sklearn pretrained model nor a "
                      "Hugging Face RoBERTa config")
+
+
+def _check_layers_against_weights(pretrained, path: Path, params: dict) -> None:
+    """A config.json asking for more layers than its model.safetensors has tensors is not these
+    weights' (refused from the header at once: building a million layers, even on the meta
+    device as `check_encoder_fits` does, would take hours)."""
+    file = path / "model.safetensors"
+    n_layers = params.get("n_layers")
+    if isinstance(n_layers, int) and not isinstance(n_layers, bool) and file.is_file():
+        n_tensors = len(safetensors_shapes(file))
+        if n_layers > n_tensors:
+            raise ValueError(f"pretrained={str(pretrained)!r}: {path / 'config.json'} asks for {n_layers} layers, more "
+                             f"than the {n_tensors} tensors of {file}: it is not these weights' config")
 
 
 #: The files of a checkpoint folder a warm start reads (the rest, e.g. a pretraining run's
@@ -222,7 +238,7 @@ def encoder_state(source: dict, family: str, meta: bool = False) -> dict[str, to
     def safetensors_state(file):
         if not meta:
             return read_safetensors(file)
-        return {name: torch.empty(shape, dtype=_TORCH_DTYPES.get(dtype, torch.float32), device="meta")
+        return {name: torch.empty(shape, dtype=dtype or torch.float32, device="meta")
                 for name, (shape, dtype) in safetensors_shapes(file, dtypes=True).items()}
 
     if source["kind"] == "gmnet_sklearn":
@@ -245,12 +261,6 @@ def encoder_state(source: dict, family: str, meta: bool = False) -> dict[str, to
         if new is not None and not new.startswith("head."):
             out[new] = value
     return out
-
-
-#: torch's dtypes by safetensors' names (the header's)
-_TORCH_DTYPES = {"F32": torch.float32, "F64": torch.float64, "F16": torch.float16, "BF16": torch.bfloat16,
-                 "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
-                 "BOOL": torch.bool}
 
 
 def check_encoder_fits(est, source: dict, family: str) -> None:

@@ -350,7 +350,8 @@ def funk_hecke(sigma: Activation, k: int, L: int, n_quad: int = 512) -> np.ndarr
     nodes, weights = special.roots_jacobi(n_quad, a, a)
     P = gegenbauer_normalised(L, k, nodes)  # (n_quad, L+1)
     try:
-        values = np.asarray(f(nodes), dtype=np.float64)
+        with torch.device("cpu"):  # (a callable's own torch tensors are real even while a model is built on meta)
+            values = np.asarray(f(nodes), dtype=np.float64)
     except Exception as exc:
         if not callable(sigma):
             raise

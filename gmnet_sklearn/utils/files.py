@@ -83,9 +83,14 @@ def read_json(path):
         raise unreadable(path, exc) from exc
 
 
+#: torch's dtypes by the names safetensors' headers give them
+_SAFETENSORS_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
+                       "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool"}
+
+
 def safetensors_shapes(path, dtypes: bool = False) -> dict[str, tuple]:
-    """A safetensors file's tensor names and shapes (with ``dtypes``, (shape, safetensors' dtype
-    name such as "F32") pairs), from its header: the tensors are not read."""
+    """A safetensors file's tensor names and shapes (with ``dtypes``, (shape, torch dtype) pairs;
+    None for a dtype torch has no name for here), from its header: the tensors are not read."""
     import safetensors
     from safetensors import safe_open
 
@@ -94,19 +99,20 @@ def safetensors_shapes(path, dtypes: bool = False) -> dict[str, tuple]:
     try:
         with safe_open(str(path), framework="pt") as fh:
             slices = {name: fh.get_slice(name) for name in fh.keys()}
-            return {name: (tuple(s.get_shape()), s.get_dtype()) if dtypes else tuple(s.get_shape())
-                    for name, s in slices.items()}
+            shapes = {name: tuple(s.get_shape()) for name, s in slices.items()}
+            if not dtypes:
+                return shapes
+            import torch
+
+            named = {name: _SAFETENSORS_DTYPES.get(s.get_dtype()) for name, s in slices.items()}
+            return {name: (shapes[name], getattr(torch, named[name]) if named[name] else None) for name in slices}
     except errors as exc:
         raise unreadable(path, exc) from exc
 
 
-#: safetensors' names of the dtypes a model's state holds
-_SAFETENSORS_DTYPES = {"float32": "F32", "float64": "F64", "float16": "F16", "bfloat16": "BF16", "int64": "I64",
-                       "int32": "I32", "int16": "I16", "int8": "I8", "uint8": "U8", "bool": "BOOL"}
-
-
 def check_weights_fit(path, make_module, skip_tied: bool = False, n_layers: int | None = None) -> None:
-    """Refuse the safetensors file ``path`` unless it holds the state (names, shapes and dtypes)
+    """Refuse the safetensors file ``path`` unless it holds the state (names, shapes and kinds of
+    dtype: floating point, integer, bool; the precision may differ, as ``load_state_dict`` casts)
     of the module ``make_module()`` builds (with ``skip_tied``, less the tied copies named in its
     ``tied_keys``, which a pretrained folder does not store), before the module's tensors take any
     memory: it is built on torch's meta device and compared with the file's header. So a
@@ -128,8 +134,8 @@ def check_weights_fit(path, make_module, skip_tied: bool = False, n_layers: int 
     want = {name: tuple(t.shape) for name, t in state.items()}
     types = {name: dtype for name, (_, dtype) in have.items()}
     have = {name: shape for name, (shape, _) in have.items()}
-    dtypes = [f"{name} is {types[name]} where the model has {t.dtype}" for name, t in sorted(state.items())
-              if name in types and _SAFETENSORS_DTYPES.get(str(t.dtype).removeprefix("torch."), types[name]) != types[name]]
+    dtypes = [f"{name} holds {types[name]} where the model has {t.dtype}" for name, t in sorted(state.items())
+              if name in types and _dtype_kind(types[name]) != _dtype_kind(t.dtype)]
     if have == want and not dtypes:
         return
     missing = sorted(set(want) - set(have))
@@ -141,6 +147,14 @@ def check_weights_fit(path, make_module, skip_tied: bool = False, n_layers: int 
                                  for what, items in (("missing", missing), ("unexpected", unexpected), ("shapes", shapes),
                                                      ("dtypes", dtypes))
                                  if items))
+
+
+def _dtype_kind(dtype) -> str | None:
+    import torch
+
+    if dtype is None:
+        return None
+    return "bool" if dtype == torch.bool else "floating" if dtype.is_floating_point else "integer"
 
 
 def read_safetensors(path, device: str = "cpu") -> dict:
