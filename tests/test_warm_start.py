@@ -148,7 +148,7 @@ def test_shape_conflicts_and_bad_sources(pretrained, tmp_path):
             GMNetRegressor.from_pretrained(larger, descriptors=False, fingerprint=False, **FIT).fit(X, y)
     config["params"]["n_layers"] = 10**6  # (a million layers: hours to build even on meta)
     (larger / "config.json").write_text(json.dumps(config))
-    with pytest.raises(ValueError, match=r"asks for 1000000 layers, more than the \d+ tensors of"):
+    with pytest.raises(ValueError, match=r"asks for 1000000 layers, more than the \d+ tensors of its weights"):
         GMNetRegressor.from_pretrained(larger)
     # dropout may differ from pretraining
     GMNetRegressor.from_pretrained(pretrained["gmnet"], dropout=0.0, descriptors=False, fingerprint=False, **FIT).fit(X, y)
@@ -279,6 +279,17 @@ def test_chemberta_from_hugging_face_roberta_for_masked_lm(tmp_path):
     with pytest.raises(ValueError, match="brings its own vocabulary and vocab_file=.*other.txt"):
         ChemBERTaRegressor.from_pretrained(tmp_path / "hf", vocab_file=str(tmp_path / "other.txt"), **FIT).fit(X, y)
     ChemBERTaRegressor.from_pretrained(tmp_path / "hf", vocab_file=str(vocab), **FIT).fit(X, y)  # the same one: fine
+    # the older pytorch_model.bin format warm-starts too, its shapes checked before anything is built
+    # (memory-mapped, not read): a config asking for a wider model than the file is refused there
+    hf.save_pretrained(tmp_path / "hf_bin", safe_serialization=False)
+    assert not (tmp_path / "hf_bin" / "model.safetensors").exists()
+    ChemBERTaRegressor.from_pretrained(tmp_path / "hf_bin", vocab_file=str(vocab), **FIT).fit(X, y)
+    hf_config = json.loads((tmp_path / "hf_bin" / "config.json").read_text())
+    (tmp_path / "hf_bin" / "config.json").write_text(json.dumps({**hf_config, "hidden_size": 64}))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ChemBERTaRegressor, "_initialize_module", lambda *a, **k: pytest.fail("a model was built"))
+        with pytest.raises(ValueError, match=r"pretrained weight \S+ has shape \(\d+, 16\), the model \(\d+, 64\)"):
+            ChemBERTaRegressor.from_pretrained(tmp_path / "hf_bin", vocab_file=str(vocab), **FIT).fit(X, y)
     # a Hugging Face config without a shape key is named with its file, not a bare KeyError
     from gmnet_sklearn.estimators.warm_start import read_source
 

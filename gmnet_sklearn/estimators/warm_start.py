@@ -132,16 +132,15 @@ def read_source(pretrained, family: str) -> dict:
 
 
 def _check_layers_against_weights(pretrained, path: Path, params: dict) -> None:
-    """A config.json asking for more layers than its model.safetensors has tensors is not these
-    weights' (refused from the header at once: building a million layers, even on the meta
-    device as `check_encoder_fits` does, would take hours)."""
-    file = path / "model.safetensors"
+    """A config.json asking for more layers than its weights file has tensors is not these
+    weights' (refused at once, without reading the weights: building a million layers, even on
+    the meta device as `check_encoder_fits` does, would take hours)."""
     n_layers = params.get("n_layers")
-    if isinstance(n_layers, int) and not isinstance(n_layers, bool) and file.is_file():
-        n_tensors = len(safetensors_shapes(file))
-        if n_layers > n_tensors:
+    if isinstance(n_layers, int) and not isinstance(n_layers, bool):
+        shapes = _weight_shapes(path)
+        if shapes is not None and n_layers > len(shapes):
             raise ValueError(f"pretrained={str(pretrained)!r}: {path / 'config.json'} asks for {n_layers} layers, more "
-                             f"than the {n_tensors} tensors of {file}: it is not these weights' config")
+                             f"than the {len(shapes)} tensors of its weights: it is not these weights' config")
 
 
 #: The files of a checkpoint folder a warm start reads (the rest, e.g. a pretraining run's
@@ -229,28 +228,42 @@ def tokenizer_for(est, source: dict):
     return tokenizer
 
 
+def _weight_shapes(path: Path) -> dict[str, tuple] | None:
+    """(shape, dtype) of each tensor of a checkpoint folder's weights, without reading them: the
+    safetensors header, or a pytorch_model.bin memory-mapped (None for one torch cannot map: a
+    file in the legacy format, checked when it is loaded)."""
+    if (path / "model.safetensors").is_file():
+        return safetensors_shapes(path / "model.safetensors", dtypes=True)
+    if (path / "pytorch_model.bin").is_file():
+        try:  # (weights_only: no code runs; mmap: the tensors' bytes are not read)
+            raw = torch.load(path / "pytorch_model.bin", map_location="cpu", weights_only=True, mmap=True)
+        except Exception:
+            return None
+        return {name: (tuple(t.shape), t.dtype) for name, t in raw.items() if isinstance(t, torch.Tensor)}
+    return None
+
+
 def encoder_state(source: dict, family: str, meta: bool = False) -> dict[str, torch.Tensor] | None:
     """The checkpoint's encoder weights, named as in the estimator's property model; with
-    ``meta``, tensors of their shapes and dtypes on the meta device, from the safetensors header
-    (None for a folder with pytorch_model.bin only: its shapes are not known without reading it)."""
+    ``meta``, tensors of their shapes and dtypes on the meta device, read without the weights
+    (`_weight_shapes`; None where they cannot be)."""
     path = Path(source["path"])
-
-    def safetensors_state(file):
-        if not meta:
-            return read_safetensors(file)
-        return {name: torch.empty(shape, dtype=dtype or torch.float32, device="meta")
-                for name, (shape, dtype) in safetensors_shapes(file, dtypes=True).items()}
-
+    if meta:
+        shapes = _weight_shapes(path)
+        if shapes is None:
+            return None
+        raw = {name: torch.empty(shape, dtype=dtype or torch.float32, device="meta")
+               for name, (shape, dtype) in shapes.items()}
     if source["kind"] == "gmnet_sklearn":
-        state = safetensors_state(path / "model.safetensors")
+        state = raw if meta else read_safetensors(path / "model.safetensors")
         enc = {k[len("encoder."):]: v for k, v in state.items() if k.startswith("encoder.")}
         return {f"encoder.{k}": v for k, v in enc.items()} if family == "gmnet" else enc
     from ..baselines.chemberta import hf_to_chemberta_key
 
-    if (path / "model.safetensors").is_file():
-        raw = safetensors_state(path / "model.safetensors")
-    elif meta:
-        return None
+    if meta:
+        pass
+    elif (path / "model.safetensors").is_file():
+        raw = read_safetensors(path / "model.safetensors")
     elif (path / "pytorch_model.bin").is_file():
         raw = torch.load(path / "pytorch_model.bin", map_location="cpu", weights_only=True)
     else:
@@ -264,12 +277,12 @@ def encoder_state(source: dict, family: str, meta: bool = False) -> dict[str, to
 
 
 def check_encoder_fits(est, source: dict, family: str) -> None:
-    """Before a fit builds anything: the checkpoint's encoder tensors (names and shapes from its
-    safetensors header) fit the model the estimator will build, made here on the meta device, by
+    """Before a fit builds anything: the checkpoint's encoder tensors (names and shapes, read
+    without the weights: `_weight_shapes`) fit the model the estimator will build, made here on the meta device, by
     `load_encoder`'s own checks. A folder whose config.json asks for a larger model than its
     weights (``from_pretrained`` takes the shape from it) fails here, not after the allocation."""
     state = encoder_state(source, family, meta=True)
-    if state is None:  # (pytorch_model.bin: checked when loaded)
+    if state is None:  # (a legacy-format pytorch_model.bin: checked when loaded)
         return
     with torch.device("meta"):
         module = est._build_module(source["vocab_size"], 1, source["pad_id"])
