@@ -136,11 +136,13 @@ class LaunchSpy:
         for name in ("_bwd_query_kernel", "_bwd_key_kernel"):
             monkeypatch.setattr(kernels, name, self._wrap(name, getattr(kernels, name)))
 
-    def _wrap(spy, name, kernel):
-        class Indexed:
+    def _wrap(self, name, kernel):
+        launches = self.launches
+
+        class Indexed:  # kernel[grid](...), recorded
             def __getitem__(self, grid):
                 def launch(*args, **meta):
-                    spy.launches.append((name, meta["BM"], meta["BN"], meta.get("WITH_QUERIES")))
+                    launches.append((name, meta["BM"], meta["BN"], meta.get("WITH_QUERIES")))
                     return kernel[grid](*args, **meta)
                 return launch
         return Indexed()

@@ -235,8 +235,9 @@ class SavedModelMixin:
                 arrays["kept"].numpy(), arrays["quantiles"].numpy(), arrays["references"].numpy(),
                 names=json.loads(meta["names"]) if "names" in meta else None,
                 rdkit_version=meta.get("rdkit_version"), source=str(file))
-        for i in range(est.n_estimators):  # every member's file, before any member is built
-            check_weights_fit(path / _weights_file(i), est._make_module, n_layers=est.n_layers)
+        # every member's file, before any member is built
+        check_weights_fit([path / _weights_file(i) for i in range(est.n_estimators)], est._make_module,
+                          n_layers=est.n_layers)
         est.nets_ = []
         with torch.random.fork_rng(devices=[]):  # the modules' random initial weights, replaced: the caller's stream kept
             for i in range(est.n_estimators):

@@ -254,20 +254,17 @@ def encoder_state(source: dict, family: str, meta: bool = False) -> dict[str, to
             return None
         raw = {name: torch.empty(shape, dtype=dtype or torch.float32, device="meta")
                for name, (shape, dtype) in shapes.items()}
-    if source["kind"] == "gmnet_sklearn":
-        state = raw if meta else read_safetensors(path / "model.safetensors")
-        enc = {k[len("encoder."):]: v for k, v in state.items() if k.startswith("encoder.")}
-        return {f"encoder.{k}": v for k, v in enc.items()} if family == "gmnet" else enc
-    from ..baselines.chemberta import hf_to_chemberta_key
-
-    if meta:
-        pass
-    elif (path / "model.safetensors").is_file():
+    elif (path / "model.safetensors").is_file() or source["kind"] == "gmnet_sklearn":
         raw = read_safetensors(path / "model.safetensors")
     elif (path / "pytorch_model.bin").is_file():
         raw = torch.load(path / "pytorch_model.bin", map_location="cpu", weights_only=True)
     else:
         raise FileNotFoundError(f"{path}: neither model.safetensors nor pytorch_model.bin")
+    if source["kind"] == "gmnet_sklearn":
+        enc = {k[len("encoder."):]: v for k, v in raw.items() if k.startswith("encoder.")}
+        return {f"encoder.{k}": v for k, v in enc.items()} if family == "gmnet" else enc
+    from ..baselines.chemberta import hf_to_chemberta_key
+
     out = {}
     for key, value in raw.items():
         new = hf_to_chemberta_key(key)

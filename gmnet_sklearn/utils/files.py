@@ -110,8 +110,9 @@ def safetensors_shapes(path, dtypes: bool = False) -> dict[str, tuple]:
         raise unreadable(path, exc) from exc
 
 
-def check_weights_fit(path, make_module, skip_tied: bool = False, n_layers: int | None = None) -> None:
-    """Refuse the safetensors file ``path`` unless it holds the state (names, shapes and kinds of
+def check_weights_fit(paths, make_module, skip_tied: bool = False, n_layers: int | None = None) -> None:
+    """Refuse the safetensors file ``paths`` (one, or several of one architecture: an ensemble's
+    members, against one meta build) unless each holds the state (names, shapes and kinds of
     dtype: floating point, integer, bool; the precision may differ, as ``load_state_dict`` casts)
     of the module ``make_module()`` builds (with ``skip_tied``, less the tied copies named in its
     ``tied_keys``, which a pretrained folder does not store), before the module's tensors take any
@@ -123,14 +124,22 @@ def check_weights_fit(path, make_module, skip_tied: bool = False, n_layers: int 
     grow with k and L, is not bounded by the file.)"""
     import torch
 
-    have = safetensors_shapes(path, dtypes=True)
-    if isinstance(n_layers, int) and n_layers > len(have):
-        raise ValueError(f"{path} does not hold the weights of the model its config.json describes: "
-                         f"{n_layers} layers, more than the file's {len(have)} tensors")
+    headers = {}
+    for path in [paths] if isinstance(paths, (str, os.PathLike)) else paths:
+        headers[path] = safetensors_shapes(path, dtypes=True)
+        if isinstance(n_layers, int) and n_layers > len(headers[path]):
+            raise ValueError(f"{path} does not hold the weights of the model its config.json describes: "
+                             f"{n_layers} layers, more than the file's {len(headers[path])} tensors")
     with torch.device("meta"):
         module = make_module()
     skip = set(getattr(module, "tied_keys", {})) if skip_tied else set()
     state = {name: t for name, t in module.state_dict().items() if name not in skip}
+    for path, header in headers.items():
+        _compare_weights(path, header, state)
+
+
+def _compare_weights(path, have: dict, state: dict) -> None:
+    """``check_weights_fit``'s comparison of one file's header with the meta-built state."""
     want = {name: tuple(t.shape) for name, t in state.items()}
     types = {name: dtype for name, (_, dtype) in have.items()}
     have = {name: shape for name, (shape, _) in have.items()}

@@ -16,12 +16,16 @@ __all__ = ["triton_available", "interpret_mode", "dot_precision", "module_settin
 
 
 @contextmanager
-def module_settings(namespace: dict, known: tuple, settings: dict):
+def module_settings(namespace: dict, known: tuple, settings: dict, check=None):
     """A kernel module's settings (names in ``known``, globals in ``namespace``, read at each
-    launch) set to ``settings`` for a block, restored after: the kernels' `tiles` contexts."""
+    launch) set to ``settings`` for a block, restored after: the kernels' `tiles` contexts.
+    ``check(name, value)`` refuses a bad value (after unknown names are refused)."""
     unknown = set(settings) - set(known)
     if unknown:
         raise ValueError(f"unknown tile settings {sorted(unknown)}; known: {known}")
+    if check is not None:
+        for name, value in settings.items():
+            check(name, value)
     before = {name: namespace[name] for name in settings}
     namespace.update(settings)
     try:

@@ -407,20 +407,20 @@ TILE_RULES = {
 @contextmanager
 def tiles(**settings):
     """Kernels launched inside use these tile settings (names in TILE_SETTINGS)."""
-    unknown = sorted(set(settings) - set(TILE_SETTINGS))
-    if unknown:  # (named first, as module_settings names them)
-        raise ValueError(f"unknown tile settings {unknown}; known: {TILE_SETTINGS}")
-    for name, value in settings.items():  # refused here, not when Triton compiles on the GPU
-        if name in ("QUERY_BLOCK", "BLOCK"):
-            _check_block(name, value)
-        elif name == "ONE_KEY_BLOCK_MAX" and not (_is_int(value) and value >= 0):
-            raise ValueError(f"ONE_KEY_BLOCK_MAX must be an int >= 0, got {value!r}")
-        elif name == "NUM_WARPS" and not (value is None or (_is_int(value) and value in (1, 2, 4, 8, 16, 32))):
-            raise ValueError(f"NUM_WARPS must be None or a power of two up to 32, got {value!r}")
-        elif name == "FUSE_QUERIES" and not isinstance(value, bool):
-            raise ValueError(f"FUSE_QUERIES must be True or False, got {value!r}")
-    with module_settings(globals(), TILE_SETTINGS, settings):
+    with module_settings(globals(), TILE_SETTINGS, settings, _check_tile_setting):
         yield
+
+
+def _check_tile_setting(name: str, value) -> None:
+    """Refused here, not when Triton compiles on the GPU."""
+    if name in ("QUERY_BLOCK", "BLOCK"):
+        _check_block(name, value)
+    elif name == "ONE_KEY_BLOCK_MAX" and not (_is_int(value) and value >= 0):
+        raise ValueError(f"ONE_KEY_BLOCK_MAX must be an int >= 0, got {value!r}")
+    elif name == "NUM_WARPS" and not (value is None or (_is_int(value) and value in (1, 2, 4, 8, 16, 32))):
+        raise ValueError(f"NUM_WARPS must be None or a power of two up to 32, got {value!r}")
+    elif name == "FUSE_QUERIES" and not isinstance(value, bool):
+        raise ValueError(f"FUSE_QUERIES must be True or False, got {value!r}")
 
 
 def _is_int(value) -> bool:
