@@ -89,6 +89,79 @@ def test_early_stopping_restores_the_best_epoch():
     assert masked_rmse(Yv, est.predict(Xv)) == pytest.approx(curve[best - 1], rel=1e-5)
 
 
+def _epoch_weights(est, Xt, Yt, Xv, Yv):
+    """Every epoch's weights of a fit, kept by a callback after the library's own."""
+    from skorch.callbacks import Callback
+
+    class Keep(Callback):
+        def initialize(self):
+            self.states = []
+            return self
+
+        def on_epoch_end(self, net, **kwargs):
+            self.states.append({k: v.detach().clone() for k, v in net.module_.state_dict().items()})
+
+    keep = Keep()
+    est.set_params(callbacks=[keep]).fit(Xt, Yt, X_valid=Xv, y_valid=Yv)
+    return keep.states
+
+
+def test_average_epochs_loads_the_mean_of_the_best_epochs_weights():
+    Xv, Yv = X[:12], Y[:12]
+    params = {**TINY, "max_epochs": 6, "lr": 3e-3}
+    best = GMNetRegressor(**params).fit(X[12:], Y[12:], X_valid=Xv, y_valid=Yv)
+    states = _epoch_weights(GMNetRegressor(**params, average_epochs=3), X[12:], Y[12:], Xv, Yv)
+    est = GMNetRegressor(**params, average_epochs=3).fit(X[12:], Y[12:], X_valid=Xv, y_valid=Yv)
+    curve = list(est.history_[:, "valid_rmse"])
+    assert curve == list(best.history_[:, "valid_rmse"])  # averaging changes no epoch of training
+    top = sorted(range(6), key=lambda i: (curve[i], i))[:3]
+    assert est.history_[-1, "averaged_epochs"] == [i + 1 for i in top]
+    assert est.best_epoch_ == top[0] + 1 == best.best_epoch_
+    got = est.net_.module_.state_dict()
+    for name, t in got.items():
+        want = torch.stack([states[i][name] for i in top]).mean(0) if t.is_floating_point() else states[top[0]][name]
+        torch.testing.assert_close(t, want, rtol=1e-6, atol=1e-7)
+    assert not np.allclose(est.predict(Xv), best.predict(Xv))
+    # with one epoch to average it is the best epoch restored
+    one = GMNetRegressor(**params, average_epochs=1).fit(X[12:], Y[12:], X_valid=Xv, y_valid=Yv)
+    np.testing.assert_array_equal(one.predict(Xv), best.predict(Xv))
+
+
+def test_average_epochs_skips_epochs_without_a_finite_metric_and_warns_without_validation():
+    from gmnet_sklearn.estimators.epoch_average import AverageBestEpochs
+    from skorch.history import History
+
+    net = type("Net", (), {})()
+    net.history = History()
+    for epoch, score in enumerate([0.5, float("nan"), 0.4, None, 0.4, 0.9], start=1):
+        net.history.new_epoch()
+        net.history.record("epoch", epoch)
+        if score is not None:
+            net.history.record("valid_rmse", score)
+    assert AverageBestEpochs("valid_rmse", 3, True, "unused").kept_epochs(net) == [3, 5, 1]  # ties: earlier first
+    assert AverageBestEpochs("valid_roc_auc", 2, False, "unused").kept_epochs(net) == []
+    net.history.record("valid_roc_auc", 0.7)
+    assert AverageBestEpochs("valid_roc_auc", 2, False, "unused").kept_epochs(net) == [6]
+    with pytest.warns(UserWarning, match="average_epochs=2 .* no validation data"):
+        est = GMNetRegressor(**TINY, average_epochs=2, valid_split=None).fit(X, Y)
+    assert "averaged_epochs" not in est.history_[-1]
+
+
+def test_average_epochs_fit_resumes_exactly(tmp_path):
+    """A TrainingSnapshot carries the kept epochs' weights: the resumed fit averages the same."""
+    from .test_training_snapshot import KillAtEpoch, Killed, _assert_same_fit
+
+    params = {**TINY, "max_epochs": 6, "lr": 3e-3, "average_epochs": 3}
+    full = GMNetRegressor(**params).fit(X, Y)
+    with pytest.raises(Killed):
+        GMNetRegressor(**params, callbacks=[TrainingSnapshot(tmp_path), KillAtEpoch(5)]).fit(X, Y)
+    resumed = GMNetRegressor(**params, callbacks=[TrainingSnapshot(tmp_path)]).fit(X, Y)
+    assert resumed.resume_info_["resumed_from_epoch"] == 4
+    assert resumed.history_[-1, "averaged_epochs"] == full.history_[-1, "averaged_epochs"]
+    assert any(e <= 4 for e in full.history_[-1, "averaged_epochs"])  # an epoch from before the kill is averaged
+    _assert_same_fit(resumed, full, X[:20])
+
+
 def test_early_stopping_replayed_from_a_full_run_is_the_early_stopped_run():
     """benchmarks.patience_replay reads what a patience would have done off a run without one:
     that holds only if stopping leaves the epochs before it (schedule included) unchanged."""
@@ -269,6 +342,7 @@ def test_fingerprint_fuses_log_morgan_counts_after_the_descriptors(tmp_path):
     {"n_estimators": 2, "tta": 1, "descriptors": True, "augment": 1, "patience": 2},
     {"fingerprint": True, "descriptors": False, "tta": 1},
     {"optimizer": "adam", "lr_schedule": "linear", "warmup": 0.0, "weight_decay": 0.0},
+    {"average_epochs": 2},
 ])
 def test_clone_gridsearch_joblib_and_save_keep_every_new_parameter(params, tmp_path):
     est = GMNetRegressor(**{**TINY, **params})
@@ -291,7 +365,8 @@ def test_clone_gridsearch_joblib_and_save_keep_every_new_parameter(params, tmp_p
 @pytest.mark.parametrize("name,value", [("optimizer", "sgd"), ("lr_schedule", "step"), ("warmup", 1.0),
                                         ("weight_decay", -1), ("patience", 0), ("n_estimators", 0),
                                         ("augment", -1), ("tta", 1.5), ("descriptors", "yes"),
-                                        ("fingerprint", 1), ("forest", "yes")])
+                                        ("fingerprint", 1), ("forest", "yes"), ("average_epochs", 0),
+                                        ("average_epochs", 1.5)])
 def test_bad_recipe_parameters_are_named(name, value):
     with pytest.raises(ValueError, match=name):
         GMNetRegressor(**{**TINY, name: value}).fit(X, Y)

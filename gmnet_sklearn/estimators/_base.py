@@ -40,6 +40,7 @@ from ..utils.validation import check_smiles_input  # the package's one SMILES co
 from ._invalid import skip_invalid_rows
 from ..utils.targets import check_target, missing_labels, warn_missing_targets
 from .data import BucketedLoader, EncodedSmilesDataset, inference_loader, sequential_loader
+from .epoch_average import AverageBestEpochs
 from .fusion import DescriptorFusion
 from .net import SmilesNet
 from .schedule import SCHEDULES, WarmupDecay
@@ -53,7 +54,7 @@ OPTIMIZERS = ("adamw", "adam")
 #: Parameters added after training snapshots were first written, with the default at which a
 #: snapshot's fingerprint leaves them out (so snapshots from before they existed still resume).
 _ADDED_PARAMETER_DEFAULTS = {"pretrained": None, "precision": "float32", "freeze_encoder_epochs": 0,
-                             "layer_lr_decay": 1.0, "normalize_y": True}
+                             "layer_lr_decay": 1.0, "normalize_y": True, "average_epochs": 1}
 
 #: scikit-learn parameter constraints of everything but the architecture, shared by both model
 #: families (``sklearn.utils._param_validation``; a new parameter is one entry here).
@@ -75,6 +76,7 @@ TRAINING_PARAMETER_CONSTRAINTS = {
     "pretrained": [str, os.PathLike, None],  # a pretrain folder, a Hugging Face RoBERTa folder or a NAMED one
     "freeze_encoder_epochs": [Interval(numbers.Integral, 0, None, closed="left")],  # LP-FT with `pretrained`
     "layer_lr_decay": [Interval(numbers.Real, 0, 1, closed="right")],  # layer-wise lr decay with `pretrained`
+    "average_epochs": [Interval(numbers.Integral, 1, None, closed="left")],  # the best epochs' weights averaged
     "dropout": [Interval(numbers.Real, 0, 1, closed="left")],
     "valid_split": [StrOptions({s for s in VALID_SPLITS if s is not None}), None],
     "valid_size": [Interval(numbers.Real, 0, 1, closed="neither")],
@@ -689,10 +691,15 @@ class SmilesNetBase(SavedModelMixin, BaseEstimator):
         callbacks = [cb for cb in (self.callbacks or []) if _snapshot_in(cb) is None]
         if valid_set is not None:
             callbacks += self._selection_callbacks(valid_set)
-        elif self.patience is not None:
-            warnings.warn(f"patience={self.patience} stops on the validation metric, and this fit has no validation "
-                          "data (valid_split=None, or nothing to split off): every epoch runs", UserWarning,
-                          stacklevel=_caller_stacklevel())
+        else:
+            if self.patience is not None:
+                warnings.warn(f"patience={self.patience} stops on the validation metric, and this fit has no "
+                              "validation data (valid_split=None, or nothing to split off): every epoch runs",
+                              UserWarning, stacklevel=_caller_stacklevel())
+            if self.average_epochs > 1:
+                warnings.warn(f"average_epochs={self.average_epochs} averages the epochs with the best validation "
+                              "metric, and this fit has no validation data (valid_split=None, or nothing to split "
+                              "off): the last epoch's weights are kept", UserWarning, stacklevel=_caller_stacklevel())
         if self.freeze_encoder_epochs:
             from .warm_start import encoder_freeze_callbacks
 
@@ -828,10 +835,13 @@ class SmilesNetBase(SavedModelMixin, BaseEstimator):
         stopping = [] if self.patience is None else [
             EarlyStopping(monitor=name, patience=self.patience, threshold=0.0, threshold_mode="abs",
                           lower_is_better=lower, sink=print if self.verbose else _quiet)]
+        # the average, when asked for, replaces the best epoch's weights RestoreBest loads first
+        averaging = [] if self.average_epochs == 1 else [
+            AverageBestEpochs(monitor=name, k=self.average_epochs, lower_is_better=lower, dirname=self._checkpoint_dir)]
         return scoring + [
             RestoreBest(monitor=f"{name}_best", f_params="best.pt", f_optimizer=None, f_criterion=None,
                         f_history=None, dirname=self._checkpoint_dir, load_best=True),
-        ] + stopping
+        ] + averaging + stopping
 
     # ---- predict ----------------------------------------------------------------------------
     def _member_outputs(self, X, features: np.ndarray | None = None,

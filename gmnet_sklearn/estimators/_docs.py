@@ -131,12 +131,19 @@ layer_lr_decay : float in (0, 1], default=1.0
     embeddings at ``lr * layer_lr_decay ** (n_layers + 1)``, so the most general pretrained
     features move least. 1.0: one learning rate. A value below 1 without ``pretrained`` raises
     ``ValueError``.
+average_epochs : int, default=1
+    The weights of this many epochs with the best validation metric are averaged (uniformly,
+    each network's parameters; a "soup" of epochs) at the end of training, and the forest's
+    weight in the blend is chosen for that average. 1: the best epoch's weights are restored.
+    The epochs averaged are in ``history_``'s last row (``averaged_epochs``); fewer are
+    averaged where fewer epochs have a finite metric. A fit without validation data keeps the
+    last epoch, with a warning.
 """
 
 
 def training_parameters_doc(n_estimators_doc: str, max_length_doc: str, pretrained_doc: str) -> str:
     """The training parameters' numpydoc entries in signature order, ``optimizer`` to
-    ``layer_lr_decay``, with the task's ``n_estimators`` entry and the family's ``max_length``
+    ``average_epochs``, with the task's ``n_estimators`` entry and the family's ``max_length``
     and ``pretrained`` entries in their places."""
     return (OPTIMISATION_PARAMETERS_DOC + n_estimators_doc + DATA_PARAMETERS_DOC + max_length_doc
             + INPUT_PARAMETERS_DOC + pretrained_doc + RUNTIME_PARAMETERS_DOC)

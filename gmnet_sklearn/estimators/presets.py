@@ -25,7 +25,7 @@ from ..utils.frozen import FrozenDict
 PAPER_TRAINING = FrozenDict(dict(
     optimizer="adam", lr=3e-5, weight_decay=0.0, warmup=0.0, lr_schedule="constant", batch_size=32,
     max_epochs=100, patience=None, n_estimators=1, augment=0, tta=0, descriptors=False, fingerprint=False,
-    forest=False, bucket_by_length=False,
+    forest=False, bucket_by_length=False, average_epochs=1,
 ))
 
 #: The ChemBERTa-10M-MLM shape both arms of the paper share.

@@ -10,7 +10,8 @@ and ends exactly as the uninterrupted fit would have.
 skorch's own ``Checkpoint`` + ``LoadInitState`` restores weights, optimizer and history but then
 trains ``max_epochs`` *more* epochs and restarts the random streams. Here a snapshot holds
 everything the rest of the fit depends on: weights, Adam state, history (losses, validation
-metric, best-epoch flags), the best weights so far (for ``Checkpoint(load_best=True)``), the
+metric, best-epoch flags), the best weights so far (for ``Checkpoint(load_best=True)``; with
+``average_epochs``, those of every epoch kept for the average), the
 scorers' best scores and early stopping's count, torch's global random state (dropout) and the training loader's shuffling
 state. On CPU with the same thread count the resumed fit is bit-identical to the uninterrupted one
 (tests/test_training_snapshot.py).
@@ -44,6 +45,7 @@ import torch
 from skorch.callbacks import Callback, EarlyStopping
 
 from ..utils.files import write_atomic
+from .epoch_average import EPOCH_FILE
 from ..utils.rng import set_cuda_rng_states
 from ..utils.stacklevel import _caller_stacklevel
 
@@ -193,6 +195,9 @@ class TrainingSnapshot(Callback):
                 setattr(cb, attr, value)
         if state["best_params"] is not None and self.checkpoint_dir_ is not None:
             write_atomic(Path(self.checkpoint_dir_) / "best.pt", state["best_params"])
+        for name, data in (state.get("epoch_params") or {}).items():  # AverageBestEpochs' (snapshots before: none)
+            if self.checkpoint_dir_ is not None and EPOCH_FILE.fullmatch(name):  # (a file name, nothing else)
+                write_atomic(Path(self.checkpoint_dir_) / name, data)
         torch.set_rng_state(state["torch_rng"])
         set_cuda_rng_states(state.get("cuda_rng"))  # (a host with fewer GPUs too)
         self.loader_.resume_state = state["loader_rng"]
@@ -222,9 +227,11 @@ class TrainingSnapshot(Callback):
             self._write(net, stopped_early=True)
 
     def _write(self, net, stopped_early: bool = False):
-        best = None
+        best, epochs = None, {}
         if self.checkpoint_dir_ is not None and (Path(self.checkpoint_dir_) / "best.pt").exists():
             best = (Path(self.checkpoint_dir_) / "best.pt").read_bytes()
+        if self.checkpoint_dir_ is not None:  # the epochs AverageBestEpochs keeps (average_epochs > 1)
+            epochs = {p.name: p.read_bytes() for p in Path(self.checkpoint_dir_).iterdir() if EPOCH_FILE.fullmatch(p.name)}
         elapsed = self.elapsed_before_ + time.perf_counter() - self.t0_
         self.parts_[-1]["last_saved_unix"] = time.time()
         state: dict[str, Any] = {
@@ -236,6 +243,7 @@ class TrainingSnapshot(Callback):
             "optimizer": net.optimizer_.state_dict(),
             "history": list(net.history),
             "best_params": best,
+            "epoch_params": epochs,
             "callback_states": {name: {attr: getattr(cb, attr) for attr in _CALLBACK_STATE if hasattr(cb, attr)}
                                 for name, cb in net.callbacks_},
             "torch_rng": torch.get_rng_state(),
