@@ -324,6 +324,33 @@ def test_report_shows_a_forest_blending_arm_beside_its_network_alone(tmp_path):
     assert [c.strip() for c in row.split("|")][5:8] == ["0.920 ± 0.000 (n=2)", "—", "1.000 ± 0.000 (n=2)"]
 
 
+def test_report_shows_a_candidate_recipe_beside_tuned_without_ranking_it(tmp_path):
+    """A recipe scored on test before the defaults take it (``CANDIDATE_PROTOCOLS``): its column
+    follows `tuned`'s, it is never the best of a row (it is that arm's next recipe), and a line of
+    its own counts the targets it would meet."""
+    from benchmarks.report.peers import CANDIDATE_PROTOCOLS
+
+    candidate = CANDIDATE_PROTOCOLS[0]
+    results = tmp_path / "results"
+    recs = [_peer_record("rf_ecfp", "esol", s, 0.95) for s in range(2)]
+    recs += [_peer_record("chemprop", "esol", s, 0.97) for s in range(2)]
+    for s in range(2):
+        recs += [_record("gmnet", "esol", s, 0.96, protocol="tuned"), _record("gmnet", "esol", s, 0.90, protocol=candidate)]
+    _write_records(results, recs)
+    _, section = _report_section(results, tmp_path, "Peers: what a chemist would pick instead")
+    header = [c.strip() for c in next(ln for ln in section.splitlines() if ln.startswith("| Endpoint | Metric")).split("|")]
+    at = header.index("Chem-GMNet `tuned`")
+    assert header[at + 1] == f"Chem-GMNet `{candidate}` (candidate)"
+    esol = [c.strip() for c in next(ln for ln in section.splitlines() if ln.startswith("| ESOL | RMSE")).split("|")]
+    assert esol[at + 1] == "0.900 ± 0.000 (n=2)"  # the lowest RMSE, not bold: not ranked
+    assert esol[header.index("RF-ECFP4")] == "**0.950 ± 0.000** (n=2)"
+    assert "Not met: ESOL (0.960 vs RF-ECFP4 0.950, n=2; gap 0.010)" in section
+    assert (f"For comparison, not a target: Chem-GMNet `{candidate}`, the candidate recipe, beats the best peer on "
+            "1 of 7: ESOL (0.900 vs RF-ECFP4 0.950, n=2)") in section
+    summary = json.loads((results / "summary.json").read_text())["peers"]
+    assert summary["endpoints"]["esol"]["best"] == ["rf_ecfp"]
+
+
 def test_report_never_averages_gpu_and_cpu_times_and_ranks_on_shared_seeds(tmp_path):
     results = tmp_path / "results"
     gpu = {"cpu_model": "Test CPU", "cpu_count": 16, "torch_threads": 1, "device": "cuda", "gpu_name": "Test GPU"}

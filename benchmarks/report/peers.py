@@ -41,6 +41,11 @@ def network_alone(runs: Dict[int, dict]) -> Dict[int, dict]:
 #: The column of Chem-GMNet `tuned`'s network alone (shown where its records blend in a forest).
 NETWORK_ALONE_KEY = "gmnet@tuned:network"
 
+#: Recipes chosen on the valid splits and scored on test before the defaults take them: a column
+#: each (Chem-GMNet, where its records exist), after `tuned`'s, never counted as the row's best (it
+#: is that arm's next recipe, not another tool), with its own line against the targets.
+CANDIDATE_PROTOCOLS: Tuple[str, ...] = ("tuned_avg3",)
+
 
 def peers_section(idx: Index, machine_ids: Dict[int, List[str]]) -> Tuple[str, dict]:
     """Peers beside our arms, per endpoint: test metric (mean ± sd over seeds; best of the row in
@@ -55,13 +60,22 @@ def peers_section(idx: Index, machine_ids: Dict[int, List[str]]) -> Tuple[str, d
         columns.insert(at, (NETWORK_ALONE_KEY, "Chem-GMNet `tuned`, network alone", "tuned", "gmnet"))
         for ep in ENDPOINTS:
             runs[NETWORK_ALONE_KEY, ep] = network_alone(runs["gmnet@tuned", ep])
+    unranked = {NETWORK_ALONE_KEY}
+    keys = [key for key, *_ in columns]
+    at = keys.index(NETWORK_ALONE_KEY if NETWORK_ALONE_KEY in keys else "gmnet@tuned") + 1
+    for p in reversed(CANDIDATE_PROTOCOLS):
+        if any(arm_runs(idx, p, "gmnet", ep) for ep in ENDPOINTS):
+            columns.insert(at, (f"gmnet@{p}", f"{ARM_LABELS['gmnet']} `{p}` (candidate)", p, "gmnet"))
+            unranked.add(f"gmnet@{p}")
+            for ep in ENDPOINTS:
+                runs[f"gmnet@{p}", ep] = arm_runs(idx, p, "gmnet", ep)
     endpoints = list(TABLE1_ENDPOINTS) + [e for e in EXTRA_ENDPOINTS
                                           if any(runs[key, e] for key, _, p, _ in columns if p != "chemberta3")]
     rows, time_rows, summary, best_count, split_issues, n_checked, n_unmarked = [], [], {}, defaultdict(int), [], 0, 0
     for name in endpoints:
         ep = ENDPOINTS[name]
         stats_ = {key: summarise_runs(runs[key, name]) for key, *_ in columns}
-        present = common_seed_means({k: v for k, v in stats_.items() if v and k != NETWORK_ALONE_KEY})
+        present = common_seed_means({k: v for k, v in stats_.items() if v and k not in unranked})
         best = set()
         if present:
             # at the printed precision: a lead too small to show is a tie (both bold, both counted)
@@ -200,6 +214,9 @@ def peer_targets_text(summary: dict, ours: str = "gmnet@tuned", what: str = "Che
     text = " ".join(parts)
     if ours == "gmnet@tuned" and any(NETWORK_ALONE_KEY in summary[n]["columns"] for n in PEER_TARGET_ENDPOINTS):
         text += "\n\n" + peer_targets_text(summary, NETWORK_ALONE_KEY, "the network of Chem-GMNet `tuned` alone")
+    for p in CANDIDATE_PROTOCOLS if ours == "gmnet@tuned" else ():
+        if any(f"gmnet@{p}" in summary[n]["columns"] for n in PEER_TARGET_ENDPOINTS):
+            text += "\n\n" + peer_targets_text(summary, f"gmnet@{p}", f"Chem-GMNet `{p}`, the candidate recipe,")
     return text
 
 
