@@ -1425,3 +1425,36 @@ def test_the_harness_refuses_a_fitted_vocabulary(monkeypatch):
     monkeypatch.setenv("GMNET_TOKENIZER_VOCAB", "training")
     with pytest.raises(ValueError, match="runs both arms on DeepChem's vocabulary, not 'training'"):
         C.resolve_vocab_file()
+
+
+def test_epoch_average_variants_and_rule(tmp_path):
+    """benchmarks.epoch_average (recipe round twenty-one): which epochs each variant averages, and
+    its summary's paired ratios and rule on hand-made cells."""
+    import torch
+
+    from benchmarks import epoch_average as E
+
+    epochs = [{"epoch": i + 1, "metric": m} for i, m in enumerate([0.5, float("nan"), 0.4, 0.4, 0.9, None])]
+    assert E.chosen_epochs(epochs, "best", lower=True) == [2]
+    assert E.chosen_epochs(epochs, "top3", lower=True) == [2, 3, 0]  # ties: the earlier epoch first
+    assert E.chosen_epochs(epochs, "top2", lower=False) == [4, 0]
+    assert E.chosen_epochs(epochs, "last3", lower=True) == [3, 4, 5]
+    states = [{"w": torch.tensor([1.0, 3.0]), "n": torch.tensor(7)}, {"w": torch.tensor([3.0, 5.0]), "n": torch.tensor(9)}]
+    avg = E.average_state(states)
+    assert torch.equal(avg["w"], torch.tensor([2.0, 4.0])) and int(avg["n"]) == 7
+    for e in E.PEER_TARGET_ENDPOINTS:
+        higher = e in ("bace_classification", "bbbp")
+        best = 0.8 if higher else 1.0
+        better = 0.82 if higher else 0.97  # 0.9x the error (ROC-AUC), 0.97x (RMSE)
+        variants = {v: {"valid_metric": better if v == "top3" else best} for v in E.VARIANTS}
+        (tmp_path / f"{e}_seed0.json").write_text(json.dumps(
+            {"schema": E.SCHEMA, "endpoint": e, "seed": 0, "variants": variants, "as_fitted_valid_metric": best}))
+    text = E.summary(tmp_path)
+    assert "Rule (top3: mean below 0.99 and below 1 without BBBP): met (mean 0.950, without BBBP 0.958)" in text
+    assert "| top2 | 1.000 |" in text and "| 0.950 | 0.958 | 7 of 7 |" in text
+    for path in tmp_path.glob("*.json"):  # BBBP's gain alone: the rule's second half fails
+        rec = json.loads(path.read_text())
+        if rec["endpoint"] != "bbbp":
+            rec["variants"]["top3"]["valid_metric"] = rec["variants"]["best"]["valid_metric"] * (0.99 if rec["endpoint"] in ("bace_classification",) else 1.01)
+        path.write_text(json.dumps(rec))
+    assert ": not met (" in E.summary(tmp_path)
