@@ -1458,3 +1458,19 @@ def test_epoch_average_variants_and_rule(tmp_path):
             rec["variants"]["top3"]["valid_metric"] = rec["variants"]["best"]["valid_metric"] * (0.99 if rec["endpoint"] in ("bace_classification",) else 1.01)
         path.write_text(json.dumps(rec))
     assert ": not met (" in E.summary(tmp_path)
+
+
+def test_epoch_average_records_the_epoch_early_stopping_ends_on():
+    """Found in review: recorded after EarlyStopping, the benchmark missed the last epoch of an
+    early-stopped fit, which the library's AverageBestEpochs (before it) keeps."""
+    from benchmarks import epoch_average as E
+    from gmnet_sklearn.estimators import GMNetRegressor
+
+    from ._smiles import SMILES, regression_target
+
+    X, Y = list(SMILES), regression_target(SMILES)
+    est = E.recording(GMNetRegressor)(d_model=16, n_layers=1, n_heads=2, k=3, L=1, batch_size=16, max_epochs=30,
+                                      lr=3e-2, patience=1, random_state=0, device="cpu", forest=False)
+    est.fit(X[12:], Y[12:], X_valid=X[:12], y_valid=Y[:12])
+    assert len(est.history_) < 30  # it stopped early
+    assert [e["epoch"] for e in est.epoch_weights_.epochs] == list(range(1, len(est.history_) + 1))

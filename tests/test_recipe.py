@@ -90,7 +90,7 @@ def test_early_stopping_restores_the_best_epoch():
 
 
 def _epoch_weights(est, Xt, Yt, Xv, Yv):
-    """Every epoch's weights of a fit, kept by a callback after the library's own."""
+    """Every epoch's weights of a fit, kept by a user callback (it runs before the library's)."""
     from skorch.callbacks import Callback
 
     class Keep(Callback):
@@ -140,11 +140,32 @@ def test_average_epochs_skips_epochs_without_a_finite_metric_and_warns_without_v
             net.history.record("valid_rmse", score)
     assert AverageBestEpochs("valid_rmse", 3, True, "unused").kept_epochs(net) == [3, 5, 1]  # ties: earlier first
     assert AverageBestEpochs("valid_roc_auc", 2, False, "unused").kept_epochs(net) == []
-    net.history.record("valid_roc_auc", 0.7)
-    assert AverageBestEpochs("valid_roc_auc", 2, False, "unused").kept_epochs(net) == [6]
+    for row, auc in zip(net.history, [0.6, 0.8, float("nan"), 0.7, 0.8, 0.5]):
+        row["valid_roc_auc"] = auc
+    # a metric to maximise: the highest first, ties to the earlier epoch
+    assert AverageBestEpochs("valid_roc_auc", 3, False, "unused").kept_epochs(net) == [2, 5, 4]
     with pytest.warns(UserWarning, match="average_epochs=2 .* no validation data"):
         est = GMNetRegressor(**TINY, average_epochs=2, valid_split=None).fit(X, Y)
     assert "averaged_epochs" not in est.history_[-1]
+
+
+def test_average_epochs_averages_each_ensemble_member_over_its_own_epochs():
+    Xv, Yv = X[:12], Y[:12]
+    est = GMNetRegressor(**{**TINY, "max_epochs": 5, "lr": 3e-3, "n_estimators": 2, "average_epochs": 2}).fit(
+        X[12:], Y[12:], X_valid=Xv, y_valid=Yv)
+    for net in est.nets_:
+        curve = list(net.history[:, "valid_rmse"])
+        assert net.history[-1, "averaged_epochs"] == [i + 1 for i in sorted(range(5), key=lambda i: (curve[i], i))[:2]]
+    assert est.nets_[0].history[:, "valid_rmse"] != est.nets_[1].history[:, "valid_rmse"]
+
+
+def test_average_states_keeps_a_tensor_equal_in_every_state():
+    from gmnet_sklearn.estimators.epoch_average import average_states
+
+    t = torch.randn(1000, generator=torch.Generator().manual_seed(0))
+    avg = average_states([{"a": t.clone(), "b": t * i} for i in (1.0, 2.0, 3.0)])
+    assert torch.equal(avg["a"], t)  # a float32 mean of three equal values is off by 1 ulp in some entries
+    torch.testing.assert_close(avg["b"], 2 * t)
 
 
 def test_average_epochs_fit_resumes_exactly(tmp_path):

@@ -161,7 +161,8 @@ history_ : skorch.history.History
     flags); ``nets_[i].history`` holds member i's.
 best_epoch_ : int
     The 1-based epoch whose weights were restored (the last epoch without validation), of the
-    first member.
+    first member; with ``average_epochs`` > 1 the best of the epochs averaged (all of them are
+    in ``history_[-1, "averaged_epochs"]``).
 tokenizer_ : SmilesTokenizer
     The vocabulary: the checkpoint's with ``pretrained``, else ``vocab_file``'s (DeepChem's by
     default; with "training", fitted on ``fit``'s X and ``augment``'s variants).

@@ -22,7 +22,7 @@ from skorch.callbacks import Callback
 from ..utils.files import write_atomic
 
 #: The files the callback writes in its folder (a TrainingSnapshot carries them: ``EPOCH_FILE``).
-EPOCH_FILE = re.compile(r"epoch_(\d+)\.pt")
+EPOCH_FILE = re.compile(r"epoch_([0-9]+)\.pt")
 
 
 class AverageBestEpochs(Callback):
@@ -76,9 +76,11 @@ class AverageBestEpochs(Callback):
 
 def average_states(states: list) -> dict:
     """The uniform average of the floating-point tensors of ``states`` (state dicts of one
-    module); every other tensor is the first state's."""
-    return {name: torch.stack([s[name] for s in states]).mean(0) if t.is_floating_point() else t
-            for name, t in states[0].items()}
+    module), summed in float64 and cast back, so a tensor equal in every state (a fixed buffer, a
+    frozen layer) stays exactly what it was (a float32 mean of equal values can be 1 ulp off);
+    every other tensor is the first state's."""
+    return {name: torch.stack([s[name] for s in states]).double().mean(0).to(t.dtype) if t.is_floating_point()
+            else t for name, t in states[0].items()}
 
 
 def _to_bytes(state: dict) -> bytes:

@@ -330,7 +330,7 @@ _MEMBER_FILE = re.compile(r"model(_\d+)?\.safetensors|history(_\d+)?\.json")
 #: lacks it; today's default would build another model): no forest, descriptors, fingerprint,
 #: ensemble or predict-time variants.
 _BEFORE_THEY_EXISTED = {"forest": False, "descriptors": False, "fingerprint": False, "n_estimators": 1, "tta": 0,
-                        "augment": 0}
+                        "augment": 0, "average_epochs": 1}
 
 
 def _check_model_folder(path: Path) -> None:
