@@ -344,7 +344,7 @@ def test_pretrain_then_fine_tune_smoke(tmp_path):
 
 def test_training_snapshot_fingerprint_ignores_pretrained_none(tmp_path):
     """Snapshots written before `pretrained`, `cuda_graphs`, `precision`, `freeze_encoder_epochs`, `n_jobs`,
-    `memory`, `layer_lr_decay` and `normalize_y` existed (long benchmark fits) still resume: the fingerprint is
+    `memory`, `layer_lr_decay`, `normalize_y` and `average_epochs` existed (long benchmark fits) still resume: the fingerprint is
     the one of the parameters they had."""
     from pathlib import Path
 
@@ -356,7 +356,8 @@ def test_training_snapshot_fingerprint_ignores_pretrained_none(tmp_path):
     est.fit(X, y)
     params = {k: v for k, v in est.get_params(deep=False).items()
               if k not in ("callbacks", "verbose", "device", "pretrained", "cuda_graphs", "precision",
-                           "freeze_encoder_epochs", "n_jobs", "memory", "layer_lr_decay", "normalize_y")}
+                           "freeze_encoder_epochs", "n_jobs", "memory", "layer_lr_decay", "normalize_y",
+                           "average_epochs")}
     expected = fit_fingerprint({"estimator": "ChemBERTaRegressor", **params}, 0, [np.asarray(X, dtype=object), y, None, None])
     assert Path(est.resume_info_["snapshot"]).name.startswith(expected)
 

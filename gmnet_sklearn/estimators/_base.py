@@ -1091,8 +1091,8 @@ def _interrupted(net, max_epochs: int) -> bool:
 def _warn_interrupted(net, max_epochs: int, member: int) -> None:
     warnings.warn(f"training{f' of ensemble member {member}' if member else ''} stopped after {len(net.history)} of "
                   f"{max_epochs} epochs (interrupted: Ctrl-C, or a callback); the model is the best of those "
-                  "epochs (with average_epochs, the average of the best). A TrainingSnapshot in callbacks lets a later fit resume it", UserWarning,
-                  stacklevel=_caller_stacklevel())
+                  "epochs (with average_epochs, the average of the best). A TrainingSnapshot in callbacks lets a "
+                  "later fit resume it", UserWarning, stacklevel=_caller_stacklevel())
 
 
 def _check_finite_weights(net, lr: float, member: int) -> None:

@@ -328,7 +328,7 @@ _MEMBER_FILE = re.compile(r"model(_\d+)?\.safetensors|history(_\d+)?\.json")
 
 #: What a model did before each parameter existed, for folders saved then (their config.json
 #: lacks it; today's default would build another model): no forest, descriptors, fingerprint,
-#: ensemble or predict-time variants.
+#: ensemble, predict-time variants or average of epochs.
 _BEFORE_THEY_EXISTED = {"forest": False, "descriptors": False, "fingerprint": False, "n_estimators": 1, "tta": 0,
                         "augment": 0, "average_epochs": 1}
 
