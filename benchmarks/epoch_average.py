@@ -32,7 +32,6 @@ import numpy as np
 from skorch.callbacks import Callback, EarlyStopping
 
 from gmnet_sklearn.estimators.epoch_average import average_states
-from gmnet_sklearn.forest import choose_blend_weight
 
 from . import _common as C
 from .protocols import ENDPOINTS, error_ratio, resolve_endpoints
@@ -96,28 +95,13 @@ def chosen_epochs(epochs: List[dict], variant: str, lower: bool) -> List[int]:
     raise ValueError(f"unknown variant {variant!r}")
 
 
-def average_state(states: List[dict]) -> dict:
-    """``average_epochs``' average (``estimators.epoch_average.average_states``). The cells of
-    2026-11-30 (at 0c4f9c0) took a float32 mean, 1 ulp from this float64 sum in some entries."""
-    return average_states(states)
-
-
 def apply_weights(est, state: dict) -> float:
     """Loads ``state`` into the fitted network and chooses the forest's blend weight again on the
     fit's internal split, as ``_fit_forest`` does; returns that weight."""
     est.nets_[0].module_.load_state_dict(state)
-    forest, valid_set = est.forest_, est.internal_valid_
-    if forest is None:
+    if est.forest_ is None:
         return 0.0
-    head = None if valid_set.descriptors is None else valid_set.descriptors.cpu().numpy()
-    est.forest_ = None  # the network alone
-    try:
-        network = est._member_outputs(valid_set.smiles, features=head, warn_unknown=False)[0].mean(0)
-    finally:
-        est.forest_ = forest
-    y_valid = valid_set.y.cpu().numpy()
-    est.forest_weight_ = choose_blend_weight(network, forest.predict(est._forest_features(valid_set.smiles, head)),
-                                             lambda pred: est._blend_score(pred, y_valid))
+    est.forest_weight_ = est._choose_forest_weight(est.forest_, est.internal_valid_)
     return est.forest_weight_
 
 
@@ -133,7 +117,8 @@ def run_cell(endpoint, data, seed: int, vocab_file: str, command: str, root: Pat
     variants: Dict[str, dict] = {}
     for variant in VARIANTS:
         chosen = chosen_epochs(epochs, variant, lower)
-        weight = apply_weights(est, average_state([epochs[i]["state"] for i in chosen]))
+        # (the cells at 0c4f9c0 took a float32 mean, 1 ulp from average_states' float64 sum in places)
+        weight = apply_weights(est, average_states([epochs[i]["state"] for i in chosen]))
         variants[variant] = {"epochs": [epochs[i]["epoch"] for i in chosen], "forest_weight": weight,
                              "valid_metric": C.score(endpoint, est, data.X_valid, data.y_valid, data)[0],
                              "network_valid_metric": C.forest_entry(est, data, splits=("valid",))[

@@ -1440,7 +1440,7 @@ def test_epoch_average_variants_and_rule(tmp_path):
     assert E.chosen_epochs(epochs, "top2", lower=False) == [4, 0]
     assert E.chosen_epochs(epochs, "last3", lower=True) == [3, 4, 5]
     states = [{"w": torch.tensor([1.0, 3.0]), "n": torch.tensor(7)}, {"w": torch.tensor([3.0, 5.0]), "n": torch.tensor(9)}]
-    avg = E.average_state(states)
+    avg = E.average_states(states)
     assert torch.equal(avg["w"], torch.tensor([2.0, 4.0])) and int(avg["n"]) == 7
     for e in E.PEER_TARGET_ENDPOINTS:
         higher = e in ("bace_classification", "bbbp")

@@ -808,15 +808,21 @@ class SmilesNetBase(SavedModelMixin, BaseEstimator):
                                 n_jobs=torch.get_num_threads())
         head = None if train_set.descriptors is None else train_set.descriptors[:n].cpu().numpy()
         forest.fit(self._forest_features(train_set.smiles, head), train_set.y[:n].cpu().numpy())
-        weight = FALLBACK_WEIGHT
-        if valid_set is not None:
-            head = None if valid_set.descriptors is None else valid_set.descriptors.cpu().numpy()
-            # forest_ is None yet: the network alone (its features were computed with the validation set)
-            network = self._member_outputs(valid_set.smiles, features=head, warn_unknown=False)[0].mean(0)
-            y_valid = valid_set.y.cpu().numpy()
-            weight = choose_blend_weight(network, forest.predict(self._forest_features(valid_set.smiles, head)),
-                                         lambda pred: self._blend_score(pred, y_valid))
+        weight = FALLBACK_WEIGHT if valid_set is None else self._choose_forest_weight(forest, valid_set)
         self.forest_, self.forest_weight_ = forest, weight
+
+    def _choose_forest_weight(self, forest, valid_set) -> float:
+        """The forest's weight in the blend with the networks as they are now, chosen on
+        ``valid_set`` (``forest_`` is not consulted: the networks' outputs are their own)."""
+        head = None if valid_set.descriptors is None else valid_set.descriptors.cpu().numpy()
+        fitted, self.forest_ = getattr(self, "forest_", None), None  # the network alone
+        try:  # (its features were computed with the validation set)
+            network = self._member_outputs(valid_set.smiles, features=head, warn_unknown=False)[0].mean(0)
+        finally:
+            self.forest_ = fitted
+        y_valid = valid_set.y.cpu().numpy()
+        return choose_blend_weight(network, forest.predict(self._forest_features(valid_set.smiles, head)),
+                                   lambda pred: self._blend_score(pred, y_valid))
 
     @staticmethod
     def _forest_features(smiles, head_features: np.ndarray | None) -> np.ndarray:
