@@ -10,6 +10,7 @@ import functools
 import json
 import subprocess
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -1474,3 +1475,69 @@ def test_epoch_average_records_the_epoch_early_stopping_ends_on():
     est.fit(X[12:], Y[12:], X_valid=X[:12], y_valid=Y[:12])
     assert len(est.history_) < 30  # it stopped early
     assert [e["epoch"] for e in est.epoch_weights_.epochs] == list(range(1, len(est.history_) + 1))
+
+
+def _record_with_parameters(protocol, endpoint="freesolv", seed=0, **changed):
+    """A hand-made record of ``protocol`` carrying the estimator parameters it builds today
+    (``changed``: parameters the run had otherwise)."""
+    rec = _record("gmnet", endpoint, seed, 0.6, protocol=protocol)
+    est = C.estimator_class("gmnet", ENDPOINTS[endpoint])(
+        **PROTOCOLS[protocol].estimator_params("gmnet", endpoint, random_state=seed, k=8, L=3))
+    rec["hyperparameters"] = {**{k: v for k, v in est.get_params(deep=False).items() if k != "callbacks"}, **changed}
+    return C.jsonable(rec)
+
+
+def test_relabel_moves_records_to_the_protocol_that_says_what_they_ran(tmp_path, capsys):
+    """``benchmarks.relabel``: a record moves only to a protocol that builds the parameters it ran,
+    with the new name and definition and a note of the move; one record that cannot move stops all."""
+    from benchmarks import relabel
+
+    results = tmp_path / "results"
+    # made as tuned_avg3 (average_epochs=3): tuned builds that only if its default is 3
+    avg3 = PROTOCOLS["tuned_avg3"].training["average_epochs"]
+    recs = [_record_with_parameters("tuned_avg3", seed=s) for s in (0, 1)]
+    _write_records(results, recs)
+    default = PROTOCOLS["tuned"].training["average_epochs"]
+    if default != avg3:  # the defaults differ: tuned is no place for these records
+        assert relabel.main(["tuned_avg3", "tuned", "--why", "test", "--results-dir", str(results)]) == 2
+        assert "ran other parameters than 'tuned' builds: average_epochs=3" in capsys.readouterr().err
+    # a protocol that builds what they ran: the variant of themselves under another name
+    PROTOCOLS["tuned_avg3_copy"] = replace(PROTOCOLS["tuned_avg3"], name="tuned_avg3_copy")
+    try:
+        with pytest.raises(ValueError, match="say why"):
+            relabel.plan(results, "tuned_avg3", "tuned_avg3_copy", " ")
+        assert relabel.main(["tuned_avg3", "tuned_avg3_copy", "--why", "test move", "--results-dir", str(results),
+                             "--dry-run"]) == 0
+        assert "would move" in capsys.readouterr().out and len(list(results.rglob("*.json"))) == 2
+        assert (results / "tuned_avg3").is_dir()
+        # one record made under other parameters: none moves
+        bad = _record_with_parameters("tuned_avg3", seed=2, max_epochs=7)
+        _write_records(results, [bad])
+        assert relabel.main(["tuned_avg3", "tuned_avg3_copy", "--why", "x", "--results-dir", str(results)]) == 2
+        assert "seed2_k8_L3.json: ran other parameters than 'tuned_avg3_copy' builds: max_epochs=7" in capsys.readouterr().err
+        assert not (results / "tuned_avg3_copy").exists()
+        C.result_path(results, "tuned_avg3", "gmnet", "freesolv", 2, 8, 3).unlink()
+        moved = relabel.relabel(results, "tuned_avg3", "tuned_avg3_copy", "test move")
+        assert len(moved) == 2 and not (results / "tuned_avg3").exists()  # emptied folders go too
+        for seed, path in enumerate(moved):
+            new = json.loads(path.read_text())
+            assert path == C.result_path(results, "tuned_avg3_copy", "gmnet", "freesolv", seed, 8, 3)
+            assert new["protocol"] == new["protocol_base"] == "tuned_avg3_copy"
+            assert new["protocol_definition"]["name"] == "tuned_avg3_copy"
+            assert new["relabelled"] == {"from_protocol": "tuned_avg3", "to_protocol": "tuned_avg3_copy", "why": "test move",
+                                         "fields_changed": ["protocol", "protocol_base", "protocol_definition"]}
+            assert {k: v for k, v in new.items() if k not in ("protocol", "protocol_base", "protocol_definition",
+                                                              "relabelled")} == \
+                {k: v for k, v in recs[seed].items() if k not in ("protocol", "protocol_base", "protocol_definition")}
+            assert C.stale_parameters(new) is None
+        # moved back, the earlier note is kept inside the new one; an existing record blocks a move
+        relabel.relabel(results, "tuned_avg3_copy", "tuned_avg3", "back")
+        back = json.loads(C.result_path(results, "tuned_avg3", "gmnet", "freesolv", 0, 8, 3).read_text())
+        assert back["relabelled"]["why"] == "back" and back["relabelled"]["earlier"]["why"] == "test move"
+        _write_records(results, [_record_with_parameters("tuned_avg3_copy", seed=0)])
+        with pytest.raises(ValueError, match="seed0_k8_L3.json exists"):
+            relabel.plan(results, "tuned_avg3", "tuned_avg3_copy", "again")
+    finally:
+        del PROTOCOLS["tuned_avg3_copy"]
+    with pytest.raises(ValueError, match="unknown protocol 'nope'"):
+        relabel.plan(results, "tuned_avg3", "nope", "x")
