@@ -1493,51 +1493,51 @@ def test_relabel_moves_records_to_the_protocol_that_says_what_they_ran(tmp_path,
     from benchmarks import relabel
 
     results = tmp_path / "results"
-    # made as tuned_avg3 (average_epochs=3): tuned builds that only if its default is 3
-    avg3 = PROTOCOLS["tuned_avg3"].training["average_epochs"]
-    recs = [_record_with_parameters("tuned_avg3", seed=s) for s in (0, 1)]
-    _write_records(results, recs)
-    default = PROTOCOLS["tuned"].training["average_epochs"]
-    if default != avg3:  # the defaults differ: tuned is no place for these records
-        assert relabel.main(["tuned_avg3", "tuned", "--why", "test", "--results-dir", str(results)]) == 2
-        assert "ran other parameters than 'tuned' builds: average_epochs=3" in capsys.readouterr().err
-    # a protocol that builds what they ran: the variant of themselves under another name
-    PROTOCOLS["tuned_avg3_copy"] = replace(PROTOCOLS["tuned_avg3"], name="tuned_avg3_copy")
+    tuned = PROTOCOLS["tuned"]
+    # records of a variant of the defaults (average_epochs=7, which no default is), and a protocol
+    # that builds what they ran: the same variant under another name
+    PROTOCOLS["relabel_src"] = replace(tuned, name="relabel_src", training={**tuned.training, "average_epochs": 7})
+    PROTOCOLS["relabel_dst"] = replace(PROTOCOLS["relabel_src"], name="relabel_dst")
     try:
+        recs = [_record_with_parameters("relabel_src", seed=s) for s in (0, 1)]
+        _write_records(results, recs)
+        assert relabel.main(["relabel_src", "tuned", "--why", "test", "--results-dir", str(results)]) == 2
+        assert "ran other parameters than 'tuned' builds: average_epochs=7" in capsys.readouterr().err
         with pytest.raises(ValueError, match="say why"):
-            relabel.plan(results, "tuned_avg3", "tuned_avg3_copy", " ")
-        assert relabel.main(["tuned_avg3", "tuned_avg3_copy", "--why", "test move", "--results-dir", str(results),
+            relabel.plan(results, "relabel_src", "relabel_dst", " ")
+        assert relabel.main(["relabel_src", "relabel_dst", "--why", "test move", "--results-dir", str(results),
                              "--dry-run"]) == 0
         assert "would move" in capsys.readouterr().out and len(list(results.rglob("*.json"))) == 2
-        assert (results / "tuned_avg3").is_dir()
+        assert (results / "relabel_src").is_dir()
         # one record made under other parameters: none moves
-        bad = _record_with_parameters("tuned_avg3", seed=2, max_epochs=7)
+        bad = _record_with_parameters("relabel_src", seed=2, max_epochs=7)
         _write_records(results, [bad])
-        assert relabel.main(["tuned_avg3", "tuned_avg3_copy", "--why", "x", "--results-dir", str(results)]) == 2
-        assert "seed2_k8_L3.json: ran other parameters than 'tuned_avg3_copy' builds: max_epochs=7" in capsys.readouterr().err
-        assert not (results / "tuned_avg3_copy").exists()
-        C.result_path(results, "tuned_avg3", "gmnet", "freesolv", 2, 8, 3).unlink()
-        moved = relabel.relabel(results, "tuned_avg3", "tuned_avg3_copy", "test move")
-        assert len(moved) == 2 and not (results / "tuned_avg3").exists()  # emptied folders go too
+        assert relabel.main(["relabel_src", "relabel_dst", "--why", "x", "--results-dir", str(results)]) == 2
+        assert "seed2_k8_L3.json: ran other parameters than 'relabel_dst' builds: max_epochs=7" in capsys.readouterr().err
+        assert not (results / "relabel_dst").exists()
+        C.result_path(results, "relabel_src", "gmnet", "freesolv", 2, 8, 3).unlink()
+        moved = relabel.relabel(results, "relabel_src", "relabel_dst", "test move")
+        assert len(moved) == 2 and not (results / "relabel_src").exists()  # emptied folders go too
         for seed, path in enumerate(moved):
             new = json.loads(path.read_text())
-            assert path == C.result_path(results, "tuned_avg3_copy", "gmnet", "freesolv", seed, 8, 3)
-            assert new["protocol"] == new["protocol_base"] == "tuned_avg3_copy"
-            assert new["protocol_definition"]["name"] == "tuned_avg3_copy"
-            assert new["relabelled"] == {"from_protocol": "tuned_avg3", "to_protocol": "tuned_avg3_copy", "why": "test move",
+            assert path == C.result_path(results, "relabel_dst", "gmnet", "freesolv", seed, 8, 3)
+            assert new["protocol"] == new["protocol_base"] == "relabel_dst"
+            assert new["protocol_definition"]["name"] == "relabel_dst"
+            assert new["relabelled"] == {"from_protocol": "relabel_src", "to_protocol": "relabel_dst", "why": "test move",
                                          "fields_changed": ["protocol", "protocol_base", "protocol_definition"]}
             assert {k: v for k, v in new.items() if k not in ("protocol", "protocol_base", "protocol_definition",
                                                               "relabelled")} == \
                 {k: v for k, v in recs[seed].items() if k not in ("protocol", "protocol_base", "protocol_definition")}
             assert C.stale_parameters(new) is None
         # moved back, the earlier note is kept inside the new one; an existing record blocks a move
-        relabel.relabel(results, "tuned_avg3_copy", "tuned_avg3", "back")
-        back = json.loads(C.result_path(results, "tuned_avg3", "gmnet", "freesolv", 0, 8, 3).read_text())
+        relabel.relabel(results, "relabel_dst", "relabel_src", "back")
+        back = json.loads(C.result_path(results, "relabel_src", "gmnet", "freesolv", 0, 8, 3).read_text())
         assert back["relabelled"]["why"] == "back" and back["relabelled"]["earlier"]["why"] == "test move"
-        _write_records(results, [_record_with_parameters("tuned_avg3_copy", seed=0)])
+        _write_records(results, [_record_with_parameters("relabel_dst", seed=0)])
         with pytest.raises(ValueError, match="seed0_k8_L3.json exists"):
-            relabel.plan(results, "tuned_avg3", "tuned_avg3_copy", "again")
+            relabel.plan(results, "relabel_src", "relabel_dst", "again")
+        with pytest.raises(ValueError, match="unknown protocol 'nope'"):
+            relabel.plan(results, "relabel_src", "nope", "x")
     finally:
-        del PROTOCOLS["tuned_avg3_copy"]
-    with pytest.raises(ValueError, match="unknown protocol 'nope'"):
-        relabel.plan(results, "tuned_avg3", "nope", "x")
+        for name in ("relabel_src", "relabel_dst"):
+            PROTOCOLS.pop(name)
