@@ -159,8 +159,11 @@ def main(argv=None) -> int:
     n_params = est.net_.module_.n_parameters()
     p = est.get_params()
     members = f", {p['n_estimators']} members" if p["n_estimators"] > 1 else ""
+    averaged = est.history_[-1].get("averaged_epochs")  # (the weights kept: one epoch's, or an average)
+    kept = (f"epochs {', '.join(map(str, sorted(averaged)))} of {len(est.history_)} averaged"
+            if averaged and len(averaged) > 1 else f"best epoch {est.best_epoch_}/{len(est.history_)}")
     print(f"\nChem-GMNet ({args.protocol} recipe: k={p['k']}, L={p['L']}, width {p['d_model']}, {n_params:,} parameters"
-          f"{members}) best epoch {est.best_epoch_}/{len(est.history_)}, {seconds:.0f} s on {est.device_}"
+          f"{members}) {kept}, {seconds:.0f} s on {est.device_}"
           + (f" ({threads} thread{'s' * (threads > 1)})" if str(est.device_) == "cpu" else ""))
     # (DeepChem's FreeSolv targets are z-scored hydration free energies, as the paper reports them)
     unit = " (sigma units; x 3.845 for kcal/mol)" if args.dataset == "freesolv" else ""

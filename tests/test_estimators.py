@@ -209,7 +209,8 @@ def test_chemberta_estimators_share_the_api():
 def test_restores_best_validation_epoch_regression():
     Xv, Yv = X[:12], Y[:12]
     # the network alone (forest=False): its predictions are the restored epoch's
-    est = GMNetRegressor(**{**TINY, "max_epochs": 6, "lr": 3e-3, "forest": False}).fit(X[12:], Y[12:], X_valid=Xv, y_valid=Yv)
+    est = GMNetRegressor(**{**TINY, "max_epochs": 6, "lr": 3e-3, "forest": False, "average_epochs": 1}).fit(
+        X[12:], Y[12:], X_valid=Xv, y_valid=Yv)
     scores = [row["valid_rmse"] for row in est.history_]
     rmse = np.sqrt(np.mean((est.predict(Xv) - Yv) ** 2))
     assert rmse == pytest.approx(min(scores), rel=1e-4)
@@ -222,7 +223,8 @@ def test_restores_best_validation_epoch_classification():
 
     Xv, Cv = X[::3], C[::3]
     train = [i for i in range(len(X)) if i % 3]
-    est = GMNetClassifier(**{**TINY, "max_epochs": 5, "lr": 3e-3}).fit([X[i] for i in train], C[train], X_valid=Xv, y_valid=Cv)
+    est = GMNetClassifier(**{**TINY, "max_epochs": 5, "lr": 3e-3, "average_epochs": 1}).fit(
+        [X[i] for i in train], C[train], X_valid=Xv, y_valid=Cv)
     scores = [row["valid_roc_auc"] for row in est.history_]
     assert roc_auc_score(Cv, est.predict_proba(Xv)[:, 1]) == pytest.approx(max(scores), abs=1e-6)
 

@@ -5,6 +5,7 @@ Chemprop executable, and the report's peers section from hand-made records."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from benchmarks import _common as C
 from benchmarks import peers, run
 from benchmarks.protocols import ENDPOINTS
 
-from .test_benchmarks import REQUIRED, _record, _report_section, _search_cell, _write_records
+from .test_benchmarks import REQUIRED, _record, _report_section, _write_records
 
 LIMIT = 120  # first rows of the data file: a 96/12/12 scaffold split
 
@@ -246,12 +247,26 @@ def test_report_peers_section_from_hand_made_records(tmp_path):
     assert "**Warning:** the records of ESOL do not all carry the same `split_sha256`" in text
 
 
-def test_report_compares_the_targets_on_the_valid_split(tmp_path):
-    """The peers beside the defaults on the valid split: the recipe search's cells of the defaults
-    (other candidates' cells left out) against RF-ECFP4, `tuned` against Chemprop; a peer not
-    beaten on test is named with whether the valid split shows the gap."""
-    from benchmarks.recipe_search import defaults_candidate
+def _epoch_average_cell(root, endpoint, seed, top3, **changed):
+    """A hand-made cell of benchmarks.epoch_average: the defaults of its round (the best epoch
+    restored; ``changed``: parameters the fit had otherwise) and its variants' valid figures."""
+    from benchmarks import epoch_average
 
+    params = C.estimator_class("gmnet", ENDPOINTS[endpoint])(random_state=seed, average_epochs=1).get_params(deep=False)
+    params = {**{k: v for k, v in params.items() if k != "callbacks"}, **changed}
+    cell = {"schema": epoch_average.SCHEMA, "endpoint": endpoint, "seed": seed, "params": params,
+            "variants": {"best": {"valid_metric": top3 - 0.01}, "top3": {"valid_metric": top3}}}
+    C.write_json_atomic(Path(root) / f"{endpoint}_seed{seed}.json", C.jsonable(cell))
+
+
+def test_report_compares_the_targets_on_the_valid_split(tmp_path):
+    """The peers beside the defaults on the valid split: the defaults' cells fitted as a user would
+    (averaging the three best epochs, the epoch-average round's top3 variant; a cell of other
+    parameters left out) against RF-ECFP4, `tuned` against Chemprop; a peer not beaten on test is
+    named with whether the valid split shows the gap."""
+    from gmnet_sklearn import GMNetClassifier
+
+    assert GMNetClassifier().average_epochs == 3  # (with 1: the recipe search's cells of the defaults)
     results = tmp_path / "results"
     recs = []
     for s in range(2):
@@ -261,22 +276,21 @@ def test_report_compares_the_targets_on_the_valid_split(tmp_path):
         rf["valid_metric"], cp["valid_metric"], mine["valid_metric"] = 0.72, 0.55, 0.76
         recs += [rf, cp, mine]
     _write_records(results, recs)
-    name = defaults_candidate()
-    assert name is not None  # the estimators' defaults are a candidate of the search
     for s, v in enumerate((0.74, 0.75, 0.76)):
-        _search_cell(results / "recipe_search", "bace_classification", name, s, v)
-    _search_cell(results / "recipe_search", "bace_classification", "base", 0, 0.10)  # not the defaults: left out
+        _epoch_average_cell(results / "epoch_average", "bace_classification", s, v)
+    _epoch_average_cell(results / "epoch_average", "bace_classification", 3, 0.10, max_epochs=7)  # not the defaults
     _, section = _report_section(results, tmp_path, "Peers: what a chemist would pick instead")
     part = section.split("### The targets on the valid split")[1]
+    assert "the defaults' cells (`epoch_average` top3)" in part
     row = next(ln for ln in part.splitlines() if ln.startswith("| BACE-cls |"))
     assert [c.strip() for c in row.split("|")][3:7] == ["0.750 ± 0.008 (n=3)", "0.720 ± 0.000 (n=2)",
                                                         "0.550 ± 0.000 (n=2)", "0.760 ± 0.000 (n=2)"]
-    # on the seeds both have (0 and 1), as on test: the search cell of seed 2 is in the table, not the pair
+    # on the seeds both have (0 and 1), as on test: the cell of seed 2 is in the table, not the pair
     assert ("BACE-cls: behind RF-ECFP4 on test (0.830 vs 0.870, seeds 0, 1), ahead of it on the valid split "
-            "(the defaults' search cells 0.745 vs 0.720, seeds 0, 1)") in part
+            "(the defaults' cells 0.745 vs 0.720, seeds 0, 1)") in part
     assert "behind Chemprop" not in part  # beaten on test: not a gap
     summary = json.loads((results / "summary.json").read_text())["peers_on_valid"]
-    assert summary["candidate"] == name
+    assert summary["candidate"] == "the defaults' cells (`epoch_average` top3)"
     gap = summary["endpoints"]["bace_classification"]["test_gap_on_valid"]["rf_ecfp"]
     assert gap["ahead_on_valid"] is True and gap["seeds"] == [0, 1] and gap["valid"] == pytest.approx([0.745, 0.72])
 
@@ -297,7 +311,7 @@ def test_report_shows_a_forest_blending_arm_beside_its_network_alone(tmp_path):
     recs = [_peer_record("rf_ecfp", "esol", s, 0.95) for s in range(2)]
     recs += [_peer_record("chemprop", "esol", s, 0.97) for s in range(2)]  # targets count against every peer
     for s in range(2):
-        for protocol in ("tuned", "tuned_e30"):  # tuned: tuned_moses' scratch reference
+        for protocol in ("tuned", "tuned_avg1", "tuned_e30"):  # tuned_avg1: tuned_moses' scratch reference
             r = _record("gmnet", "esol", s, 0.90, protocol=protocol)
             r["forest"] = {"weight": 0.3, "network_valid_metric": 1.1, "network_test_metric": 1.0}
             recs.append(r)
@@ -324,13 +338,14 @@ def test_report_shows_a_forest_blending_arm_beside_its_network_alone(tmp_path):
     assert [c.strip() for c in row.split("|")][5:8] == ["0.920 ± 0.000 (n=2)", "—", "1.000 ± 0.000 (n=2)"]
 
 
-def test_report_shows_a_candidate_recipe_beside_tuned_without_ranking_it(tmp_path):
+def test_report_shows_a_candidate_recipe_beside_tuned_without_ranking_it(tmp_path, monkeypatch):
     """A recipe scored on test before the defaults take it (``CANDIDATE_PROTOCOLS``): its column
     follows `tuned`'s, it is never the best of a row (it is that arm's next recipe), and a line of
     its own counts the targets it would meet."""
-    from benchmarks.report.peers import CANDIDATE_PROTOCOLS
+    from benchmarks.report import peers
 
-    candidate = CANDIDATE_PROTOCOLS[0]
+    candidate = "tuned_avg3"  # (round twenty-one's, the defaults since: a protocol that still exists)
+    monkeypatch.setattr(peers, "CANDIDATE_PROTOCOLS", (candidate,))
     results = tmp_path / "results"
     recs = [_peer_record("rf_ecfp", "esol", s, 0.95) for s in range(2)]
     recs += [_peer_record("chemprop", "esol", s, 0.97) for s in range(2)]

@@ -352,7 +352,9 @@ def test_training_snapshot_fingerprint_ignores_pretrained_none(tmp_path):
     from gmnet_sklearn.estimators.snapshot import fit_fingerprint
 
     X, y = SMILES, regression_target(SMILES)
-    est = ChemBERTaRegressor(**TINY["chemberta"], descriptors=False, fingerprint=False, callbacks=[TrainingSnapshot(tmp_path)], **FIT)
+    # (average_epochs at the value snapshots from before it had: 1, the best epoch restored)
+    est = ChemBERTaRegressor(**TINY["chemberta"], descriptors=False, fingerprint=False, average_epochs=1,
+                             callbacks=[TrainingSnapshot(tmp_path)], **FIT)
     est.fit(X, y)
     params = {k: v for k, v in est.get_params(deep=False).items()
               if k not in ("callbacks", "verbose", "device", "pretrained", "cuda_graphs", "precision",

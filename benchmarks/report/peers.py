@@ -44,7 +44,8 @@ NETWORK_ALONE_KEY = "gmnet@tuned:network"
 #: Recipes chosen on the valid splits and scored on test before the defaults take them: a column
 #: each (Chem-GMNet, where its records exist), after `tuned`'s, never counted as the row's best (it
 #: is that arm's next recipe, not another tool), with its own line against the targets.
-CANDIDATE_PROTOCOLS: Tuple[str, ...] = ("tuned_avg3",)
+#: (None now: round twenty-one's tuned_avg3 became the defaults, its records tuned's.)
+CANDIDATE_PROTOCOLS: Tuple[str, ...] = ()
 
 
 def peers_section(idx: Index, machine_ids: Dict[int, List[str]]) -> Tuple[str, dict]:

@@ -696,10 +696,12 @@ class SmilesNetBase(SavedModelMixin, BaseEstimator):
                 warnings.warn(f"patience={self.patience} stops on the validation metric, and this fit has no "
                               "validation data (valid_split=None, or nothing to split off): every epoch runs",
                               UserWarning, stacklevel=_caller_stacklevel())
-            if self.average_epochs > 1:
+            # (valid_split=None chose no validation, and then the last epoch, as documented: no
+            # warning, or every such fit at the default average_epochs would have one)
+            if self.average_epochs > 1 and self.valid_split is not None:
                 warnings.warn(f"average_epochs={self.average_epochs} averages the epochs with the best validation "
-                              "metric, and this fit has no validation data (valid_split=None, or nothing to split "
-                              "off): the last epoch's weights are kept", UserWarning, stacklevel=_caller_stacklevel())
+                              "metric, and this fit has no validation data (nothing to split off): the last epoch's "
+                              "weights are kept", UserWarning, stacklevel=_caller_stacklevel())
         if self.freeze_encoder_epochs:
             from .warm_start import encoder_freeze_callbacks
 

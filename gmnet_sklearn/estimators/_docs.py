@@ -131,10 +131,12 @@ layer_lr_decay : float in (0, 1], default=1.0
     embeddings at ``lr * layer_lr_decay ** (n_layers + 1)``, so the most general pretrained
     features move least. 1.0: one learning rate. A value below 1 without ``pretrained`` raises
     ``ValueError``.
-average_epochs : int, default=1
+average_epochs : int, default=3
     The weights of this many epochs with the best validation metric are averaged (uniformly,
     each network's parameters; a "soup" of epochs) at the end of training, and the forest's
     weight in the blend is chosen for that average. 1: the best epoch's weights are restored.
+    The default 3 had lower validation error than 1 (recipe round twenty-one,
+    ``benchmarks/epoch_average.py``).
     The epochs averaged are in ``history_``'s last row (``averaged_epochs``); fewer are
     averaged where fewer epochs have a finite metric. A fit without validation data keeps the
     last epoch, with a warning.

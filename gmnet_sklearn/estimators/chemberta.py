@@ -104,7 +104,7 @@ class _ChemBERTaParams(SmilesNetBase):
                  descriptors=True, fingerprint=True, forest=True, valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
                  bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None, pretrained=None,
                  cuda_graphs=True, precision="float32", freeze_encoder_epochs=0, n_jobs=None,
-                 memory=None, layer_lr_decay=1.0, average_epochs=1):
+                 memory=None, layer_lr_decay=1.0, average_epochs=3):
         self.d_model = d_model
         self.n_layers = n_layers
         self.n_heads = n_heads
@@ -183,7 +183,7 @@ class ChemBERTaRegressor(SmilesRegressorMixin, _ChemBERTaParams):
                  valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
                  bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None,
                  pretrained=None, cuda_graphs=True, precision="float32", freeze_encoder_epochs=0, n_jobs=None,
-                 memory=None, layer_lr_decay=1.0, average_epochs=1, normalize_y=True):
+                 memory=None, layer_lr_decay=1.0, average_epochs=3, normalize_y=True):
         super().__init__(d_model=d_model, n_layers=n_layers, n_heads=n_heads, intermediate_size=intermediate_size,
                          dropout=dropout, attention_dropout=attention_dropout,
                          max_position_embeddings=max_position_embeddings, optimizer=optimizer, lr=lr,

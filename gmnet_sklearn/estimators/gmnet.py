@@ -117,7 +117,7 @@ class _GMNetParams(SmilesNetBase):
                  augment=0, tta=0, descriptors=True, fingerprint=True, forest=True, valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
                  bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None, pretrained=None,
                  cuda_graphs=True, precision="float32", freeze_encoder_epochs=0, n_jobs=None,
-                 memory=None, layer_lr_decay=1.0, average_epochs=1):
+                 memory=None, layer_lr_decay=1.0, average_epochs=3):
         self.k = k
         self.L = L
         self.attention = attention
@@ -189,7 +189,7 @@ class GMNetRegressor(SmilesRegressorMixin, _GMNetParams):
                  valid_split="scaffold", valid_size=0.1, max_length=None, vocab_file=None, on_invalid="raise",
                  bucket_by_length=True, random_state=None, device="auto", verbose=0, callbacks=None,
                  pretrained=None, cuda_graphs=True, precision="float32", freeze_encoder_epochs=0, n_jobs=None,
-                 memory=None, layer_lr_decay=1.0, average_epochs=1, normalize_y=True):
+                 memory=None, layer_lr_decay=1.0, average_epochs=3, normalize_y=True):
         super().__init__(k=k, L=L, attention=attention, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
                          dropout=dropout, activation=activation, adaptive=adaptive, conj_shift=conj_shift,
                          optimizer=optimizer, lr=lr, weight_decay=weight_decay, warmup=warmup,
