@@ -817,6 +817,8 @@ def build_record(*, source: str, protocol: Protocol, protocol_name: str, overrid
         "valid_per_task": valid[1] if valid is not None else None,
         "test_per_task": test[1],
         "best_epoch": best_epoch,
+        # the epochs whose weights were averaged and scored (average_epochs > 1), the best first
+        "averaged_epochs": est.history_[-1].get("averaged_epochs"),
         "n_epochs": len(est.history_),
         "selection_metric": curves["selection_metric"],
         "selection_metric_units": ("log1p(y)" if endpoint.target_transform == "log1p" and endpoint.task_type == "regression"

@@ -6,7 +6,7 @@
 Per (endpoint, seed), on the DeepChem scaffold split (``_common.load_endpoint``):
 
 1. the estimator with the library's defaults (protocol ``tuned``) is fitted on train, with the
-   valid split as ``X_valid``/``y_valid`` (best epoch), and scored itself;
+   valid split as ``X_valid``/``y_valid`` (the epochs kept), and scored itself;
 2. ``GMNetEmbedder`` turns train/valid/test into features: ``pooled`` (the encoder's pooled state)
    and ``moments`` (the flattened terminal Gated-SFA moment matrices of every layer);
 3. on each feature set a random forest (500 trees) and a linear model (``RidgeCV`` for

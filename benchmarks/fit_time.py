@@ -6,8 +6,8 @@
 
 For each (arm, endpoint, seed): the DeepChem scaffold split's training part is fitted by the
 estimator with no arguments but ``random_state`` and the vocabulary (the library's defaults, the
-protocol ``tuned``; the estimator's own internal scaffold split picks the best epoch, as for a
-user), and the wall time of ``fit`` is written to
+protocol ``tuned``; the estimator's own internal scaffold split picks the epochs whose weights
+are averaged, as for a user), and the wall time of ``fit`` is written to
 ``benchmarks/results/fit_time/<arm>/<endpoint>/seed<s>.json`` with the machine, the thread count
 and the load average before and after, so a timing taken beside other jobs shows it. The C++
 kernels are built (and the data loaded) before the clock starts. Run it alone on the machine:

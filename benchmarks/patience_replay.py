@@ -1,6 +1,6 @@
 """What early stopping would have done to finished runs, replayed from their validation curves.
 
-    python -m benchmarks.patience_replay --protocol tuned --patience 3 5 8 10
+    python -m benchmarks.patience_replay --protocol tuned_avg1 --patience 3 5 8 10
 
 Early stopping (``patience``) leaves a run's training untouched up to the epoch it stops at: the
 learning-rate schedule is a function of the batches done and ``max_epochs`` (`estimators.schedule`),
@@ -79,6 +79,10 @@ def load_records(protocol_dir: Path) -> list:
         if rec.get("selection_metric") not in (None, *ENDPOINT_METRICS):  # (older records: the endpoint's)
             print(f"left out (selected on {rec['selection_metric']}, not the endpoint's metric): {path}")
             continue
+        if (rec.get("hyperparameters") or {}).get("average_epochs", 1) > 1:  # (its weights are no one epoch's)
+            print(f"left out (average_epochs={rec['hyperparameters']['average_epochs']}: the weights scored are an "
+                  f"average of epochs, which a replayed stop cannot reproduce): {path}")
+            continue
         if rec.get("valid_curve") and rec.get("best_epoch") is not None:
             if replay(rec["valid_curve"], None, rec["higher_is_better"])[0] != rec["best_epoch"]:
                 raise ValueError(f"{path}: its curve's best epoch is not the recorded best_epoch {rec['best_epoch']}")
@@ -89,7 +93,9 @@ def load_records(protocol_dir: Path) -> list:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.patience_replay", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--protocol", default="tuned")
+    p.add_argument("--protocol", default="tuned_avg1",
+                   help="whose records (default tuned_avg1: the defaults of the best epoch; records that average "
+                        "epochs are left out)")
     p.add_argument("--patience", nargs="+", type=int, default=[3, 5, 8, 10])
     p.add_argument("--results-dir", default=str(C.DEFAULT_RESULTS_DIR))
     p.add_argument("--output", default=None)

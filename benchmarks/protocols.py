@@ -215,7 +215,8 @@ def _tuned_protocol() -> Protocol:
         name="tuned",
         description=("The library's defaults (GMNetRegressor() / ChemBERTaRegressor() with no arguments), chosen "
                      "by benchmarks/recipe_search.py on the DeepChem valid splits only, one recipe for all "
-                     "endpoints; the valid split restores the best epoch, test scored once."),
+                     "endpoints; the weights of the epochs with the best metric on the valid split averaged "
+                     "(average_epochs), test scored once."),
         seeds=(0, 1, 2), training=training, gmnet=gmnet, chemberta=chemberta)
 
 

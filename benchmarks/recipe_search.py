@@ -46,6 +46,7 @@ BASE: Dict[str, object] = dict(
     warmup=0.1, lr_schedule="cosine", batch_size=32, max_epochs=30, patience=None, n_estimators=1, augment=0,
     tta=0, descriptors=False, fingerprint=False, pretrained=None, forest=False, freeze_encoder_epochs=0,
     valid_split="scaffold",  # (since round twenty; the cells before it hold no valid_split and were made so)
+    average_epochs=1,  # (the best epoch restored: every cell's, made before the defaults averaged epochs)
 )
 
 #: Round six's recipe (desc_d256_fp_forest), which later rounds build on, and round eight's defaults
@@ -357,9 +358,15 @@ def load_cells(root=SEARCH_DIR) -> List[dict]:
     return [rec for rec in recs if rec.get("schema") == SCHEMA]
 
 
+#: The estimators' defaults when round seventeen checked the blend weight (the best epoch restored).
+ROUND_SEVENTEEN_DEFAULTS = "desc_d256_fp_forest_e20"
+
+
 def defaults_candidate() -> Optional[str]:
     """The candidate whose parameters are the estimators' defaults (protocol ``tuned``), if one is:
-    its cells are the defaults fitted as a user would, the valid split untouched by the fit."""
+    its cells are the defaults fitted as a user would, the valid split untouched by the fit. None
+    since the defaults average the best epochs' weights (round twenty-one's cells,
+    ``benchmarks/epoch_average.py``, are theirs)."""
     defaults = _estimator_defaults(GMNetRegressor, BASE)
     return next((n for n in CANDIDATES if candidate_params(n) == defaults), None)
 
@@ -463,7 +470,7 @@ def blend_weight_table(blends, endpoints) -> str:
     each fixed weight's validation error against the same fit's blend at the weight it chose on its
     internal split (error ratio per endpoint, mean over seeds; below 1: the fixed weight is better).
     The defaults' cells only: the rule was about them (later rounds' cells score every weight too)."""
-    c = defaults_candidate()
+    c = ROUND_SEVENTEEN_DEFAULTS
     per_endpoint = {e: {s: v for s, v in by_seed.items() if v.get("by_weight")}
                     for e, by_seed in blends.get(c, {}).items()}
     per_endpoint = {e: by_seed for e, by_seed in per_endpoint.items() if by_seed}

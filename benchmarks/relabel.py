@@ -10,7 +10,9 @@ from where, to where and why (an earlier entry is kept inside it); nothing it me
 
 Every record is checked before any is moved: the estimator parameters it ran with must be those its
 new protocol builds today (``stale_parameters``, the check of the report and of ``run --resume``),
-and no record may exist at its new path. One record that fails stops the whole move.
+and no other record may exist at its new path (one equal to the moved record, left by a move cut
+short, is taken as moved), nor two records move to one path. One record that fails stops the whole
+move.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def plan(results_dir: Path, from_protocol: str, to_protocol: str, why: str) -> L
         raise ValueError("the two protocols are the same")
     if not why.strip():
         raise ValueError("say why the records move (--why): the record keeps it")
-    moves, problems = [], []
+    moves, problems, planned = [], [], {}
     for arm in ARMS:
         for path in sorted((Path(results_dir) / from_protocol / arm).glob("*/*.json")):
             record, defect = C.read_record(path)
@@ -69,7 +71,11 @@ def plan(results_dir: Path, from_protocol: str, to_protocol: str, why: str) -> L
                 continue
             target = C.result_path(results_dir, to_protocol, arm, record["endpoint"], record["seed"],
                                    record.get("k"), record.get("L"))
-            if target.exists():
+            if target in planned:
+                problems.append(f"{path}: {planned[target]} moves to {target} too (two records of one run)")
+                continue
+            planned[target] = path
+            if target.exists() and C.read_record(target)[0] != C.jsonable(new):  # (the same: an interrupted move's)
                 problems.append(f"{path}: {target} exists")
                 continue
             moves.append((path, target, new))
@@ -83,7 +89,7 @@ def plan(results_dir: Path, from_protocol: str, to_protocol: str, why: str) -> L
 def relabel(results_dir: Path, from_protocol: str, to_protocol: str, why: str) -> List[Path]:
     """Move every record (``plan`` checks all of them first); the new paths."""
     moves = plan(results_dir, from_protocol, to_protocol, why)
-    for old, new, record in moves:
+    for old, new, record in moves:  # (written before the old one goes: a move cut short is finished by a rerun)
         C.write_json_atomic(new, record)
         old.unlink()
     top = Path(results_dir) / from_protocol

@@ -8,7 +8,7 @@
 For each run: load the DeepChem 2.8.0 file, DeepChem-exact scaffold split (80/10/10, SMILES
 longer than 200 characters dropped after the split), drop missing labels of single-task
 classification endpoints (after the split), fit with the valid split as ``X_valid``/``y_valid``
-(the best validation epoch is restored), score valid and test in original units, and write
+(it picks the epochs kept: the best one restored, or the best ones' weights averaged), score valid and test in original units, and write
 ``<results-dir>/<protocol>/<arm>/<endpoint>/seed<s>[_k<k>_L<L>].json`` atomically. With
 ``--snapshot-dir`` a run killed mid-fit (a session that ends) resumes from its last finished epoch
 when run again; the record's ``resumed`` then says from which epoch, and where each part ran.

@@ -90,9 +90,9 @@ class TrainingCurveDisplay:
         ``ax`` (a new figure if None), titled ``name`` (default: the estimator's class name); the
         ``*_kwargs`` style the lines, as in :meth:`plot`.
 
-        The best epoch is the one ``estimator.best_epoch_`` restored (member 0) or, for another
-        member, the last epoch its history flags best; it is marked only when the fit selected
-        on validation data.
+        The best epoch is ``estimator.best_epoch_`` (member 0; with ``average_epochs`` > 1 the best
+        of the epochs averaged) or, for another member, the last epoch its history flags best; it
+        is marked only when the fit selected on validation data.
         """
         _require_matplotlib(f"{cls.__name__}.from_estimator")
         from sklearn.utils.validation import check_is_fitted

@@ -1246,6 +1246,13 @@ def test_fit_time_section_keeps_hosts_apart_and_checks_each_against_the_target(t
     row = next(r for r in text.splitlines() if "fc-v999" in r)
     assert "| 90 | — | — (ran other defaults than today's: max_epochs=30 (now 20)) |" in row
     assert summary["gmnet:bbbp@6.18-fc-v999, glibc2.36; AMD EPYC"]["within"] is None
+    # a variant says what it ran against today's defaults: its own change, and a default changed since
+    variant = rec(130.0, "Linux-6.18-fc-v998-x86_64-with-glibc2.36", variant="max_epochs=30")
+    variant["hyperparameters"] = {**old["hyperparameters"], "average_epochs": 1}
+    (folder / "seed0_max_epochs30_old.json").write_text(json.dumps(variant))
+    text, _ = fit_time_section(tmp_path, tmp_path)
+    row = next(r for r in text.splitlines() if "fc-v998" in r)
+    assert "| 130 | — | — (ran, against today's defaults: average_epochs=1 (now 3), max_epochs=30 (now 20)) |" in row
 
 
 def test_report_lists_readout_tile_settings_against_the_shipped_ones(tmp_path):
@@ -1536,6 +1543,18 @@ def test_relabel_moves_records_to_the_protocol_that_says_what_they_ran(tmp_path,
         _write_records(results, [_record_with_parameters("relabel_dst", seed=0)])
         with pytest.raises(ValueError, match="seed0_k8_L3.json exists"):
             relabel.plan(results, "relabel_src", "relabel_dst", "again")
+        # a move cut short (the new file written, the old not yet removed) is finished by a rerun
+        C.result_path(results, "relabel_dst", "gmnet", "freesolv", 0, 8, 3).unlink()
+        source = C.result_path(results, "relabel_src", "gmnet", "freesolv", 0, 8, 3)
+        done = relabel.relabelled_record(json.loads(source.read_text()), "relabel_dst", "again")
+        C.write_json_atomic(C.result_path(results, "relabel_dst", "gmnet", "freesolv", 0, 8, 3), done)
+        assert len(relabel.relabel(results, "relabel_src", "relabel_dst", "again")) == 2 and not source.exists()
+        # two records of one run (a copy under another name) cannot both move to its path
+        relabel.relabel(results, "relabel_dst", "relabel_src", "back")
+        copy = source.with_name("seed0_k8_L3_copy.json")
+        copy.write_text(source.read_text())
+        with pytest.raises(ValueError, match="seed0_k8_L3.json moves to .*seed0_k8_L3.json too"):
+            relabel.plan(results, "relabel_src", "relabel_dst", "x")
         with pytest.raises(ValueError, match="unknown protocol 'nope'"):
             relabel.plan(results, "relabel_src", "nope", "x")
     finally:

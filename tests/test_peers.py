@@ -295,6 +295,25 @@ def test_report_compares_the_targets_on_the_valid_split(tmp_path):
     assert gap["ahead_on_valid"] is True and gap["seeds"] == [0, 1] and gap["valid"] == pytest.approx([0.745, 0.72])
 
 
+def test_defaults_on_valid_reads_the_cells_of_the_defaults_kind(tmp_path, monkeypatch):
+    """With the best epoch restored (average_epochs=1) the defaults' figures on the valid split are
+    the recipe search's cells of their candidate; with k epochs averaged, round twenty-one's
+    cells' top<k> variant (the same fit's, its other parameters today's defaults)."""
+    from benchmarks.report import validation
+
+    from .test_benchmarks import _search_cell
+
+    monkeypatch.setattr(validation, "defaults_candidate", lambda: "desc_d256_fp_forest_e20")
+    _search_cell(tmp_path / "recipe_search", "esol", "desc_d256_fp_forest_e20", 0, 0.90)
+    _search_cell(tmp_path / "recipe_search", "esol", "base", 0, 1.20)
+    _epoch_average_cell(tmp_path / "epoch_average", "esol", 0, 0.95)
+    assert validation.defaults_on_valid(tmp_path, k=1) == (
+        "the defaults' search cells (`desc_d256_fp_forest_e20`)", {"esol": {0: 0.90}})
+    assert validation.defaults_on_valid(tmp_path, k=3) == ("the defaults' cells (`epoch_average` top3)", {"esol": {0: 0.95}})
+    assert validation.defaults_on_valid(tmp_path) == validation.defaults_on_valid(tmp_path, k=3)
+    assert validation.defaults_on_valid(tmp_path, k=2)[1] == {}  # (no top2 variant in this cell)
+
+
 def test_fingerprints_match_the_library_transformer():
     """The peer arm's bits are those of gmnet_sklearn.fingerprints.MorganFingerprint (gmnet-train's RF)."""
     fingerprints = pytest.importorskip("gmnet_sklearn.fingerprints")

@@ -61,7 +61,7 @@ def embedder_section(results_dir: Path, out_dir: Path) -> Tuple[Optional[str], d
 EMBEDDER_INTRO = """\
 Chem-GMNet's own features for other models (`benchmarks/embedder_features.py`, written by
 `python -m benchmarks.embedder_features`): per endpoint and seed the estimator with the library's
-defaults is fitted on the scaffold train split (valid split for its best epoch), then
+defaults is fitted on the scaffold train split (valid split for the epochs it keeps), then
 `GMNetEmbedder` turns the molecules into its pooled encoder state (`pooled`), the head's input
 (`head input`: pooled state plus the fused descriptors) or its flattened terminal Gated-SFA moment
 matrices (`moments`, Theorem 1), and random forests (500 trees; on `moments` sqrt(n_features) per

@@ -32,11 +32,13 @@ def fit_time_section(results_dir: Path, out_dir: Path) -> Tuple[Optional[str], d
             kv[0][0], ENDPOINT_ORDER.get(kv[0][1], 99), kv[0][2], -min(r["fit_seconds"] for r in kv[1]))):
         secs = [r["fit_seconds"] for r in group]
         # a variant (e.g. the network alone, timed beside the defaults) is for comparison: no target;
-        # nor a default fit of defaults that have changed since
-        stale = None if variant else other_defaults(arm, name, group)
+        # nor a default fit of defaults that have changed since. (A variant's own change shows in
+        # what differs from today's defaults too, beside any default changed since.)
+        stale = other_defaults(arm, name, group)
         target = None if variant or stale else group[0].get("target_seconds")
         worst = max(secs)
-        within = (f"— (ran other defaults than today's: {stale})" if stale else DASH if target is None
+        within = (f"— (ran, against today's defaults: {stale})" if variant and stale
+                  else f"— (ran other defaults than today's: {stale})" if stale else DASH if target is None
                   else "yes" if worst <= target else f"**no** (+{worst - target:.0f} s)")
         load = max(r["load_average_before"][0] for r in group)
         hw = group[0]["hardware"]
@@ -90,7 +92,7 @@ def platform(hw: dict) -> str:
 FIT_TIME_INTRO = """\
 Wall time of `fit` for the estimators with their defaults, called as a user would
 (`GMNetRegressor(random_state=s).fit(X_train, y_train)`: the internal scaffold split picks the
-best epoch), on the training part of the DeepChem scaffold split, written by
+epochs kept), on the training part of the DeepChem scaffold split, written by
 `python -m benchmarks.fit_time --threads 2` run alone on the machine (the load average before
 each fit shows whether anything else ran: the previous fit's two threads account for about 2).
 The C++ kernels are built before the clock starts. Rows "network alone" are the same fit with

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Tuple
 
-from .._common import cpu_label
+from .._common import HOW_A_FIT_RUNS, cpu_label, params_differ
 from ..protocols import ARM_LABELS, ENDPOINTS
 from ._format import md_table, rel
 from ._records import Index, read_json, stats
@@ -35,13 +35,16 @@ def reruns_section(idx: Index, results_dir: Path, out_dir: Path) -> Tuple[Option
     seeds = {}  # the committed seeds' test figures of each cell
     for r in idx.records:
         seeds.setdefault(_key(r)[:3] + _key(r)[4:], []).append(r["test_metric"])
-    rows, summary, alike = [], {}, {}
+    rows, summary, alike, other = [], {}, {}, []
     for path in sorted((Path(results_dir) / "reruns").glob("*/*/*/*/*.json")):
         rec = read_json(path)
         if rec is None:
             continue
         before = committed.get(_key(rec))
         if before is None:
+            continue
+        if _ran_otherwise(rec, before):  # (a re-run of a record since relabelled, whose key another holds now)
+            other.append(rel(path, out_dir))
             continue
         rows.append([f"`{rec['protocol']}`", ARM_LABELS.get(rec["arm"], rec["arm"]), ENDPOINTS[rec["endpoint"]].label,
                      str(rec["seed"]), f"{before['test_metric']:.4f}", str(before["best_epoch"]),
@@ -53,6 +56,10 @@ def reruns_section(idx: Index, results_dir: Path, out_dir: Path) -> Tuple[Option
         alike.setdefault(_key(rec) + (cpu_label(rec["hardware"]), rec["hardware"]["torch_threads"]), []).append(rec)
     if not rows:
         return None, {}
+    if other:
+        checks_intro = [f"Left out, as their committed record ran other estimator parameters: {', '.join(other)}."]
+    else:
+        checks_intro = []
     table = md_table(["Protocol", "Arm", "Endpoint", "seed", "committed test", "best epoch", "CPU", "threads",
                       "commit", "re-run test", "best epoch", "CPU", "threads", "commit", "difference",
                       "sd over the committed seeds", "record"], rows)
@@ -65,5 +72,11 @@ def reruns_section(idx: Index, results_dir: Path, out_dir: Path) -> Tuple[Option
                               f"{_commit(a)} and {_commit(b)} "
                               + ("give the same test figure and training-loss curve, to the bit." if same else
                                  f"differ ({a['test_metric']:.6f} against {b['test_metric']:.6f})."))
-    return "\n".join([RERUNS_INTRO, "", table, "", *checks, "", "Compare means over seeds, and one seed's figure only "
+    return "\n".join([RERUNS_INTRO, "", table, "", *checks_intro, *checks, "", "Compare means over seeds, and one seed's figure only "
                       "with its own kind of CPU and thread count."]), summary
+
+
+def _ran_otherwise(rerun: dict, committed: dict) -> bool:
+    """Whether the two records ran other estimator parameters (where they ran aside)."""
+    a, b = (({k: v for k, v in (r.get("hyperparameters") or {}).items() if k not in HOW_A_FIT_RUNS}) for r in (rerun, committed))
+    return bool(a and b and params_differ(a, b))

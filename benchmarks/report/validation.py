@@ -31,7 +31,7 @@ def _valid_by_seed(cols: dict, key: str) -> Dict[int, float]:
     return valid_by_seed((cols.get(key) or {}).get("test"))
 
 
-def defaults_on_valid(results_dir: Path) -> Tuple[Optional[str], Dict[str, Dict[int, float]]]:
+def defaults_on_valid(results_dir: Path, k: Optional[int] = None) -> Tuple[Optional[str], Dict[str, Dict[int, float]]]:
     """The defaults fitted as a user would, scored on the valid split: what the cells are, and their
     figures per endpoint and seed. With ``average_epochs=1`` the recipe search's cells of the
     defaults' candidate. With k > 1 the epoch-average round's cells (``benchmarks/epoch_average.py``:
@@ -42,7 +42,7 @@ def defaults_on_valid(results_dir: Path) -> Tuple[Optional[str], Dict[str, Dict[
     from .. import _common as C
     from gmnet_sklearn.estimators import GMNetRegressor
 
-    k = GMNetRegressor().average_epochs
+    k = GMNetRegressor().average_epochs if k is None else k  # (the defaults', or the one asked for)
     by_seed: Dict[str, Dict[int, float]] = {}
     if k == 1:
         name = defaults_candidate()

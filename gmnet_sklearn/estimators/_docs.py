@@ -139,7 +139,7 @@ average_epochs : int, default=3
     ``benchmarks/epoch_average.py``).
     The epochs averaged are in ``history_``'s last row (``averaged_epochs``); fewer are
     averaged where fewer epochs have a finite metric. A fit without validation data keeps the
-    last epoch, with a warning.
+    last epoch (with a warning where ``valid_split`` split nothing off).
 """
 
 
