@@ -1560,3 +1560,18 @@ def test_relabel_moves_records_to_the_protocol_that_says_what_they_ran(tmp_path,
     finally:
         for name in ("relabel_src", "relabel_dst"):
             PROTOCOLS.pop(name)
+
+
+def test_reruns_pair_only_records_that_ran_the_same_parameters():
+    """A re-run pairs with the committed record of its run only where both ran the same parameters:
+    a parameter one of them predates counts at its old default (the re-run at a later commit records
+    more), and a record relabelled since (another run under the name now) is not its pair."""
+    from benchmarks.report.reruns import _ran_otherwise
+
+    old = {"hyperparameters": {"lr": 5e-4, "max_epochs": 20, "device": "cpu"}}
+    later = {"hyperparameters": {"lr": 5e-4, "max_epochs": 20, "device": "cuda", "layer_lr_decay": 1.0,
+                                 "normalize_y": True, "average_epochs": 1, "cuda_graphs": True}}
+    assert not _ran_otherwise(later, old) and not _ran_otherwise(old, later)
+    averaged = {"hyperparameters": {**later["hyperparameters"], "average_epochs": 3}}
+    assert _ran_otherwise(old, averaged) and _ran_otherwise(averaged, later)
+    assert not _ran_otherwise({"hyperparameters": {}}, averaged)  # (a record without them: not checked)

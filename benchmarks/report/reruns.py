@@ -77,6 +77,10 @@ def reruns_section(idx: Index, results_dir: Path, out_dir: Path) -> Tuple[Option
 
 
 def _ran_otherwise(rerun: dict, committed: dict) -> bool:
-    """Whether the two records ran other estimator parameters (where they ran aside)."""
-    a, b = (({k: v for k, v in (r.get("hyperparameters") or {}).items() if k not in HOW_A_FIT_RUNS}) for r in (rerun, committed))
-    return bool(a and b and params_differ(a, b))
+    """Whether the two records ran other estimator parameters (where they ran aside; a parameter
+    one of them predates counts at its default from before it existed, on both sides)."""
+    from gmnet_sklearn.estimators._base import _ADDED_PARAMETER_DEFAULTS
+
+    a, b = ({**_ADDED_PARAMETER_DEFAULTS, **{k: v for k, v in (r.get("hyperparameters") or {}).items()
+                                              if k not in HOW_A_FIT_RUNS}} for r in (rerun, committed))
+    return bool(rerun.get("hyperparameters") and committed.get("hyperparameters") and params_differ(a, b))
