@@ -4,8 +4,9 @@ On scaffold splits a forest on substructure counts and descriptors errs differen
 sequence model, so their average can beat both; a consensus of a neural model and a forest is
 a common way to combine the two. The forest reads the molecule features the head
 already gets (the scaled RDKit descriptors and the log Morgan counts), is fitted on the training
-part only, and its weight in the blend is chosen on the validation split the best epoch is
-chosen on (:func:`choose_blend_weight`): a weight of 0 is the network alone.
+part only, and its weight in the blend is chosen on the validation split the epochs kept are
+chosen on, for the network as it ends (:func:`choose_blend_weight`): a weight of 0 is the network
+alone.
 
 scikit-learn's forests, one per task on its labelled rows (as the ``rf_ecfp`` peer arm), because
 missing labels are masked rather than imputed. Outputs are in the space the estimators average

@@ -331,9 +331,10 @@ class SmilesNetBase(SavedModelMixin, BaseEstimator):
         classifier's (2-D 0/1 y), is a missing label, masked out of the loss; a single-task
         classifier's labels must all be present.
 
-        The epoch with the best validation metric (RMSE for regression, mean ROC-AUC for
-        classification) is restored; with ``patience`` training stops once it has not improved
-        for that many epochs. The validation set is ``(X_valid, y_valid)`` when given, else a
+        The weights of the ``average_epochs`` epochs (3 by default) with the best validation metric
+        (RMSE for regression, mean ROC-AUC for classification) are averaged, or with 1 the best
+        epoch's restored; with ``patience`` training stops once it has not improved for that many
+        epochs. The validation set is ``(X_valid, y_valid)`` when given, else a
         ``valid_split`` of the training data (scaffold split by default), else none (the last
         epoch is kept). With ``n_estimators > 1`` that many members are trained (seeds
         ``random_state + i``) and their predictions averaged. With ``on_invalid="skip"`` rows of
