@@ -50,14 +50,17 @@ def defaults_on_valid(results_dir: Path, k: Optional[int] = None) -> Tuple[Optio
             if rec["candidate"] == name:
                 by_seed.setdefault(rec["endpoint"], {})[rec["seed"]] = rec["valid_metric"]
         return (f"the defaults' search cells (`{name}`)" if name else None), by_seed
+    defaults: Dict[str, dict] = {}
     for path in sorted((Path(results_dir) / "epoch_average").glob("*.json")):
         rec, defect = C.read_record(path, schema=EPOCH_AVERAGE_SCHEMA)
         variant = (rec or {}).get("variants", {}).get(f"top{k}")
         if defect or variant is None or rec["endpoint"] not in ENDPOINTS:
             continue
-        defaults = C.estimator_class("gmnet", ENDPOINTS[rec["endpoint"]])(random_state=rec["seed"]).get_params(deep=False)
-        defaults = {key: v for key, v in defaults.items() if key != "callbacks"}
-        if C.params_differ({**rec["params"], "average_epochs": k}, defaults, recorded_only=True) is None:
+        if rec["endpoint"] not in defaults:  # (one estimator per endpoint's task, not per cell)
+            params = C.estimator_class("gmnet", ENDPOINTS[rec["endpoint"]])().get_params(deep=False)
+            defaults[rec["endpoint"]] = {key: v for key, v in params.items() if key != "callbacks"}
+        expected = {**defaults[rec["endpoint"]], "random_state": rec["seed"]}
+        if C.params_differ({**rec["params"], "average_epochs": k}, expected, recorded_only=True) is None:
             by_seed.setdefault(rec["endpoint"], {})[rec["seed"]] = variant["valid_metric"]
     return f"the defaults' cells (`epoch_average` top{k})", by_seed
 
