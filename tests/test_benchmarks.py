@@ -1562,6 +1562,36 @@ def test_relabel_moves_records_to_the_protocol_that_says_what_they_ran(tmp_path,
             PROTOCOLS.pop(name)
 
 
+def test_relabel_leaves_other_arms_records_and_refuses_protocols_with_overrides(tmp_path):
+    """A relabel moves the transformer arms' records only: a folder of another arm under the
+    protocol (and the protocol's folder holding it) stays as it is; a protocol with ``@`` overrides
+    (``--limit``, ``--max-epochs``: plumbing checks, never a protocol of benchmarks/protocols.py)
+    is refused by name on either side."""
+    from benchmarks import relabel
+
+    results = tmp_path / "results"
+    tuned = PROTOCOLS["tuned"]
+    PROTOCOLS["relabel_src"] = replace(tuned, name="relabel_src", training={**tuned.training, "average_epochs": 7})
+    PROTOCOLS["relabel_dst"] = replace(PROTOCOLS["relabel_src"], name="relabel_dst")
+    try:
+        _write_records(results, [_record_with_parameters("relabel_src", seed=0)])
+        foreign = results / "relabel_src" / "rf_ecfp" / "freesolv" / "seed0.json"
+        foreign.parent.mkdir(parents=True)
+        foreign.write_text('{"arm": "rf_ecfp"}')
+        for src, dst in (("relabel_src@limit=64", "relabel_dst"), ("relabel_src", "relabel_dst@max_epochs=2")):
+            with pytest.raises(ValueError, match="unknown protocol 'relabel_(src@limit=64|dst@max_epochs=2)'"):
+                relabel.plan(results, src, dst, "x")
+        moved = relabel.relabel(results, "relabel_src", "relabel_dst", "test move")
+        assert moved == [C.result_path(results, "relabel_dst", "gmnet", "freesolv", 0, 8, 3)]
+        assert foreign.read_text() == '{"arm": "rf_ecfp"}'
+        assert not (results / "relabel_src" / "gmnet").exists()  # (the moved arm's emptied folders go)
+        assert sorted(p.relative_to(results).as_posix() for p in results.rglob("*.json")) == \
+            ["relabel_dst/gmnet/freesolv/seed0_k8_L3.json", "relabel_src/rf_ecfp/freesolv/seed0.json"]
+    finally:
+        for name in ("relabel_src", "relabel_dst"):
+            PROTOCOLS.pop(name)
+
+
 def test_reruns_pair_only_records_that_ran_the_same_parameters():
     """A re-run pairs with the committed record of its run only where both ran the same parameters:
     a parameter one of them predates counts at its old default (the re-run at a later commit records
