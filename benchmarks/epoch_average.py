@@ -3,18 +3,19 @@
     python -m benchmarks.epoch_average --endpoints esol ... --seeds 0 1 2 --threads 1
     python -m benchmarks.epoch_average --summary
 
-Recipe-search round twenty-one. The defaults restore the epoch with the best internal-validation
-metric. A uniform average of the weights of several epochs (a "soup": Wortsman et al. 2022,
-stochastic weight averaging: Izmailov et al. 2018) often generalises better than any one of
-them, and costs no extra training. One default fit per (endpoint, seed), exactly as a user's
-``fit(X_train, y_train)`` (its internal split picks the epochs and the forest's weight), keeps
-every epoch's weights; each variant then loads its weights, chooses the forest's blend weight on
-the same internal split as the fit does, and is scored on the DeepChem valid split. Every variant
-of a cell comes from one training run, so the comparison is paired. The test split is dropped as
-soon as the endpoint is read.
+Recipe-search round twenty-one. The defaults then restored the epoch with the best
+internal-validation metric (``average_epochs=1``; since this round they average the three best).
+A uniform average of the weights of several epochs (a "soup": Wortsman et al. 2022, stochastic
+weight averaging: Izmailov et al. 2018) often generalises better than any one of them, and costs
+no extra training. One fit per (endpoint, seed) with the defaults of the round, exactly as a
+user's ``fit(X_train, y_train)`` (its internal split picks the epochs and the forest's weight),
+keeps every epoch's weights; each variant then loads its weights, chooses the forest's blend
+weight on the same internal split as the fit does, and is scored on the DeepChem valid split.
+Every variant of a cell comes from one training run, so the comparison is paired. The test split
+is dropped as soon as the endpoint is read.
 
-Variants: ``best`` (what the defaults do; it must reproduce the fitted estimator's own score),
-``top<k>`` (the k epochs with the best internal-validation metric), ``last<k>`` (the last k).
+Variants: ``best`` (what the defaults did before this round; it must reproduce the fitted
+estimator's own score), ``top<k>`` (the k epochs with the best internal-validation metric), ``last<k>`` (the last k).
 The rule, set before any cell: ``top3`` is a lever for the defaults if its mean paired validation
 error against ``best`` (RMSE or 1 - ROC-AUC ratio, per seed then averaged) is below 0.99 over the
 seven endpoints and below 1 without BBBP. The other variants are shown, not chosen from.
@@ -165,7 +166,7 @@ def summary(root: Path = RESULTS_DIR) -> str:
                      + f" | {mean:.3f} | {without:.3f} | {better} of {len(endpoints)} |")
         if variant == RULE_VARIANT and len(endpoints) == len(PEER_TARGET_ENDPOINTS):
             passed = mean < RULE_THRESHOLD and without < 1
-            verdict = (f"\nRule ({RULE_VARIANT}: mean below {RULE_THRESHOLD} and below 1 without BBBP): "
+            verdict = (f"\n\nRule ({RULE_VARIANT}: mean below {RULE_THRESHOLD} and below 1 without BBBP): "
                        f"{'met' if passed else 'not met'} (mean {mean:.3f}, without BBBP {without:.3f}).")
     seeds = sorted({r["seed"] for r in recs})
     reproduced = max((abs(r["variants"]["best"]["valid_metric"] - r["as_fitted_valid_metric"]) for r in recs),

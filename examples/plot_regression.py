@@ -34,7 +34,7 @@ train, valid, test = scaffold_split(X)  # DeepChem's scaffold split
 est = GMNetRegressor(max_epochs=args.epochs, random_state=0)
 est.fit(X[train], y[train], X_valid=X[valid], y_valid=y[valid])
 
-# Loss per epoch, the validation RMSE, and the epoch whose weights were kept
+# Loss per epoch, the validation RMSE, the best epoch and the epochs whose weights were averaged
 fig, ax = plt.subplots(figsize=(6.4, 4.2))
 TrainingCurveDisplay.from_estimator(est, ax=ax, name=f"Chem-GMNet on FreeSolv ({args.epochs} epochs)")
 fig.tight_layout()

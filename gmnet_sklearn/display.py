@@ -37,7 +37,8 @@ _METRIC_LABELS = {"valid_rmse": "validation RMSE", "valid_roc_auc": "validation 
 
 class TrainingCurveDisplay:
     """Training curve: train and validation loss per epoch (left axis), the validation metric
-    (right axis) and the epoch whose weights the estimator kept.
+    (right axis), the best epoch and, where the estimator averaged several epochs' weights
+    (``average_epochs``), those epochs.
 
     Build it with :meth:`from_estimator`, or from arrays and call :meth:`plot`.
 
@@ -54,7 +55,10 @@ class TrainingCurveDisplay:
     metric_name : str, default=None
         Its history key (e.g. "valid_rmse").
     best_epoch : int, default=None
-        The epoch restored (None: not marked).
+        The epoch with the best validation metric (None: not marked).
+    averaged_epochs : array-like of int, default=None
+        The epochs whose weights were averaged (``average_epochs`` > 1), marked with dotted lines
+        beside ``best_epoch`` (None, or one epoch: not marked).
     estimator_name : str, default=None
         Shown in the title.
 
@@ -70,16 +74,19 @@ class TrainingCurveDisplay:
         The lines, by "train_loss", "valid_loss" and the metric's key.
     best_epoch_line_ : Line2D or None
         The vertical line at ``best_epoch`` (None if unmarked).
+    averaged_epoch_lines_ : list of Line2D
+        The dotted vertical lines at the averaged epochs other than ``best_epoch`` (empty if unmarked).
     """
 
     def __init__(self, *, epochs, train_loss, valid_loss=None, metric=None, metric_name=None, best_epoch=None,
-                 estimator_name=None):
+                 averaged_epochs=None, estimator_name=None):
         self.epochs = epochs
         self.train_loss = train_loss
         self.valid_loss = valid_loss
         self.metric = metric
         self.metric_name = metric_name
         self.best_epoch = best_epoch
+        self.averaged_epochs = averaged_epochs
         self.estimator_name = estimator_name
 
     @classmethod
@@ -91,8 +98,9 @@ class TrainingCurveDisplay:
         ``*_kwargs`` style the lines, as in :meth:`plot`.
 
         The best epoch is ``estimator.best_epoch_`` (member 0; with ``average_epochs`` > 1 the best
-        of the epochs averaged) or, for another member, the last epoch its history flags best; it
-        is marked only when the fit selected on validation data.
+        of the epochs averaged) or, for another member, the last epoch its history flags best; the
+        epochs averaged are those the member's history records. Both are marked only when the fit
+        selected on validation data.
         """
         _require_matplotlib(f"{cls.__name__}.from_estimator")
         from sklearn.utils.validation import check_is_fitted
@@ -122,8 +130,9 @@ class TrainingCurveDisplay:
         metric_name = (selected if selected not in (None, "valid_loss") and selected in history[-1]
                        else _metric_key(history[-1]))
         has_valid = "valid_loss" in history[-1]
-        best = None
+        best = averaged = None
         if has_valid:
+            averaged = history[-1].get("averaged_epochs")
             if member == 0:
                 best = estimator.best_epoch_
             else:
@@ -137,6 +146,7 @@ class TrainingCurveDisplay:
             metric=np.asarray(history[:, metric_name], dtype=float) if metric_name else None,
             metric_name=metric_name,
             best_epoch=best,
+            averaged_epochs=sorted(averaged) if averaged else None,
             estimator_name=type(estimator).__name__ if name is None else name,
         )
         return display.plot(ax=ax, loss_kwargs=loss_kwargs, valid_loss_kwargs=valid_loss_kwargs,
@@ -184,10 +194,19 @@ class TrainingCurveDisplay:
         if self.best_epoch is not None:
             self.best_epoch_line_ = ax.axvline(self.best_epoch, color="0.4", linestyle="--",
                                                label=f"best epoch ({self.best_epoch})")
+        self.averaged_epoch_lines_ = []
+        averaged = [] if self.averaged_epochs is None else sorted(int(e) for e in self.averaged_epochs)
+        if len(averaged) > 1:  # (one epoch averaged is the best epoch alone)
+            others = [e for e in averaged if self.best_epoch is None or e != self.best_epoch]
+            label = f"epochs averaged ({', '.join(map(str, averaged))})"
+            self.averaged_epoch_lines_ = [  # one legend entry for all of them
+                ax.axvline(e, color="0.6", linestyle=":", label=label if i == 0 else "_" + label)
+                for i, e in enumerate(others)]
         # the caller's own labelled artists on the axes first (scikit-learn's displays keep them), then
         # this display's lines, the metric's on the twin axes among them
-        ours = list(self.lines_.values()) + ([self.best_epoch_line_] if self.best_epoch_line_ is not None else [])
-        handles = [h for h in ax.get_legend_handles_labels()[0] if h not in ours] + ours
+        ours = (list(self.lines_.values()) + ([self.best_epoch_line_] if self.best_epoch_line_ is not None else [])
+                + self.averaged_epoch_lines_[:1])
+        handles = [h for h in ax.get_legend_handles_labels()[0] if h not in ours + self.averaged_epoch_lines_] + ours
         ax.legend(handles=handles, labels=[h.get_label() for h in handles], loc="upper right")
         if self.metric_ax_ is not None:  # the legend (on ax) above the twin axes' line and markers
             ax.set_zorder(self.metric_ax_.get_zorder() + 1)

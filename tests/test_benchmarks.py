@@ -1466,6 +1466,16 @@ def test_epoch_average_variants_and_rule(tmp_path):
             rec["variants"]["top3"]["valid_metric"] = rec["variants"]["best"]["valid_metric"] * (0.99 if rec["endpoint"] in ("bace_classification",) else 1.01)
         path.write_text(json.dumps(rec))
     assert ": not met (" in E.summary(tmp_path)
+    # the report shows the round's table, set apart from its rule (a line after a table is one of its rows)
+    from benchmarks.report.epoch_average import epoch_average_section
+
+    results = tmp_path / "results"
+    assert epoch_average_section(results) is None
+    (results / "epoch_average").mkdir(parents=True)
+    for path in tmp_path.glob("*.json"):
+        path.rename(results / "epoch_average" / path.name)
+    shown = epoch_average_section(results)
+    assert shown == E.summary(results / "epoch_average") and "|\n\nRule (top3" in shown
 
 
 def test_epoch_average_records_the_epoch_early_stopping_ends_on():

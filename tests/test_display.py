@@ -39,15 +39,20 @@ def test_training_curve_from_regressor(regressor):
     disp = TrainingCurveDisplay.from_estimator(regressor)
     assert disp.figure_ is disp.ax_.figure and disp.metric_ax_ is not None
     assert set(disp.lines_) == {"train_loss", "valid_loss", "valid_rmse"}
-    assert len(disp.ax_.get_lines()) == 3 and len(disp.metric_ax_.get_lines()) == 1  # two losses + best-epoch line
+    # two losses, the best epoch's line and (average_epochs=3, the default) the two other epochs averaged
+    averaged = sorted(history[-1]["averaged_epochs"])
+    assert len(averaged) == 3 and len(disp.ax_.get_lines()) == 5 and len(disp.metric_ax_.get_lines()) == 1
     np.testing.assert_allclose(disp.lines_["train_loss"].get_ydata(), history[:, "train_loss"])
     np.testing.assert_allclose(disp.lines_["valid_rmse"].get_ydata(), history[:, "valid_rmse"])
     np.testing.assert_array_equal(disp.lines_["valid_loss"].get_xdata(), np.arange(1, TINY["max_epochs"] + 1))
     best = regressor.best_epoch_
     assert history[:, "valid_rmse"][best - 1] == min(history[:, "valid_rmse"])
     assert list(disp.best_epoch_line_.get_xdata()) == [best, best]
+    assert best in averaged and [line.get_xdata()[0] for line in disp.averaged_epoch_lines_] == \
+        [e for e in averaged if e != best]
     labels = [t.get_text() for t in disp.ax_.get_legend().get_texts()]
-    assert labels == ["train loss", "validation loss", "validation RMSE", f"best epoch ({best})"]
+    assert labels == ["train loss", "validation loss", "validation RMSE", f"best epoch ({best})",
+                      f"epochs averaged ({', '.join(map(str, averaged))})"]
     assert disp.ax_.get_xlabel() == "epoch" and disp.metric_ax_.get_ylabel() == "validation RMSE"
     assert disp.ax_.get_title() == "GMNetRegressor"
 
@@ -126,6 +131,10 @@ def test_training_curve_without_validation():
     disp = TrainingCurveDisplay(epochs=[1, 2, 3], train_loss=[3, 2, 1], valid_loss=[3, 2.5, 2.7],
                                 metric=[0.6, 0.7, 0.65], metric_name="valid_roc_auc", best_epoch=2).plot()
     assert disp.metric_ax_.get_ylabel() == "validation ROC-AUC" and len(disp.ax_.get_lines()) == 3
+    assert disp.averaged_epoch_lines_ == []
+    disp = TrainingCurveDisplay(epochs=[1, 2, 3], train_loss=[3, 2, 1], best_epoch=2, averaged_epochs=[3, 2]).plot()
+    assert [line.get_xdata()[0] for line in disp.averaged_epoch_lines_] == [3]
+    assert [t.get_text() for t in disp.ax_.get_legend().get_texts()][-1] == "epochs averaged (2, 3)"
 
 
 def test_sklearn_parity_and_roc_displays_take_smiles(regressor, classifier):

@@ -27,6 +27,7 @@ from ..protocols import ARMS, ENDPOINTS, EXTRA_ENDPOINTS, PAPER_KL, PAPER_KL_LAB
 from ._format import rel
 from ._records import Index, code_provenance, default_kl, defective_results, load_results, split_fingerprints
 from .embedder import embedder_section
+from .epoch_average import EPOCH_AVERAGE_INTRO, epoch_average_section
 from .predict_latency import predict_latency_section
 from .reruns import reruns_section
 from .extras import EXTRAS_INTRO, extras_section
@@ -121,6 +122,10 @@ def render(idx: Index, results_dir: Path, out_path: Path, primary: str) -> Tuple
             if valid_text:
                 summary["peers_on_valid"] = valid_summary
                 parts += ["### The targets on the valid split", "", VALIDATION_INTRO, "", valid_text, ""]
+            average_text = epoch_average_section(results_dir)
+            if average_text:
+                parts += ["### Averaging the best epochs' weights (recipe round twenty-one, valid split)", "",
+                          EPOCH_AVERAGE_INTRO, "", average_text, ""]
             ft_text, ft_summary = fit_time_section(results_dir, out_dir)
             if ft_text:
                 summary["fit_time"] = ft_summary

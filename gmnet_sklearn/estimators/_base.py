@@ -3,8 +3,10 @@ loading: `persistence`).
 
 Conventions (scikit-learn): ``__init__`` only stores parameters; everything is validated in
 ``fit``; fitted state ends in ``_``. Training runs through a skorch ``NeuralNet`` (``net_``) with
-skorch callbacks: an ``EpochScoring`` of the validation metric and ``Checkpoint(load_best=True)``
-restore the best epoch, ``ProgressBar`` shows progress when ``verbose``.
+skorch callbacks: an ``EpochScoring`` of the validation metric, ``RestoreBest`` (skorch's
+``Checkpoint(load_best=True)``) restores the best epoch and, with ``average_epochs`` > 1,
+``AverageBestEpochs`` replaces it with the average of the best epochs' weights; ``ProgressBar``
+shows progress when ``verbose``.
 """
 
 from __future__ import annotations
@@ -695,14 +697,15 @@ class SmilesNetBase(SavedModelMixin, BaseEstimator):
         else:
             if self.patience is not None:
                 warnings.warn(f"patience={self.patience} stops on the validation metric, and this fit has no "
-                              "validation data (valid_split=None, or nothing to split off): every epoch runs",
-                              UserWarning, stacklevel=_caller_stacklevel())
+                              "usable validation data (valid_split=None, or an internal split left unused: see the "
+                              "warning above): every epoch runs", UserWarning, stacklevel=_caller_stacklevel())
             # (valid_split=None chose no validation, and then the last epoch, as documented: no
             # warning, or every such fit at the default average_epochs would have one)
             if self.average_epochs > 1 and self.valid_split is not None:
                 warnings.warn(f"average_epochs={self.average_epochs} averages the epochs with the best validation "
-                              "metric, and this fit has no validation data (nothing to split off): the last epoch's "
-                              "weights are kept", UserWarning, stacklevel=_caller_stacklevel())
+                              "metric, and this fit has no usable validation data (its internal split was left "
+                              "unused: see the warning above): the last epoch's weights are kept", UserWarning,
+                              stacklevel=_caller_stacklevel())
         if self.freeze_encoder_epochs:
             from .warm_start import encoder_freeze_callbacks
 
@@ -976,7 +979,8 @@ class SmilesNetBase(SavedModelMixin, BaseEstimator):
 
     @property
     def best_epoch_(self) -> int:
-        """1-based epoch whose weights were restored (the last epoch without validation)."""
+        """1-based epoch with the best validation metric (the last epoch without validation): the
+        one restored at ``average_epochs=1``, else the best of those averaged."""
         hist = self.history_
         if not len(hist):  # loaded from a folder saved without its history: the epoch is in config.json
             return self.__dict__.get("_saved_best_epoch")

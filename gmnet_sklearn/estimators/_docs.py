@@ -58,7 +58,7 @@ forest : bool, default=True
     ``forest.skops`` grow with the number of tasks (Tox21's 12: 6,000 trees); ``forest=False``
     for many tasks.
 valid_split : {"scaffold", "balanced_scaffold", "random"} or None, default="scaffold"
-    Internal validation split for best-epoch selection when ``fit`` gets no ``X_valid``:
+    Internal validation split that picks the epochs kept when ``fit`` gets no ``X_valid``:
     "scaffold" (DeepChem's: the largest scaffold groups train, the rest validate, so one large
     group that does not fit the training part validates whole), "balanced_scaffold" (Chemprop's,
     seeded: groups larger than half the validation part train, the others are drawn at random),
@@ -162,9 +162,10 @@ history_ : skorch.history.History
     The first member's skorch training history (per-epoch losses, validation metric, best
     flags); ``nets_[i].history`` holds member i's.
 best_epoch_ : int
-    The 1-based epoch whose weights were restored (the last epoch without validation), of the
-    first member; with ``average_epochs`` > 1 the best of the epochs averaged (all of them are
-    in ``history_[-1, "averaged_epochs"]``).
+    The 1-based epoch with the best validation metric (the last epoch without validation), of
+    the first member: with ``average_epochs=1`` the epoch whose weights were restored, above 1
+    the best of the epochs averaged (all of them are in ``history_[-1, "averaged_epochs"]``,
+    a key absent when the fit had no usable validation data or no epoch a finite metric).
 tokenizer_ : SmilesTokenizer
     The vocabulary: the checkpoint's with ``pretrained``, else ``vocab_file``'s (DeepChem's by
     default; with "training", fitted on ``fit``'s X and ``augment``'s variants).

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import math
+import numbers
 import os
 import re
 
@@ -46,8 +47,10 @@ class AverageBestEpochs(Callback):
 
     def kept_epochs(self, net) -> list:
         """The epochs (1-based) whose weights are kept, best first."""
-        scored = [(row[self.monitor], row["epoch"]) for row in net.history
-                  if isinstance(row.get(self.monitor), (int, float)) and math.isfinite(row[self.monitor])]
+        # (numbers.Real: a scorer's numpy float counts as skorch's best flag counts it; bools do not)
+        scored = [(float(row[self.monitor]), row["epoch"]) for row in net.history
+                  if isinstance(row.get(self.monitor), numbers.Real) and not isinstance(row[self.monitor], bool)
+                  and math.isfinite(row[self.monitor])]
         scored.sort(key=lambda s: (s[0] if self.lower_is_better else -s[0], s[1]))
         return [epoch for _, epoch in scored[:self.k]]
 

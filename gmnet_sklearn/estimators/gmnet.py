@@ -32,9 +32,9 @@ GMNET_PARAMETER_CONSTRAINTS = {
 #: The opening paragraph both Chem-GMNet estimators' docstrings share (after their summary line).
 GMNET_EXTENDED_SUMMARY = """\
 The defaults are the library's tuned recipe, chosen on validation splits only
-(``benchmarks/recipe_search.py``); ``PAPER_PROTOCOL`` (``GMNetRegressor(**PAPER_PROTOCOL)``,
-``GMNetClassifier(**PAPER_PROTOCOL)``) is the paper's model and protocol (Adam 3e-5, 100
-epochs, batch 32, the ChemBERTa-10M shape).
+(``benchmarks/recipe_search.py``; ``average_epochs``: ``benchmarks/epoch_average.py``);
+``PAPER_PROTOCOL`` (``GMNetRegressor(**PAPER_PROTOCOL)``, ``GMNetClassifier(**PAPER_PROTOCOL)``)
+is the paper's model and protocol (Adam 3e-5, 100 epochs, batch 32, the ChemBERTa-10M shape).
 """
 
 #: numpydoc entries of the Chem-GMNet architecture's parameters, in signature order.

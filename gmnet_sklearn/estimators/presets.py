@@ -11,7 +11,8 @@ ChemBERTa-10M shape, Chem-GMNet at k = 8, L = 3), one argument away from the lib
 regression target is z-scored on the training rows, the regressors' default.)
 
 The estimators' own defaults are the library's tuned recipe, chosen on validation splits only
-(``benchmarks/recipe_search.py``; the figures are in benchmarks/RECIPE_SEARCH.md). ``MOSES_FINE_TUNING``
+(``benchmarks/recipe_search.py``; the figures are in benchmarks/RECIPE_SEARCH.md; ``average_epochs``
+from ``benchmarks/epoch_average.py``, its table in benchmarks/README.md). ``MOSES_FINE_TUNING``
 is that recipe's warm start: the shipped MOSES encoder, fine-tuned at a smaller step::
 
     GMNetRegressor(**MOSES_FINE_TUNING)
