@@ -1188,6 +1188,28 @@ def test_fit_time_variants_have_their_own_records(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+def test_fit_time_times_the_kernels_path_from_a_cold_process_state(tmp_path, capsys, monkeypatch):
+    """Found in review: a shell with GMNET_CPU_KERNELS=0 would have timed the eager path and
+    overwritten the records; the descriptors' worker pool and the scaffold cache stayed warm from
+    one timed fit to the next, which a user's fresh process does not have."""
+    from joblib.externals.loky import get_reusable_executor
+
+    import gmnet_sklearn.gm.cpu as cpu
+    from benchmarks import fit_time
+    from gmnet_sklearn.model_selection.scaffold import _scaffold_of_str, scaffold_split
+
+    monkeypatch.setattr(cpu, "cpu_kernels_available", lambda: False)
+    with pytest.raises(SystemExit):
+        fit_time.main(["--endpoints", "esol", "--results-dir", str(tmp_path)])
+    assert "--eager" in capsys.readouterr().err and not list(tmp_path.iterdir())
+    scaffold_split(["c1ccccc1CC", "C1CCCCC1O", "CCO", "c1ccncc1C"])
+    pool = get_reusable_executor(max_workers=1)
+    assert _scaffold_of_str.cache_info().currsize > 0
+    fit_time.as_a_fresh_process()
+    assert _scaffold_of_str.cache_info().currsize == 0
+    assert get_reusable_executor(max_workers=1) is not pool  # (a new pool: the old one was shut down)
+
+
 def test_fit_time_keeps_another_hosts_record(tmp_path, capsys):
     """A record is one host's timing: a run on another host must not replace it (--host-label)."""
     from benchmarks import _common as C
