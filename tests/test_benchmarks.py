@@ -1267,7 +1267,20 @@ def test_fit_time_section_keeps_hosts_apart_and_checks_each_against_the_target(t
     text, summary = fit_time_section(tmp_path, tmp_path)
     row = next(r for r in text.splitlines() if "fc-v999" in r)
     assert "| 90 | — | — (ran other defaults than today's: max_epochs=30 (now 20)) |" in row
-    assert summary["gmnet:bbbp@6.18-fc-v999, glibc2.36; AMD EPYC"]["within"] is None
+    assert summary["gmnet:bbbp@6.18-fc-v999, glibc2.36; AMD EPYC [ran max_epochs=30 (now 20)]"]["within"] is None
+    # one host's records of today's defaults and of older ones (a re-timing cut short): two rows
+    new = {**old, "seed": 1, "fit_seconds": 80.0,
+           "hyperparameters": {**old["hyperparameters"], "max_epochs": 20, "random_state": 1}}
+    (folder / "seed1_old_host.json").write_text(json.dumps(new))
+    text, summary = fit_time_section(tmp_path, tmp_path)
+    rows = [r for r in text.splitlines() if "fc-v999" in r]
+    assert len(rows) == 2 and any("| 80 | 120 | yes |" in r for r in rows)
+    assert summary["gmnet:bbbp@6.18-fc-v999, glibc2.36; AMD EPYC"]["fit_seconds"] == [80.0]
+    # one CPU model name and platform, other vector units: two hosts
+    from benchmarks.report.fit_time import host
+
+    assert host({"cpu_model": "AMD EPYC", "cpu_isa": "AVX2", "platform": "p"}) != \
+        host({"cpu_model": "AMD EPYC", "cpu_isa": "AVX-512", "platform": "p"})
     # a variant says what it ran against today's defaults: its own change, and a default changed since
     variant = rec(130.0, "Linux-6.18-fc-v998-x86_64-with-glibc2.36", variant="max_epochs=30")
     variant["hyperparameters"] = {**old["hyperparameters"], "average_epochs": 1}

@@ -22,11 +22,12 @@ def fit_time_section(results_dir: Path, out_dir: Path) -> Tuple[Optional[str], d
     if not recs:
         return None, {}
     # One row per host too: the same fit differs between hosts more than between the variants; and
-    # per thread count and member count, which the row shows once.
+    # per thread count and member count, which the row shows once; and apart where some of one
+    # host's records ran today's defaults and others not (a re-timing cut short)
     groups: Dict[Tuple, List[dict]] = defaultdict(list)
     for rec in recs:
         groups[rec["arm"], rec["endpoint"], rec.get("variant") or "", host(rec["hardware"]), rec["torch_threads"],
-               rec["n_estimators"]].append(rec)
+               rec["n_estimators"], other_defaults(rec["arm"], rec["endpoint"], [rec]) or ""].append(rec)
     rows, summary = [], {}
     for (arm, name, variant, where, *_), group in sorted(groups.items(), key=lambda kv: (
             kv[0][0], ENDPOINT_ORDER.get(kv[0][1], 99), kv[0][2], -min(r["fit_seconds"] for r in kv[1]))):
@@ -47,7 +48,7 @@ def fit_time_section(results_dir: Path, out_dir: Path) -> Tuple[Optional[str], d
                      ", ".join(f"{s:.0f}" for s in secs), DASH if target is None else str(target), within,
                      str(group[0]["n_estimators"]), str(group[0]["torch_threads"]), f"{load:.2f}",
                      cpu_label(hw), platform(hw)])
-        summary[f"{arm}:{name}" + (f":{variant}" if variant else "") + f"@{where}"] = {
+        summary[f"{arm}:{name}" + (f":{variant}" if variant else "") + f"@{where}" + (f" [ran {stale}]" if stale else "")] = {
             "fit_seconds": secs, "target_seconds": target, "within": worst <= target if target else None}
     text = md_table(["Arm", "Endpoint", "train molecules", "fit s (per seed)", "target s", "within target",
                      "members", "threads", "load avg (1 min) before", "CPU", "host (platform)"], rows)
@@ -82,6 +83,8 @@ def host(hw: dict) -> str:
     a platform string (an AMD and an Intel host both said "fc-v657"); times from two hosts are not
     comparable."""
     cpu = hw.get("cpu_model") or hw.get("cpu")
+    if cpu is not None and hw.get("cpu_isa"):  # (one model name, other vector units: other hosts)
+        cpu += f" ({hw['cpu_isa']})"
     return platform(hw) if cpu is None else f"{platform(hw)}; {cpu}"
 
 
@@ -95,7 +98,9 @@ Wall time of `fit` for the estimators with their defaults, called as a user woul
 epochs kept), on the training part of the DeepChem scaffold split, written by
 `python -m benchmarks.fit_time --threads 2` run alone on the machine (the load average before
 each fit shows whether anything else ran: the previous fit's two threads account for about 2).
-The C++ kernels are built before the clock starts. Rows "network alone" are the same fit with
+The C++ kernels are built before the clock starts; since 2026-12-01 the descriptors' worker pool
+and the scaffold cache are reset before each fit, as a user's fresh process has them (earlier
+records' seeds after the first found them warm, a few seconds). Rows "network alone" are the same fit with
 `forest=False` (`--without-forest`), timed on the same machine to show the forest's share; rows
 "max_epochs=30" are the defaults before recipe round eight (30 epochs). Times compare only
 within one host (one row per CPU and platform): several hosts of this project share the CPU name
