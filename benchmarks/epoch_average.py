@@ -154,6 +154,8 @@ def summary(root: Path = RESULTS_DIR) -> str:
              + " | mean | without BBBP | better |", "|---" * (len(endpoints) + 4) + "|"]
     verdict = ""
     for variant in VARIANTS[1:]:
+        if not all(variant in r["variants"] for r in recs):  # (cells made without it: not shown)
+            continue
         ratios = {}
         for e in endpoints:
             per_seed = [error_ratio(e, r["variants"][variant]["valid_metric"], r["variants"]["best"]["valid_metric"])
@@ -169,8 +171,8 @@ def summary(root: Path = RESULTS_DIR) -> str:
             verdict = (f"\n\nRule ({RULE_VARIANT}: mean below {RULE_THRESHOLD} and below 1 without BBBP): "
                        f"{'met' if passed else 'not met'} (mean {mean:.3f}, without BBBP {without:.3f}).")
     seeds = sorted({r["seed"] for r in recs})
-    reproduced = max((abs(r["variants"]["best"]["valid_metric"] - r["as_fitted_valid_metric"]) for r in recs),
-                     default=float("nan"))
+    reproduced = max((abs(r["variants"]["best"]["valid_metric"] - r["as_fitted_valid_metric"]) for r in recs
+                      if "as_fitted_valid_metric" in r), default=float("nan"))
     return ("\n".join(lines) + verdict + f"\n\nSeeds {seeds}; {len(recs)} cells. Largest difference between the "
             f"`best` variant and the fitted estimator's own valid score: {reproduced:.2g}.")
 

@@ -82,11 +82,15 @@ def as_a_fresh_process() -> None:
     it inside ``fit``) and the scaffold cache that loading the split filled (the estimator's
     internal split computes the same scaffolds). The compiled C++ kernels stay loaded: the
     timing leaves out building them (``warm_up``)."""
-    from joblib.externals.loky import get_reusable_executor
+    from joblib.externals.loky import reusable_executor
 
     from gmnet_sklearn.model_selection.scaffold import _scaffold_of_str
 
-    get_reusable_executor().shutdown(wait=True)
+    # (loky's module global: its get_reusable_executor() would start a pool of its own class to
+    # shut down, or replace joblib's; joblib starts a new one after a shutdown)
+    pool = reusable_executor._executor
+    if pool is not None:
+        pool.shutdown(wait=True)
     _scaffold_of_str.cache_clear()
 
 

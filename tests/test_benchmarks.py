@@ -1192,7 +1192,8 @@ def test_fit_time_times_the_kernels_path_from_a_cold_process_state(tmp_path, cap
     """Found in review: a shell with GMNET_CPU_KERNELS=0 would have timed the eager path and
     overwritten the records; the descriptors' worker pool and the scaffold cache stayed warm from
     one timed fit to the next, which a user's fresh process does not have."""
-    from joblib.externals.loky import get_reusable_executor
+    from joblib import Parallel, delayed
+    from joblib.externals.loky import reusable_executor
 
     import gmnet_sklearn.gm.cpu as cpu
     from benchmarks import fit_time
@@ -1203,11 +1204,15 @@ def test_fit_time_times_the_kernels_path_from_a_cold_process_state(tmp_path, cap
         fit_time.main(["--endpoints", "esol", "--results-dir", str(tmp_path)])
     assert "--eager" in capsys.readouterr().err and not list(tmp_path.iterdir())
     scaffold_split(["c1ccccc1CC", "C1CCCCC1O", "CCO", "c1ccncc1C"])
-    pool = get_reusable_executor(max_workers=1)
-    assert _scaffold_of_str.cache_info().currsize > 0
+    assert Parallel(n_jobs=2, backend="loky")(delayed(abs)(-i) for i in range(2)) == [0, 1]
+    pool = reusable_executor._executor  # joblib's (a subclass of loky's, which joblib needs)
+    assert _scaffold_of_str.cache_info().currsize > 0 and not pool._flags.shutdown
     fit_time.as_a_fresh_process()
-    assert _scaffold_of_str.cache_info().currsize == 0
-    assert get_reusable_executor(max_workers=1) is not pool  # (a new pool: the old one was shut down)
+    assert _scaffold_of_str.cache_info().currsize == 0 and pool._flags.shutdown
+    # joblib starts a pool of its own again (a loky pool left in its place broke the next
+    # descriptor computation in this process: the first version of this test)
+    assert Parallel(n_jobs=2, backend="loky")(delayed(abs)(-i) for i in range(2)) == [0, 1]
+    assert type(reusable_executor._executor) is type(pool) and not reusable_executor._executor._flags.shutdown
 
 
 def test_fit_time_keeps_another_hosts_record(tmp_path, capsys):
