@@ -143,12 +143,18 @@ def run_cell(endpoint, data, seed: int, vocab_file: str, command: str, root: Pat
     return record
 
 
-def summary(root: Path = RESULTS_DIR) -> str:
-    """Mean paired validation-error ratio of each variant against ``best`` per endpoint."""
+def cells(root: Path = RESULTS_DIR) -> List[dict]:
+    """The round's records under ``root``."""
     import json
 
     recs = [json.loads(p.read_text()) for p in sorted(Path(root).glob("*.json"))]
-    recs = [r for r in recs if r.get("schema") == SCHEMA]
+    return [r for r in recs if r.get("schema") == SCHEMA]
+
+
+def summary(root: Path = RESULTS_DIR, recs: Optional[List[dict]] = None) -> str:
+    """Mean paired validation-error ratio of each variant against ``best`` per endpoint (of
+    ``recs``, else of the cells under ``root``)."""
+    recs = cells(root) if recs is None else recs
     endpoints = [e for e in PEER_TARGET_ENDPOINTS if any(r["endpoint"] == e for r in recs)]
     lines = ["| variant vs best | " + " | ".join(ENDPOINTS[e].label for e in endpoints)
              + " | mean | without BBBP | better |", "|---" * (len(endpoints) + 4) + "|"]

@@ -3,7 +3,6 @@ epoch's, on the valid split only (``benchmarks/epoch_average.py`` writes the cel
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
@@ -22,9 +21,7 @@ each record keeps its command); this table is its `--summary`."""
 
 def epoch_average_section(results_dir: Path) -> Optional[str]:
     """The round's table from the records under ``results_dir/epoch_average``; None without any."""
-    from ..epoch_average import SCHEMA, summary
+    from ..epoch_average import cells, summary
 
-    root = Path(results_dir) / "epoch_average"
-    if not any(json.loads(p.read_text()).get("schema") == SCHEMA for p in root.glob("*.json")):
-        return None
-    return summary(root)
+    recs = cells(Path(results_dir) / "epoch_average")  # (read once: the table is made from them)
+    return summary(recs=recs) if recs else None

@@ -29,13 +29,13 @@ def fit_time_section(results_dir: Path, out_dir: Path) -> Tuple[Optional[str], d
         groups[rec["arm"], rec["endpoint"], rec.get("variant") or "", host(rec["hardware"]), rec["torch_threads"],
                rec["n_estimators"], other_defaults(rec["arm"], rec["endpoint"], [rec]) or ""].append(rec)
     rows, summary = [], {}
-    for (arm, name, variant, where, *_), group in sorted(groups.items(), key=lambda kv: (
+    for (arm, name, variant, where, _, _, stale), group in sorted(groups.items(), key=lambda kv: (
             kv[0][0], ENDPOINT_ORDER.get(kv[0][1], 99), kv[0][2], -min(r["fit_seconds"] for r in kv[1]))):
         secs = [r["fit_seconds"] for r in group]
         # a variant (e.g. the network alone, timed beside the defaults) is for comparison: no target;
         # nor a default fit of defaults that have changed since. (A variant's own change shows in
         # what differs from today's defaults too, beside any default changed since.)
-        stale = other_defaults(arm, name, group)
+        stale = stale or None  # (the group's key: what its records ran otherwise than today's defaults)
         target = None if variant or stale else group[0].get("target_seconds")
         worst = max(secs)
         within = (f"— (ran, against today's defaults: {stale})" if variant and stale
