@@ -63,7 +63,11 @@ def other_hosts_records(paths: Sequence[Path], hardware: dict) -> List[Path]:
     out = []
     for path in paths:
         if path.is_file():
-            old = json.loads(path.read_text()).get("hardware", {})
+            try:
+                old = json.loads(path.read_text()).get("hardware", {})
+            except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as exc:
+                # (a run killed mid-write before records were written atomically, or a hand edit)
+                raise ValueError(f"{path}: not a fit-time record ({exc}); move it aside or delete it") from exc
             if any(old.get(k) != hardware.get(k) for k in C.HOST_KEYS):
                 out.append(path)
     return out
@@ -162,9 +166,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if not cpu_kernels_available():  # (GMNET_CPU_KERNELS=0, or no compiler): not the defaults' fit
             p.error("Chem-GMNet's C++ kernels are not available here (GMNET_CPU_KERNELS=0, or they cannot be built), "
                     "so this would time the eager path: unset GMNET_CPU_KERNELS, or pass --eager to time it")
-    others = other_hosts_records([record_path(arm, endpoint, seed, args.results_dir, variant, args.host_label)
-                                  for arm in args.arm for endpoint in resolve_endpoints(args.endpoints)
-                                  for seed in args.seeds], C.hardware_info("cpu"))
+    try:
+        others = other_hosts_records([record_path(arm, endpoint, seed, args.results_dir, variant, args.host_label)
+                                      for arm in args.arm for endpoint in resolve_endpoints(args.endpoints)
+                                      for seed in args.seeds], C.hardware_info("cpu"))
+    except ValueError as exc:
+        p.error(str(exc))
     if others:  # a record is one host's timing: another host's is kept, not replaced
         p.error(f"{len(others)} record(s) were timed on another host ({', '.join(map(str, others[:3]))}"
                 f"{', ...' if len(others) > 3 else ''}): pass --host-label to keep them beside this host's")

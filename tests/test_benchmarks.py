@@ -1230,6 +1230,10 @@ def test_fit_time_keeps_another_hosts_record(tmp_path, capsys):
     assert "timed on another host" in capsys.readouterr().err and path.read_text() == before
     assert fit_time.other_hosts_records([path], {**here, "platform": "Linux-another-host"}) == []
     assert fit_time.other_hosts_records([tmp_path / "absent.json"], here) == []
+    path.write_text('{"hardware": {"platform": ')  # (cut short): a usage error naming it, not a traceback
+    with pytest.raises(SystemExit):
+        fit_time.main(["--endpoints", "bbbp", "--results-dir", str(tmp_path)])
+    assert f"{path}: not a fit-time record" in capsys.readouterr().err
 
 
 def test_fit_time_section_keeps_hosts_apart_and_checks_each_against_the_target(tmp_path):
@@ -1293,6 +1297,20 @@ def test_fit_time_section_keeps_hosts_apart_and_checks_each_against_the_target(t
     text, _ = fit_time_section(tmp_path, tmp_path)
     row = next(r for r in text.splitlines() if "fc-v998" in r)
     assert "| 130 | — | — (ran, against today's defaults: average_epochs=1 (now 3), max_epochs=30 (now 20)) |" in row
+    # the same host's fit on the eager path (`fit_time --eager`): a row of its own, which says so
+    kernels = rec(100.0, "Linux-6.18-fc-v997-x86_64-with-glibc2.36")
+    kernels["hardware"]["gmnet_path"] = "fused C++ CPU kernels, packed tokens"
+    eager = {**rec(300.0, "Linux-6.18-fc-v997-x86_64-with-glibc2.36", seed=1)}
+    eager["hardware"]["gmnet_path"] = "eager zonal forms, packed tokens"
+    (folder / "seed0_v997.json").write_text(json.dumps(kernels))
+    (folder / "seed1_v997.json").write_text(json.dumps(eager))
+    text, summary = fit_time_section(tmp_path, tmp_path)
+    rows = [r for r in text.splitlines() if "fc-v997" in r]
+    assert len(rows) == 2 and any("| 300 |" in r and r.rstrip().endswith("eager zonal forms, packed tokens |")
+                                  for r in rows)
+    assert summary["gmnet:bbbp@6.18-fc-v997, glibc2.36; AMD EPYC"]["fit_seconds"] == [100.0]
+    assert summary["gmnet:bbbp@6.18-fc-v997, glibc2.36; AMD EPYC [eager zonal forms, packed tokens]"][
+        "fit_seconds"] == [300.0]
 
 
 def test_report_lists_readout_tile_settings_against_the_shipped_ones(tmp_path):

@@ -1344,6 +1344,12 @@ def test_searches_on_missing_labels_and_routed_validation_sets_as_the_readme_say
         folds = cross_validate(est, X40, y, cv=KFold(2), params={"X_valid": X40[:10], "y_valid": y[:10]},
                                return_estimator=True)
     assert [e.n_valid_ for e in folds["estimator"]] == [10, 10]  # the whole validation set in each fold
+    # (README: scikit-learn cuts a fit parameter with as many rows as X to the training fold,
+    # routed or not: a review found the README saying routing prevents it)
+    with sklearn.config_context(enable_metadata_routing=True):
+        same_length = cross_validate(est, X40, y, cv=KFold(2), params={"X_valid": X40, "y_valid": y},
+                                     return_estimator=True)
+    assert [e.n_valid_ for e in same_length["estimator"]] == [20, 20]
 
 
 def test_predict_score_transform_and_load_leave_the_callers_torch_stream(tmp_path):

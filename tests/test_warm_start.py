@@ -85,6 +85,23 @@ def test_warm_start_loads_every_encoder_weight(pretrained, model):
     assert len(moved) > 0.6 * len(expected), (len(moved), len(expected))
 
 
+def test_skipping_invalid_rows_reads_the_checkpoint_once(pretrained, monkeypatch):
+    """on_invalid="skip" needs the vocabulary before the rows are checked: the checkpoint's, read
+    then and not a second time once the rows are known."""
+    from gmnet_sklearn.estimators import warm_start
+
+    reads = []
+    read_source = warm_start.read_source
+    monkeypatch.setattr(warm_start, "read_source", lambda *a, **kw: reads.append(a) or read_source(*a, **kw))
+    X = list(SMILES[:30]) + ["C1CC"]
+    est = GMNetRegressor.from_pretrained(pretrained["gmnet"], on_invalid="skip", **FIT)  # (reads its config)
+    reads.clear()
+    with pytest.warns(UserWarning, match="C1CC"):
+        est.fit(X, regression_target(X))
+    assert len(reads) == 1 and list(est.invalid_rows_) == [30]
+    assert est.tokenizer_.vocabulary_ == type(est.tokenizer_)(pretrained["gmnet"] / "vocab.txt").fit([]).vocabulary_
+
+
 def test_shape_conflicts_and_bad_sources(pretrained, tmp_path):
     X, y = SMILES, regression_target(SMILES)
     with pytest.raises(ValueError, match=r"k=8 \(checkpoint: 4\).*d_model=256 \(checkpoint: 16\).*from_pretrained"):

@@ -27,9 +27,10 @@ def fit_time_section(results_dir: Path, out_dir: Path) -> Tuple[Optional[str], d
     groups: Dict[Tuple, List[dict]] = defaultdict(list)
     for rec in recs:
         groups[rec["arm"], rec["endpoint"], rec.get("variant") or "", host(rec["hardware"]), rec["torch_threads"],
-               rec["n_estimators"], other_defaults(rec["arm"], rec["endpoint"], [rec]) or ""].append(rec)
+               rec["n_estimators"], other_defaults(rec["arm"], rec["endpoint"], [rec]) or "",
+               rec["hardware"].get("gmnet_path") or ""].append(rec)  # (the C++ kernels, or `--eager`)
     rows, summary = [], {}
-    for (arm, name, variant, where, _, _, stale), group in sorted(groups.items(), key=lambda kv: (
+    for (arm, name, variant, where, _, _, stale, path), group in sorted(groups.items(), key=lambda kv: (
             kv[0][0], ENDPOINT_ORDER.get(kv[0][1], 99), kv[0][2], -min(r["fit_seconds"] for r in kv[1]))):
         secs = [r["fit_seconds"] for r in group]
         # a variant (e.g. the network alone, timed beside the defaults) is for comparison: no target;
@@ -47,11 +48,12 @@ def fit_time_section(results_dir: Path, out_dir: Path) -> Tuple[Optional[str], d
                      str(group[0]["n_train"]),
                      ", ".join(f"{s:.0f}" for s in secs), DASH if target is None else str(target), within,
                      str(group[0]["n_estimators"]), str(group[0]["torch_threads"]), f"{load:.2f}",
-                     cpu_label(hw), platform(hw)])
-        summary[f"{arm}:{name}" + (f":{variant}" if variant else "") + f"@{where}" + (f" [ran {stale}]" if stale else "")] = {
+                     cpu_label(hw), platform(hw), path or DASH])
+        summary[f"{arm}:{name}" + (f":{variant}" if variant else "") + f"@{where}" + (f" [ran {stale}]" if stale else "")
+                + (f" [{path}]" if path and not path.startswith("fused") else "")] = {
             "fit_seconds": secs, "target_seconds": target, "within": worst <= target if target else None}
     text = md_table(["Arm", "Endpoint", "train molecules", "fit s (per seed)", "target s", "within target",
-                     "members", "threads", "load avg (1 min) before", "CPU", "host (platform)"], rows)
+                     "members", "threads", "load avg (1 min) before", "CPU", "host (platform)", "Chem-GMNet path"], rows)
     return text, summary
 
 

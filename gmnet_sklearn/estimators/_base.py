@@ -519,8 +519,10 @@ class SmilesNetBase(SavedModelMixin, BaseEstimator):
         flat_variants = [v for vs in variants for v in vs]
         # The vocabulary comes from a pretrained checkpoint, else (when fitted) from all of X and
         # the variants: tokens seen only in the internal validation rows get (untrained) ids of
-        # their own rather than [UNK].
-        self.tokenizer_ = self._make_tokenizer(list(X) + flat_variants)
+        # their own rather than [UNK]. (on_invalid="skip" made it above already; only a fitted
+        # vocabulary depends on the rows, and a checkpoint is not read twice)
+        if self.on_invalid != "skip" or (self.pretrained is None and fitted_vocabulary(self.vocab_file)):
+            self.tokenizer_ = self._make_tokenizer(list(X) + flat_variants)
         self.max_length_ = self._vocabulary_max_length(self.max_length_)
         if variants:
             variants = self._encodable_variants(train_X, variants)
