@@ -35,6 +35,12 @@ def _vocab_file(parser, arg: str | None) -> str | None:
         where = "" if Path(path).is_absolute() else f" (relative to {os.getcwd()})"
         parser.error(f"{source}: {path!r} is not a file{where}; give a DeepChem-style vocabulary file, or leave it "
                      "unset for DeepChem's own (shipped with the package)")
+    from .tokenizer import SmilesTokenizer
+
+    try:  # read now, not once the dataset is loaded and split (a review)
+        SmilesTokenizer(path)
+    except (ValueError, OSError) as exc:
+        parser.error(f"{source}: {exc}")
     return path
 
 

@@ -276,6 +276,9 @@ class RDKitDescriptors(TransformerMixin, BaseEstimator):
             raise ValueError(f"on_invalid must be 'raise' or 'nan', got {self.on_invalid!r}")
         if isinstance(self.n_quantiles, bool) or not isinstance(self.n_quantiles, (int, np.integer)) or self.n_quantiles < 2:
             raise ValueError(f"n_quantiles must be an integer >= 2, got {self.n_quantiles!r}")
+        if self.n_jobs is not None and (isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, (int, np.integer))
+                                        or self.n_jobs == 0):  # (joblib's own errors named no parameter)
+            raise ValueError(f"n_jobs must be None or a nonzero integer (-1: every core), got {self.n_jobs!r}")
 
     def fit(self, X, y=None):
         return self._fit_raw(self._raw(X))

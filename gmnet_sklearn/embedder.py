@@ -166,9 +166,12 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
             estimator = estimator.fit(X, y)
         source = encoder_source(estimator)
         members = self._members(len(source.modules))
-        names = self._names(source)
+        # what the features are, as fitted: transform and the feature names keep to it whatever
+        # set_params does since (a review: a change made transform fail, or mislabel its columns)
+        fitted = {"features": self.features, "moments": self.moments, "layers": copy.copy(self.layers)}
+        names = self._names(source, **fitted)
         # the fitted state together, once every check passed: a failed fit leaves none (or the last fit's)
-        self.estimator_, self.members_, self._feature_names = estimator, members, names
+        self.estimator_, self.members_, self._feature_names, self._fitted_params = estimator, members, names, fitted
         self.n_features_out_ = len(names) * len(members)
         return self
 
@@ -194,21 +197,28 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
             if params.get("attention") == "ska":
                 raise ValueError("features='moments' needs a Gated-SFA branch; attention='ska' has none")
 
-    def _layer_indices(self, n_layers: int) -> list[int]:
-        if self.layers is None:
+    def _as_fitted(self, name: str):
+        """``features``, ``moments`` or ``layers`` as the fit had them (the parameter itself before
+        a fit, and in a model pickled before they were kept)."""
+        return self.__dict__.get("_fitted_params", {}).get(name, getattr(self, name))
+
+    @staticmethod
+    def _layer_indices(n_layers: int, layers) -> list[int]:
+        if layers is None:
             return list(range(n_layers))
-        layers = [self.layers] if isinstance(self.layers, numbers.Integral) else list(self.layers)
+        given = layers
+        layers = [layers] if isinstance(layers, numbers.Integral) else list(layers)
         bad = [l for l in layers if isinstance(l, bool) or not isinstance(l, numbers.Integral) or not -n_layers <= l < n_layers]
         if bad or not layers:
-            raise ValueError(f"layers must be indices of the model's {n_layers} layers (or None for all), got {self.layers!r}")
+            raise ValueError(f"layers must be indices of the model's {n_layers} layers (or None for all), got {given!r}")
         indices = [int(l) % n_layers for l in layers]
         if len(set(indices)) < len(indices):  # the same columns twice (a DataFrame's names must be unique)
-            raise ValueError(f"layers names a layer twice: {self.layers!r} (of {n_layers} layers)")
+            raise ValueError(f"layers names a layer twice: {given!r} (of {n_layers} layers)")
         return indices
 
-    def _names(self, source: EncoderSource) -> list[str]:
-        if self.features != "moments":
-            return [f"{self.features}{i}" for i in range(source.width)]
+    def _names(self, source: EncoderSource, features: str, moments: str, layers) -> list[str]:
+        if features != "moments":
+            return [f"{features}{i}" for i in range(source.width)]
         encoder = source.encoders[0]
         if not hasattr(encoder, "multipole_moments"):
             raise ValueError(f"features='moments' needs a Chem-GMNet model; {type(encoder).__name__} has no "
@@ -218,8 +228,8 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
             raise ValueError(f"features='moments' needs a Gated-SFA branch; attention={encoder.config['attention']!r} "
                              "has none")
         degree = F.degree_index(attn.k, attn.L)
-        return [f"moments_{self.moments}_layer{layer}_head{h}_deg{degree[m]}_{m}_ch{j}"
-                for layer in self._layer_indices(len(encoder.encoder.layers))
+        return [f"moments_{moments}_layer{layer}_head{h}_deg{degree[m]}_{m}_ch{j}"
+                for layer in self._layer_indices(len(encoder.encoder.layers), layers)
                 for h in range(attn.n_heads) for m in range(attn.dim) for j in range(attn.k)]
 
     def transform(self, X) -> np.ndarray:
@@ -227,6 +237,7 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
         ``on_invalid``: "raise" names its row; "nan" and "skip" give it a row of NaN (a
         transformer keeps every row), as its ``predict`` does."""
         check_is_fitted(self, "estimator_")
+        self._check_params()  # (batch_size is read here: a set_params since the fit)
         X = check_smiles_input(X)
         source = encoder_source(self.estimator_)
         on_invalid = getattr(self.estimator_, "on_invalid", "raise")
@@ -246,7 +257,7 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
         """Writes ``X``'s features into ``out``; returns the rows with an [UNK] token."""
         encoded = source.encode(X, on_invalid)
         order = np.argsort(encoded.lengths, kind="stable")  # batches of similar length: less padding
-        fused = self.features == "head" and any(m is not e for m, e in zip(source.modules, source.encoders))
+        fused = self._as_fitted("features") == "head" and any(m is not e for m, e in zip(source.modules, source.encoders))
         ds = EncodedSmilesDataset(encoded, order=order, device=source.device,
                                   descriptors=source.molecule_features(X) if fused else None)
         width = self.n_features_out_ // len(self.members_)
@@ -260,16 +271,17 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
         module, encoder = source.modules[member], source.encoders[member]
         module.eval()
         done = 0
+        features, kind = self._as_fitted("features"), self._as_fitted("moments")
         with torch.inference_mode():
             for batch, _ in inference_loader(ds, batch_size=int(self.batch_size)):
-                if self.features == "head":
+                if features == "head":
                     z = module.pool(**batch)
-                elif self.features == "pooled":
+                elif features == "pooled":
                     z = encoder.pool(batch["input_ids"], batch["conj_flags"], batch["attention_mask"])
                 else:
                     moments = encoder.multipole_moments(batch["input_ids"], batch["conj_flags"], batch["attention_mask"])
-                    layers = self._layer_indices(moments[self.moments].shape[1])
-                    z = moments[self.moments][:, layers].reshape(len(batch["input_ids"]), -1)
+                    layers = self._layer_indices(moments[kind].shape[1], self._as_fitted("layers"))
+                    z = moments[kind][:, layers].reshape(len(batch["input_ids"]), -1)
                 out[order[done:done + len(z)]] = z.float().cpu().numpy()
                 done += len(z)
 

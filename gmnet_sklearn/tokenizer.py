@@ -320,11 +320,15 @@ class SmilesTokenizer:
 
     # -- vocabulary ------------------------------------------------------------------------
     def _load_vocab(self, path: str) -> None:
-        with open(path, encoding="utf-8") as fh:
-            # As transformers' load_vocab: the id is the line index. Unlike it, "\r" is stripped too
-            # (a file saved on Windows), a trailing blank line is tolerated and a repeated token
-            # is an error (there the later line would silently win).
-            tokens = [line.rstrip("\r\n") for line in fh]
+        try:
+            with open(path, encoding="utf-8") as fh:
+                # As transformers' load_vocab: the id is the line index. Unlike it, "\r" is stripped too
+                # (a file saved on Windows), a trailing blank line is tolerated and a repeated token
+                # is an error (there the later line would silently win).
+                tokens = [line.rstrip("\r\n") for line in fh]
+        except UnicodeDecodeError as exc:  # (a binary file given by mistake: the error named no file)
+            raise ValueError(f"vocab file {path!r} is not UTF-8 text ({exc.reason} at byte {exc.start}): give a "
+                             "vocabulary file, one token a line") from exc
         if tokens and tokens[-1] == "":  # tolerate a trailing blank line
             tokens.pop()
         vocab: dict[str, int] = {}

@@ -98,6 +98,23 @@ def test_main_job_refuses_a_vocabulary_path_that_is_not_a_file(monkeypatch, caps
     assert ("GMNET_TOKENIZER_VOCAB" if how == "env" else "--vocab") in err and "typo.txt' is not a file" in err
 
 
+@pytest.mark.parametrize("content", [b"C\nO\n", b"\x80\x83binary"])
+def test_main_job_reads_the_vocabulary_before_the_data(monkeypatch, capsys, tmp_path, content):
+    """A review: a vocabulary file without the special tokens, or not text, failed with a
+    traceback once the dataset was loaded and split."""
+    import gmnet_sklearn.datasets as datasets
+
+    bad = tmp_path / "vocab.txt"
+    bad.write_bytes(content)
+    monkeypatch.setattr(datasets, "fetch_moleculenet", lambda *a, **k: pytest.fail("read the data first"))
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--vocab", str(bad), "--quiet"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--vocab: vocab file {str(bad)!r}" in err and "Traceback" not in err
+    assert ("lacks special tokens" if content.startswith(b"C") else "is not UTF-8 text") in err
+
+
 def test_main_job_turns_a_malformed_data_file_into_a_usage_error(monkeypatch, capsys, tmp_path):
     folder = tmp_path / "data"
     folder.mkdir()

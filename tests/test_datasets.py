@@ -737,6 +737,11 @@ def test_review_findings_another_copy_a_damaged_file_a_missing_folder_and_sklear
     home = _write_esol(tmp_path / "home", 3)
     with pytest.warns(UserWarning, match=r"delaney-processed.csv: 3 rows where DeepChem 2.8.0's .* has 1128"):
         fetch_moleculenet("esol", tmp_path / "home", download=False)
+    # a copy cut short mid-line (its last row's SMILES cut too) is refused, not read as a molecule
+    text = Path(home).read_text()
+    Path(home).write_text(text.rstrip("\n")[:-3])
+    with pytest.raises(ValueError, match=r"delaney-processed.csv: 3 rows where .* ends in the middle of a line: cut short"):
+        fetch_moleculenet("esol", tmp_path / "home", download=False)
     Path(home).write_bytes(b"\x1f\x8b\x08\x00garbage")
     with pytest.raises(ValueError, match=r"delaney-processed.csv: cannot be read as the .* table .*delete or replace it"):
         fetch_moleculenet("esol", tmp_path / "home", download=False)

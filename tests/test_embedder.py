@@ -223,6 +223,23 @@ def test_width_is_the_fitted_models_after_set_params():
     np.testing.assert_array_equal(emb.transform(SMILES[:5]), expected)
 
 
+def test_features_stay_as_fitted_after_set_params(fused):
+    """A review: features, moments or layers changed by set_params after fit made transform fail
+    (numpy's shape error) or give forward moments under the mean's column names. They stay as
+    fitted, as the width does; a refit takes the new ones."""
+    X = SMILES[:6]
+    emb = GMNetEmbedder(fused, features="moments", layers=[0], prefit=True).fit(SMILES)
+    expected, names = emb.transform(X), emb.get_feature_names_out()
+    for change in ({"layers": None}, {"features": "pooled"}, {"moments": "forward"}):
+        emb.set_params(**change)
+        np.testing.assert_array_equal(emb.transform(X), expected)
+        np.testing.assert_array_equal(emb.get_feature_names_out(), names)
+    emb.fit(SMILES)  # (now features="pooled", moments="forward", layers=None)
+    assert emb.n_features_out_ == 16 and emb.get_feature_names_out()[0] == "pooled0"
+    with pytest.raises(ValueError, match="batch_size must be a positive integer, got 0"):
+        emb.set_params(batch_size=0).transform(X)
+
+
 def test_transform_runs_with_the_estimators_threads(plain):
     seen = []
     emb = GMNetEmbedder(clone(plain).set_params(n_jobs=1), prefit=False).fit(SMILES, Y)

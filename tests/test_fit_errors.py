@@ -2,6 +2,7 @@
 each comes early (before the data are prepared, where the parameters alone show it), names what
 is wrong (the parameter, the row, the file), and never leaves a model that predicts NaN quietly."""
 
+import re
 import warnings
 
 import numpy as np
@@ -155,3 +156,56 @@ def test_a_callbacks_warning_is_the_callers_past_skorch():
         with pytest.raises(ValueError, match="diverged"):
             GMNetRegressor(**{**SMALL, "lr": 1e30}).fit(X, Y)
     assert [w.filename for w in record if "not finite in any epoch" in str(w.message)] == [__file__]
+
+
+def test_parameters_set_after_the_fit_are_checked_where_they_are_read(tmp_path):
+    """A review: set_params(tta=-1) after a fit made predict fail inside the augmenter (without the
+    parameter's name), n_jobs=0 inside torch, on_invalid="bogus" ran as "raise", and save wrote a
+    folder load refuses. They are checked as fit checks them, before anything is written."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    est = GMNetRegressor(**SMALL).fit(X, Y)
+    before = est.predict(X[:5])
+    for name, value in (("tta", -1), ("n_jobs", 0), ("on_invalid", "bogus")):
+        est.set_params(**{name: value})
+        with pytest.raises(InvalidParameterError, match=f"'{name}' parameter"):
+            est.predict(X[:5])
+        with pytest.raises(InvalidParameterError, match=f"'{name}' parameter"):
+            est.save(tmp_path / name)
+        assert not (tmp_path / name).exists()
+        est.set_params(**{name: GMNetRegressor().get_params()[name]})
+    np.testing.assert_array_equal(est.predict(X[:5]), before)
+
+
+def test_callbacks_entries_that_are_no_callback_fail_before_the_data(monkeypatch):
+    from skorch.callbacks import EpochTimer
+
+    prepared = []
+    monkeypatch.setattr(GMNetRegressor, "_prepare_data",
+                        lambda self, *a: prepared.append(1) or _base.SmilesNetBase._prepare_data(self, *a))
+    for callbacks, shown in (([1], "callbacks[0] is 1"), ([EpochTimer(), ("timer", "EpochTimer")], "callbacks[1] is ('timer', 'EpochTimer')")):
+        with pytest.raises(ValueError, match=re.escape(shown) + ": not a skorch Callback"):
+            GMNetRegressor(**SMALL, callbacks=callbacks).fit(X, Y)
+    assert not prepared
+    # skorch's forms: an instance, a class, a (name, callback) pair
+    GMNetRegressor(**{**SMALL, "max_epochs": 1}, callbacks=[EpochTimer, ("timer2", EpochTimer())]).fit(X[:20], Y[:20])
+
+
+def test_review_findings_on_targets_weights_and_labels():
+    """y given as a number is named; a regressor's score checks sample_weight as the classifiers'
+    does; True/False labels stay labels beside the NaN rows of on_invalid="nan"; the
+    descriptors' n_jobs is checked where it is set."""
+    from gmnet_sklearn.descriptors import RDKitDescriptors
+
+    with pytest.raises(ValueError, match=r"y must be 1-D or 2-D, got shape \(\)"):
+        GMNetRegressor(**SMALL).fit(X, 1.0)
+    est = GMNetRegressor(**SMALL).fit(X, Y)
+    with pytest.raises(ValueError, match="sample_weight must hold numbers: could not convert string to float: 'a'"):
+        est.score(X, Y, sample_weight=["a"] * len(X))
+    labels = np.asarray(Y) > np.median(Y)
+    clf = GMNetClassifier(**SMALL, on_invalid="nan").fit(X, labels)
+    pred = clf.predict(X[:3] + ["C1CC"])
+    assert pred.dtype == object and all(isinstance(p, (bool, np.bool_)) for p in pred[:3]) and np.isnan(pred[3])
+    for n_jobs in (0, "a", True):
+        with pytest.raises(ValueError, match=f"n_jobs must be None or a nonzero integer.*got {n_jobs!r}"):
+            RDKitDescriptors(n_jobs=n_jobs).fit(X[:5])

@@ -532,7 +532,8 @@ def test_cli_values_are_python_literals_and_bad_arguments_are_usage_errors(corpu
                            f"--vocab-file PATH names no file: {tmp_path / 'none.txt'}"),
                           (["--vocab-file", str(vocab), "--set", "adaptive=yes"],
                            "gmnet model parameter adaptive must be a bool (like its default False), got 'yes'"),
-                          (["--vocab-file", str(vocab), "--set", "k"], "--set needs NAME=VALUE, got 'k'")]:
+                          (["--vocab-file", str(vocab), "--set", "k"], "--set needs NAME=VALUE, got 'k'"),
+                          (["--vocab-file", str(vocab), "--threads", "0"], "--threads must be a positive integer, got 0")]:
         with pytest.raises(SystemExit) as exit_info:
             main([str(folder), str(tmp_path / "cli"), "--quiet", *argv])
         assert exit_info.value.code == 2
@@ -567,13 +568,22 @@ def test_bad_arguments(corpus, tmp_path):
     # what only the masker, the test files, the device or the model can reject fails before the
     # corpus is encoded (hours on MOSES), not after
     for kwargs, error, match in [({"mask_prob": 1.5}, ValueError, "mask_prob must be in"),
-                                 ({"test_corpus": tmp_path / "missing.smi"}, FileNotFoundError, "missing.smi does not exist"),
+                                 ({"test_corpus": tmp_path / "missing.smi"}, FileNotFoundError,
+                                  "test_corpus .*missing.smi does not exist"),
                                  ({"device": "cdua"}, ValueError, "device='cdua' is not a torch device"),
                                  ({"seed": -1}, ValueError, "seed must be a non-negative integer"),
                                  ({"d_model": 15, "n_heads": 2}, ValueError, "d_model=15 is not divisible")]:
         with pytest.raises(error, match=match):
             pretrain(folder, tmp_path / "early", "gmnet", vocab_file=vocab, progress=False, **kwargs)
         assert not (tmp_path / "early" / "cache").exists()
+    # a review: a file that is no gzip, and an output folder below a file, were tracebacks
+    fake = tmp_path / "fake.smi.gz"
+    fake.write_text("not gzip\n")
+    with pytest.raises(ValueError, match=f"{fake}: unreadable \\(BadGzipFile"):
+        pretrain(fake, tmp_path / "gz", "gmnet", vocab_file=vocab, progress=False, test_corpus=None)
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(ValueError, match="output_dir .*a_file/run cannot be made a folder"):
+        pretrain(folder, tmp_path / "a_file" / "run", "gmnet", vocab_file=vocab, progress=False)
 
 
 def test_chemberta_length_limit_and_an_empty_held_out_set(corpus, tmp_path):

@@ -72,6 +72,24 @@ def test_targets_resume_shard_by_shard_and_refuse_other_data(corpus, tmp_path):
     other, _ = _cache(folder, vocab, tmp_path / "cache64", shard_size=64)
     with pytest.raises(ValueError, match="descriptor targets of other data"):
         build_targets(other, tok, tmp_path / "targets")
+    # a review: the same corpus file edited in place (two molecules of one shard swapped: the same
+    # names, sizes and shard counts), its cache built again, kept the old molecules' targets
+    import shutil
+
+    train = folder / "train.csv"
+    header, first, second, *rest = train.read_text().splitlines(keepends=True)
+    train.write_text(header + second + first + "".join(rest))
+    shutil.rmtree(tmp_path / "cache")
+    edited, _ = _cache(folder, vocab, tmp_path / "cache")
+    keyed = [[(s["file"], s["n_valid"], s["n_tokens"]) for s in c.manifest["shards"]] for c in (edited, encoded)]
+    assert keyed[0] == keyed[1]  # (what the targets were keyed on)
+    with pytest.raises(ValueError, match=r"descriptor targets of other data \(cache differ\)"):
+        build_targets(edited, tok, tmp_path / "targets")
+    # targets recorded before the cache's identity was: taken on the shards' names and sizes
+    manifest = json.loads((tmp_path / "targets" / "manifest.json").read_text())
+    del manifest["cache"]
+    (tmp_path / "targets" / "manifest.json").write_text(json.dumps(manifest))
+    assert build_targets(edited, tok, tmp_path / "targets")["complete"]
 
 
 def test_scaling_is_robust_and_drops_constant_descriptors():

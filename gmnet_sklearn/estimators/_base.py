@@ -405,6 +405,7 @@ class SmilesNetBase(SavedModelMixin, BaseEstimator):
             raise ValueError(f"layer_lr_decay={self.layer_lr_decay} slows the lower layers of a pretrained encoder, "
                              "which needs pretrained weights: pass pretrained=... or layer_lr_decay=1.0")
         self.device_ = resolve_device(self.device)
+        _check_callbacks(self.callbacks)
         if len([cb for cb in (self.callbacks or []) if _snapshot_in(cb) is not None]) > 1:
             raise ValueError("pass at most one TrainingSnapshot in callbacks")
         self._check_model_parameters()
@@ -444,6 +445,7 @@ class SmilesNetBase(SavedModelMixin, BaseEstimator):
         X = check_smiles_input(X)
         if y is None:  # scikit-learn's wording (check_requires_y_none)
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        check_target(y)  # (a number: named, not scikit-learn's "got float"; _check_y converts it)
         check_consistent_length(X, y)
         y = self._check_y(y, len(X))
         warn_missing_targets(y)  # a 1-D y with NaN: masked, but said once (rows as the user numbers them)
@@ -867,6 +869,7 @@ class SmilesNetBase(SavedModelMixin, BaseEstimator):
         ``features``: the molecule features of ``X`` when the caller has them already. Rows
         whose SMILES hold tokens outside the vocabulary are named in one warning."""
         check_is_fitted(self, "net_")
+        self._validate_params()  # (tta, n_jobs, on_invalid are read here: a set_params since the fit)
         X = check_smiles_input(X)
         unknown = [] if warn_unknown else None
         with torch_threads(self.n_jobs):
@@ -1034,6 +1037,19 @@ class RestoreBest(Checkpoint):
 
 def _quiet(*args, **kwargs):
     """Sink for EarlyStopping's message when the estimator is not verbose."""
+
+
+def _check_callbacks(callbacks) -> None:
+    """skorch's forms of a ``callbacks`` entry: a Callback, a Callback class, or a (name, callback)
+    pair. Anything else failed inside skorch once the data were prepared (a review)."""
+    from skorch.callbacks import Callback
+
+    for i, item in enumerate(callbacks or []):
+        named = isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str)
+        cb = item[1] if named else item
+        if not (isinstance(cb, Callback) or (isinstance(cb, type) and issubclass(cb, Callback))):
+            raise ValueError(f"callbacks[{i}] is {item!r}: not a skorch Callback, a Callback class, or a "
+                             "(name, Callback) pair")
 
 
 def _snapshot_in(callback) -> TrainingSnapshot | None:

@@ -11,12 +11,12 @@ from sklearn.base import ClassifierMixin
 from sklearn.exceptions import DataConversionWarning
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted
+from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
 from ._base import _placing_every_row
 from ._invalid import warn_unscored_rows
 from ..utils.stacklevel import _caller_stacklevel
-from ..utils.targets import check_multilabel, check_n_outputs, check_target, missing_labels
+from ..utils.targets import check_multilabel, check_n_outputs, check_score_weight, check_target, missing_labels
 from .losses import CrossEntropyLoss, MaskedBCEWithLogitsLoss
 from .metrics import ValidROCAUC, has_auc, probability_roc_auc, scores_from_raw
 
@@ -227,7 +227,7 @@ class SmilesClassifierMixin(ClassifierMixin):
         if valid.all():
             return labels
         kind = labels.dtype.kind
-        out = labels.astype(np.float64) if kind in "biuf" else labels.astype(object)
+        out = labels.astype(np.float64) if kind in "iuf" else labels.astype(object)  # (True/False stay labels)
         out[~valid] = np.nan
         return out
 
@@ -245,10 +245,7 @@ class SmilesClassifierMixin(ClassifierMixin):
         y = self._check_y(y, len(y))  # as fit takes them: 0, 1 or NaN per task; one task's labels all present
         probs = self.predict_proba(X)
         check_consistent_length(probs, y, sample_weight)
-        if sample_weight is not None:  # finite and 1-D (its length: above)
-            sample_weight = check_array(sample_weight, ensure_2d=False, dtype=np.float64, input_name="sample_weight")
-            if sample_weight.ndim != 1:
-                raise ValueError(f"sample_weight must be 1-D, one weight per row; got shape {sample_weight.shape}")
+        sample_weight = check_score_weight(sample_weight)  # (its length: above)
         valid = ~np.isnan(probs).any(1)
         warn_unscored_rows(~valid)
         if not valid.any():

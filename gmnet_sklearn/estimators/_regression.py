@@ -10,7 +10,7 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
 from ._invalid import warn_unscored_rows
-from ..utils.targets import as_float_target, check_n_outputs, check_target
+from ..utils.targets import as_float_target, check_n_outputs, check_score_weight, check_target
 from .losses import MaskedMSELoss
 from .metrics import ValidRMSE, masked_rmse
 
@@ -107,7 +107,7 @@ class SmilesRegressorMixin(RegressorMixin):
         check_consistent_length(pred, y, sample_weight)  # else a reshape pairs rows wrongly
         pred = pred.reshape(len(y), -1)
         warn_unscored_rows(np.isnan(pred).all(1))
-        weight = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        weight = check_score_weight(sample_weight)  # (its length: above)
         scores = []
         for j in range(y.shape[1]):
             obs = ~np.isnan(y[:, j]) & ~np.isnan(pred[:, j])

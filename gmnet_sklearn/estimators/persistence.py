@@ -41,15 +41,19 @@ class SavedModelMixin:
         metadata), ``history.json`` (the training history, skorch's ``History.to_file`` format;
         ``history_<i>.json`` for member i > 0) and ``vocab.txt``.
 
-        ``path`` is a new or empty folder, or one an earlier ``save`` wrote, whose files are then
-        replaced (those of ensemble members or parts this model lacks are removed); another folder
-        (a pretrained encoder's, one holding other files) is refused. Its ``config.json`` is
+        ``path`` is a new folder, one whose files are none of those ``save`` writes (they are kept
+        beside the model), or one an earlier ``save`` wrote, whose files are then replaced (those of
+        ensemble members or parts this model lacks are removed); a folder of another kind (a
+        pretrained encoder's, a Hugging Face model's), or one holding some of these file names
+        beside files of its own without a ``config.json`` of this format, is refused. Its ``config.json`` is
         removed first and written last: a save that does not finish leaves a folder ``load``
         refuses, never one model's weights beside another's configuration. Each file is written
         whole or not at all (``utils.files.write_atomic``)."""
         from ..utils.files import write_atomic, write_safetensors
 
         check_is_fitted(self, "net_")
+        # a value set_params gave since the fit (written as params_now) that load would refuse
+        self._validate_params()
         params = {k: v for k, v in self.__dict__.get("_params_at_fit", self.get_params(deep=False)).items()
                   if k != "callbacks"}
         # vocab_file stays the path the fit read (a clone of the loaded model refits with it); the

@@ -94,6 +94,8 @@ def main(argv=None) -> int:
             parser.error(f"--set needs NAME=VALUE, got {item!r}")
         model_kwargs[name.strip()] = _value(value.strip())
     if args.threads is not None:
+        if args.threads < 1:  # (torch's own error was a traceback)
+            parser.error(f"--threads must be a positive integer, got {args.threads}")
         import torch
 
         torch.set_num_threads(args.threads)

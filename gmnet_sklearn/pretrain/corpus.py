@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import gzip
 import os
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -215,9 +216,14 @@ def content_digest(files) -> str:
 
     h = hashlib.sha256()
     for p in files:
-        with (gzip.open(p, "rb") if str(p).lower().endswith(".gz") else open(p, "rb")) as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
+        try:
+            with (gzip.open(p, "rb") if str(p).lower().endswith(".gz") else open(p, "rb")) as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+        except FileNotFoundError:
+            raise
+        except (OSError, EOFError, zlib.error) as exc:  # (read first: iter_file's error came too late, a review)
+            raise ValueError(f"{p}: unreadable ({type(exc).__name__}: {exc})") from exc
         h.update(b"\0")  # a file boundary: (ab, c) is not (a, bc)
     return h.hexdigest()[:16]
 

@@ -8,7 +8,7 @@ corpus (``cache.py``) and stored beside it:
 
 * ``shard_NNNNN.safetensors``: ``raw`` (float32, the shard's valid SMILES x descriptors, NaN where
   RDKit fails or the value is not finite), rows in the cache's order;
-* ``manifest.json``: what they were computed from (the cache's shards, RDKit's version, the
+* ``manifest.json``: what they were computed from (the cache's shards and identity, RDKit's version, the
   descriptor names), per shard the seconds spent, and the scaling.
 
 The SMILES are the cache's token ids decoded: the regex tokenizer's tokens join back into the
@@ -89,13 +89,21 @@ def _build_targets(corpus, tokenizer, out_dir: Path, n_jobs: int, progress: bool
     from ..descriptors import descriptor_names
 
     source = [{"file": s["file"], "n_valid": s["n_valid"], "n_tokens": s["n_tokens"]} for s in corpus.manifest["shards"]]
+    # what the shards hold, not only their names and sizes: the cache's own identity, with its
+    # corpus files' contents digest (a cache built again from an edited corpus of the same counts
+    # kept the old molecules' targets: a review)
+    cache = {k: corpus.manifest.get(k) for k in ("files", "vocab", "max_length", "shard_size", "limit",
+                                                   "smiles_column", "content")}
     identity = {"format": TARGETS_FORMAT, "corpus": hashlib.sha256(json.dumps(source).encode()).hexdigest()[:20],
+                "cache": hashlib.sha256(json.dumps(cache, sort_keys=True).encode()).hexdigest()[:20],
                 "rdkit": rdkit.__version__, "names": descriptor_names()}
     path = out_dir / "manifest.json"
     manifest = {**identity, "complete": False, "shards": []}
     if path.exists():
         old = json.loads(path.read_text())
-        differ = [k for k in identity if old.get(k) != identity[k]]
+        # (targets built before "cache" was recorded have none to compare, as caches before their
+        # contents digest: they are taken on the shards' names and sizes)
+        differ = [k for k in identity if old.get(k) != identity[k] and (k != "cache" or "cache" in old)]
         if differ and replace_other and not old.get("complete"):  # (a finished set: refused, as a prepared cache)
             clear_stale(out_dir, f"descriptor targets of other data ({', '.join(differ)} differ)")
             old, differ = {**manifest}, []

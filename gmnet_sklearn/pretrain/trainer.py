@@ -256,7 +256,10 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
     masker = Masker(tokenizer, mask_prob)
     files = corpus_files(corpus)
     test_path = held_out_file(corpus) if test_corpus == "auto" else (None if test_corpus is None else Path(test_corpus))
-    test_files = [] if test_path is None else corpus_files(test_path, hold_out=False)  # a folder: all of it
+    try:
+        test_files = [] if test_path is None else corpus_files(test_path, hold_out=False)  # a folder: all of it
+    except FileNotFoundError as exc:  # (it said "SMILES corpus ... does not exist", as of the training corpus)
+        raise FileNotFoundError(f"test_corpus {test_path} does not exist") from exc
     evaluated = {Path(f).resolve() for f in test_files}
     if overlap := [f for f in files if Path(f).resolve() in evaluated]:  # held-out figures on trained-on SMILES
         warnings.warn(f"{corpus}: {[Path(f).name for f in overlap]} is test_corpus, so it is evaluated and not "
@@ -277,7 +280,10 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
         raise ValueError(f"output_dir {output_dir} is a file, not a folder")
     if not prepare_only:  # (again under the lock below; here so a refused folder gets no lock file)
         _refuse_a_finished_model(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # (a file among its parents: a NotADirectoryError traceback, a review)
+        raise ValueError(f"output_dir {output_dir} cannot be made a folder ({type(exc).__name__}: {exc})") from exc
     with run_lock(output_dir):  # one process trains a run folder at a time: the checkpoint is one file
         # the run's own cache, and no checkpoint yet: an unfinished or empty cache of other data,
         # what an attempt that failed left (a corpus fixed since), is built again rather than refused

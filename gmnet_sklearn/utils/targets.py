@@ -19,8 +19,8 @@ from .messages import shown_rows
 from .stacklevel import _caller_stacklevel
 from .validation import missing_as_nan
 
-__all__ = ["MissingTargetWarning", "as_float_target", "check_multilabel", "check_target", "missing_labels",
-           "warn_missing_targets"]
+__all__ = ["MissingTargetWarning", "as_float_target", "check_multilabel", "check_score_weight", "check_target",
+           "missing_labels", "warn_missing_targets"]
 
 def warn_missing_targets(y, name: str = "y") -> int:
     """Warn, once, when a single-task target ``y`` has missing values (NaN); return how many rows.
@@ -68,6 +68,24 @@ def check_target(y, name: str = "y") -> np.ndarray:
     if y.dtype.kind == "c":  # astype(float) would keep the real part only (scikit-learn's wording)
         raise ValueError(f"Complex data not supported: {name} is complex")
     return y  # its length is checked against X's by check_consistent_length
+
+
+def check_score_weight(sample_weight) -> np.ndarray | None:
+    """``score``'s ``sample_weight`` as finite float64 numbers, one a row (its length is checked
+    beside the rows'), or an error that names it (numpy's "could not convert" does not)."""
+    if sample_weight is None:
+        return None
+    from sklearn.utils import check_array
+
+    try:
+        weight = check_array(sample_weight, ensure_2d=False, dtype=np.float64, input_name="sample_weight")
+    except ValueError as exc:
+        if "sample_weight" in str(exc):
+            raise
+        raise ValueError(f"sample_weight must hold numbers: {exc}") from exc
+    if weight.ndim != 1:
+        raise ValueError(f"sample_weight must be 1-D, one weight per row; got shape {weight.shape}")
+    return weight
 
 
 def as_float_target(y: np.ndarray, name: str, rule: str) -> np.ndarray:
