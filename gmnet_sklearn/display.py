@@ -183,10 +183,14 @@ class TrainingCurveDisplay:
         self.metric_ax_ = None
         if self.metric is not None:
             # plotted on these axes before: the twin made then, not one more on top of it
-            twins = [a for a in ax.figure.axes if a is not ax and a.get_shared_x_axes().joined(a, ax)
-                     and a.get_position().bounds == ax.get_position().bounds]
-            self.metric_ax_ = twins[0] if twins else ax.twinx()
             label = _METRIC_LABELS.get(self.metric_name, self.metric_name)
+            # the twin of the same metric only: another metric (a classifier's ROC-AUC beside a
+            # regressor's RMSE) gets a twin of its own, its axis set off to the right (a review)
+            twins = _twins(ax)
+            same = [a for a in twins if a.get_ylabel() == label]
+            self.metric_ax_ = same[0] if same else ax.twinx()
+            if not same and twins:
+                self.metric_ax_.spines["right"].set_position(("axes", 1.0 + 0.15 * len(twins)))
             (self.lines_[self.metric_name],) = self.metric_ax_.plot(
                 epochs, self.metric, **{"label": label, "color": "C2", "marker": "o", "markersize": 3, **metric_kwargs})
             self.metric_ax_.set_ylabel(label)
@@ -206,12 +210,18 @@ class TrainingCurveDisplay:
         # this display's lines, the metric's on the twin axes among them
         ours = (list(self.lines_.values()) + ([self.best_epoch_line_] if self.best_epoch_line_ is not None else [])
                 + self.averaged_epoch_lines_[:1])
-        handles = [h for h in ax.get_legend_handles_labels()[0] if h not in ours + self.averaged_epoch_lines_] + ours
+        # (and the labelled lines of the twins: an earlier display's metric)
+        earlier = [h for a in [ax, *_twins(ax)] for h in a.get_legend_handles_labels()[0]]
+        handles = [h for h in earlier if h not in ours + self.averaged_epoch_lines_] + ours
         ax.legend(handles=handles, labels=[h.get_label() for h in handles], loc="upper right")
         if self.metric_ax_ is not None:  # the legend (on ax) above the twin axes' line and markers
-            ax.set_zorder(self.metric_ax_.get_zorder() + 1)
-            self.metric_ax_.patch.set_facecolor(ax.get_facecolor())  # the background moves below
-            self.metric_ax_.patch.set_visible(True)
+            twins = _twins(ax)
+            ax.set_zorder(max(a.get_zorder() for a in twins) + 1)
+            # the background moves below, to the first twin (drawn first) alone: a twin's background
+            # drawn over another's would hide its line
+            twins[0].patch.set_facecolor(ax.get_facecolor())
+            for i, twin in enumerate(twins):
+                twin.patch.set_visible(i == 0)
             ax.patch.set_visible(False)
         title = self.estimator_name if name is None else name
         if title is not None:  # ("" clears it)
@@ -219,3 +229,9 @@ class TrainingCurveDisplay:
         self.ax_ = ax
         self.figure_ = ax.figure
         return self
+
+
+def _twins(ax) -> list:
+    """The axes ``twinx`` made on ``ax`` (same x axis and position): earlier displays' metric axes."""
+    return [a for a in ax.figure.axes if a is not ax and a.get_shared_x_axes().joined(a, ax)
+            and a.get_position().bounds == ax.get_position().bounds]

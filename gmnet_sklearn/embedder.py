@@ -178,7 +178,7 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
     def fit_transform(self, X, y=None, **fit_params):
         # X read once: fit would exhaust a generator before TransformerMixin's transform read it
         X = check_smiles_input(X)
-        return self.fit(X, y, **fit_params).transform(X)
+        return self.fit(X, y, **fit_params)._transform(X)  # (unwrapped: the index, as MorganFingerprint's)
 
     def _members(self, n_members: int) -> list[int]:
         if self.member == "all":
@@ -236,6 +236,9 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
         """(n, n_features_out_) float32 features. An invalid SMILES follows the estimator's
         ``on_invalid``: "raise" names its row; "nan" and "skip" give it a row of NaN (a
         transformer keeps every row), as its ``predict`` does."""
+        return self._transform(X)
+
+    def _transform(self, X) -> np.ndarray:
         check_is_fitted(self, "estimator_")
         self._check_params()  # (batch_size is read here: a set_params since the fit)
         X = check_smiles_input(X)

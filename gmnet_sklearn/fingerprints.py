@@ -56,7 +56,10 @@ class MorganFingerprint(TransformerMixin, BaseEstimator):
 
         # X read once: fit would exhaust a generator before TransformerMixin's transform read it
         X = check_smiles_input(X)
-        return self.fit(X, y, **fit_params).transform(X)
+        # the unwrapped _transform: set_output's wrapper around transform would give the list read
+        # here a fresh index, which the wrapper around fit_transform then keeps (a review: a
+        # FeatureUnion's pandas output doubled its rows)
+        return self.fit(X, y, **fit_params)._transform(X)
 
     def _check_on_invalid(self):
         # here and in transform: with no state to fit, transform may run without fit
@@ -70,6 +73,9 @@ class MorganFingerprint(TransformerMixin, BaseEstimator):
             raise ValueError(f"counts must be True or False, got {self.counts!r}")
 
     def transform(self, X) -> np.ndarray:
+        return self._transform(X)
+
+    def _transform(self, X) -> np.ndarray:
         import warnings
 
         from .utils.stacklevel import _caller_stacklevel

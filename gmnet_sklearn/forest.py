@@ -17,6 +17,7 @@ unless ``normalize_y=False``), probabilities for classification.
 from __future__ import annotations
 
 import contextlib
+import threading
 
 import numpy as np
 
@@ -183,11 +184,19 @@ class MoleculeForest:
         return forest
 
 
+#: The blocks open on each estimator (by id): blocks left in another order than entered (threads)
+#: end on the weight of the newest one still open, and the last one out restores the model's own.
+_BLENDS: dict = {}
+_BLENDS_LOCK = threading.Lock()
+
+
 @contextlib.contextmanager
 def blend_weight(est, weight: float):
     """Inside: a fitted ``forest=True`` estimator blends at ``weight`` (0: the network alone, 1: the
     forest alone) instead of its ``forest_weight_``, e.g. to score the blend at other weights; the
-    weight is restored on leaving. A model without a forest has only the network: any other weight
+    weight is restored on leaving (unless a fit inside the block replaced the model: its weight
+    stays). It sets the estimator's ``forest_weight_``: other threads predicting with the same
+    estimator meanwhile blend at that weight too. A model without a forest has only the network: any other weight
     than 0 is an error, not a blend that silently is not one. A Pipeline's last step, a search's
     ``best_estimator_`` and a ``FrozenEstimator``'s estimator are the model it acts on."""
     import numbers
@@ -203,16 +212,30 @@ def blend_weight(est, weight: float):
     if weight != 0 and getattr(est, "forest_", None) is None:
         raise ValueError(f"{type(est).__name__} has no forest to blend (fit with forest=True): its predictions are "
                          "the network's at any weight")
-    had_weight = "forest_weight_" in est.__dict__
-    before = getattr(est, "forest_weight_", 0.0)
-    est.forest_weight_ = float(weight)
+    token = object()
+    with _BLENDS_LOCK:
+        # (the model is its networks: every fit makes net_ anew, with or without a forest)
+        active = _BLENDS.setdefault(id(est), {"model": est.__dict__.get("net_"), "overrides": [],
+                                              "had": "forest_weight_" in est.__dict__,
+                                              "before": est.__dict__.get("forest_weight_")})
+        active["overrides"].append((token, float(weight)))
+        est.forest_weight_ = float(weight)
     try:
         yield given
     finally:
-        if had_weight:
-            est.forest_weight_ = before
-        else:  # an unfitted estimator must not look fitted afterwards
-            del est.forest_weight_
+        with _BLENDS_LOCK:
+            active["overrides"] = [o for o in active["overrides"] if o[0] is not token]
+            if active["overrides"] and est.__dict__.get("net_") is active["model"]:
+                est.forest_weight_ = active["overrides"][-1][1]  # the newest block still open
+            elif not active["overrides"]:
+                del _BLENDS[id(est)]
+                # a fit inside the block made the model anew: its own weight stays (a review: the
+                # earlier fit's came back, or an unfitted model's entry deleted the new one)
+                if est.__dict__.get("net_") is active["model"]:
+                    if active["had"]:
+                        est.forest_weight_ = active["before"]
+                    else:  # an unfitted estimator must not look fitted afterwards
+                        est.__dict__.pop("forest_weight_", None)
 
 
 def network_alone(est):

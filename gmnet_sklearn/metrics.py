@@ -7,19 +7,25 @@ multi-task y with missing labels, where scikit-learn's string scorers give NaN t
 
 Each is a callable ``scorer(estimator, X, y, sample_weight=None)`` (scikit-learn's scorer
 protocol), greater is better; they work for any estimator with ``predict`` / ``predict_proba``
-(a Pipeline too). Rows whose prediction is NaN (invalid SMILES under ``on_invalid="nan"``) are
-left out as well. Under metadata routing, ``scorer.set_score_request(sample_weight=True)`` asks for
+(a Pipeline too; scikit-learn's multi-output classifiers, whose ``predict_proba`` is a list of one
+array a task, too). Rows whose prediction is NaN (invalid SMILES under ``on_invalid="nan"``) are
+left out as well, named in an ``InvalidSmilesWarning``, as the estimators' ``score`` does. Under metadata routing, ``scorer.set_score_request(sample_weight=True)`` asks for
 the weights, as scikit-learn's own scorers do. (scikit-learn's ``make_scorer`` would read a
 two-task multi-label model's probabilities as a binary model's: its ``classes_`` are [0, 1].)
 """
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from sklearn.utils.metadata_routing import MetadataRequest
 from sklearn.utils.validation import check_array, check_consistent_length
 
+from .exceptions import InvalidSmilesWarning
+from .utils.messages import shown_rows
 from .utils.meta import inner_model
+from .utils.stacklevel import _caller_stacklevel
 from .utils.targets import as_float_target, check_multilabel, check_target
 
 __all__ = ["masked_rmse_scorer", "masked_roc_auc_scorer"]
@@ -64,6 +70,39 @@ def _task_columns(y, n_rows: int, name: str) -> np.ndarray:
     return y.reshape(len(y), -1)
 
 
+def _warn_unscored_rows(pred: np.ndarray, name: str) -> None:
+    """The rows left out for a NaN prediction, named in one warning, as the estimators' ``score``
+    does (they were left out silently: a review)."""
+    rows = np.flatnonzero(np.isnan(pred).any(1))
+    if rows.size:
+        warnings.warn(f"{name}: left out {rows.size} of {len(pred)} rows of X whose prediction is NaN (invalid "
+                      f"SMILES under on_invalid='nan'): rows {shown_rows(rows)}", InvalidSmilesWarning,
+                      stacklevel=_caller_stacklevel())
+
+
+def _probabilities(estimator, X) -> np.ndarray:
+    """``predict_proba`` as (n, columns): one column a class for one task, or each task's positive
+    class for several; scikit-learn's multi-output classifiers (forests, k-NN) give a list of one
+    (n, classes) array a task, which ``np.asarray`` would stack task-first (a review)."""
+    proba = estimator.predict_proba(X)
+    if not isinstance(proba, list):
+        proba = np.asarray(proba, dtype=np.float64)
+        return proba.reshape(len(proba), -1)
+    classes = getattr(estimator, "classes_", None)
+    columns = []
+    for j, p in enumerate(proba):
+        p = np.asarray(p, dtype=np.float64)
+        task = [0, 1][:p.shape[1]] if classes is None else np.asarray(classes[j]).tolist()
+        if 1 in task:
+            columns.append(p[:, task.index(1)])
+        elif task == [0]:  # a task whose training labels were all 0
+            columns.append(np.zeros(len(p)))
+        else:
+            raise ValueError(f"masked_roc_auc_scorer: task {j}'s classes are {task}; a multi-label y holds 0, 1 "
+                             "and NaN")
+    return np.column_stack(columns)
+
+
 def _weighted_mean(values: np.ndarray, weight: np.ndarray) -> float:
     return float(np.average(values, weights=weight))
 
@@ -73,6 +112,7 @@ def _rmse(estimator, X, y, sample_weight) -> float:
     y = as_float_target(_task_columns(y, len(pred), "masked_rmse_scorer"), "masked_rmse_scorer: y",
                         "regression targets must be numeric")
     pred = pred.reshape(len(pred), -1)
+    _warn_unscored_rows(pred, "masked_rmse_scorer")
     if pred.shape[1] != y.shape[1]:
         raise ValueError(f"masked_rmse_scorer: y has {y.shape[1]} target column(s), the estimator predicts "
                          f"{pred.shape[1]}")
@@ -89,8 +129,8 @@ def _rmse(estimator, X, y, sample_weight) -> float:
 def _roc_auc(estimator, X, y, sample_weight) -> float:
     from sklearn.metrics import roc_auc_score
 
-    proba = np.asarray(estimator.predict_proba(X), dtype=np.float64)
-    proba = proba.reshape(len(proba), -1)
+    proba = _probabilities(estimator, X)
+    _warn_unscored_rows(proba, "masked_roc_auc_scorer")
     y = _task_columns(y, len(proba), "masked_roc_auc_scorer")
     weight = np.ones(len(y)) if sample_weight is None else sample_weight
     check_consistent_length(y, weight)

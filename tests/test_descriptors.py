@@ -196,3 +196,23 @@ def test_the_quantile_map_equals_scikit_learns_transform_on_ties_bounds_and_nan(
     raw = compute_descriptors(SMILES[40:] + ODD, on_invalid="nan")[:, descriptors.kept_]
     np.testing.assert_array_equal(quantile_normal_transform(descriptors.quantiles_, raw),
                                   descriptors.quantiles_.transform(raw))
+
+
+def test_the_molecule_transformers_keep_a_dataframes_index_in_fit_transform():
+    """A review: MorganFingerprint's fit_transform went through set_output's wrapper of transform,
+    which gave the rows a fresh index the outer wrapper kept; a FeatureUnion's pandas output then
+    doubled its rows (NaN in each half). Every SMILES transformer keeps the input's index."""
+    import pandas as pd
+    from sklearn.pipeline import make_union
+
+    from gmnet_sklearn.fingerprints import MorganFingerprint
+
+    df = pd.DataFrame({"smiles": SMILES[:6]}, index=[15, 16, 17, 25, 26, 27])
+    for transformer in (MorganFingerprint(n_bits=8), RDKitDescriptors()):
+        out = transformer.set_output(transform="pandas").fit_transform(df)
+        assert list(out.index) == list(df.index), type(transformer).__name__
+        assert list(transformer.transform(df).index) == list(df.index)
+    union = make_union(MorganFingerprint(n_bits=8), RDKitDescriptors()).set_output(transform="pandas")
+    out = union.fit_transform(df)
+    assert out.shape[0] == 6 and not out.isna().any().any()
+    pd.testing.assert_frame_equal(out, union.transform(df))

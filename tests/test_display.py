@@ -200,3 +200,21 @@ def test_plotting_again_on_the_same_axes_and_beside_the_callers_lines(regressor)
     plt.close(piped.figure_)
     plt.close(fig)
     plt.close(fig2)
+
+
+def test_two_metrics_on_one_axes_get_a_twin_each_and_both_stay_in_the_legend(regressor, classifier):
+    """A review: a classifier's curve drawn after a regressor's on one axes put ROC-AUC on the RMSE
+    axis (relabelled), and the legend lost the first metric."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    first = TrainingCurveDisplay.from_estimator(regressor, ax=ax)
+    second = TrainingCurveDisplay.from_estimator(classifier, ax=ax)
+    assert second.metric_ax_ is not first.metric_ax_ and len(fig.axes) == 3
+    assert first.metric_ax_.get_ylabel() == "validation RMSE" and second.metric_ax_.get_ylabel() == "validation ROC-AUC"
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "validation RMSE" in texts and "validation ROC-AUC" in texts
+    assert first.metric_ax_.patch.get_visible() and not second.metric_ax_.patch.get_visible()
+    TrainingCurveDisplay.from_estimator(regressor, ax=ax)  # the same metric again: its twin, no fourth axes
+    assert len(fig.axes) == 3
+    plt.close(fig)

@@ -240,6 +240,17 @@ def test_features_stay_as_fitted_after_set_params(fused):
         emb.set_params(batch_size=0).transform(X)
 
 
+
+def test_fit_transform_keeps_a_dataframes_index(plain):
+    """A review: fit_transform went through set_output's wrapper of transform, which gave the rows
+    a fresh index (MorganFingerprint's, tests/test_descriptors.py)."""
+    import pandas as pd
+
+    df = pd.DataFrame({"smiles": SMILES[:4]}, index=[7, 8, 9, 10])
+    emb = GMNetEmbedder(plain, prefit=True).set_output(transform="pandas")
+    assert list(emb.fit_transform(df).index) == [7, 8, 9, 10] == list(emb.transform(df).index)
+
+
 def test_transform_runs_with_the_estimators_threads(plain):
     seen = []
     emb = GMNetEmbedder(clone(plain).set_params(n_jobs=1), prefit=False).fit(SMILES, Y)

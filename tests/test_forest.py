@@ -211,6 +211,35 @@ def test_blend_weight_predicts_at_another_weight_and_restores_the_fitted_one():
     assert est.forest_weight_ == fitted
 
 
+def test_blend_weight_keeps_a_fit_made_inside_it_and_ends_out_of_order_blocks_on_the_fitted_weight(monkeypatch):
+    """A review: a fit inside the block had its chosen weight replaced by the earlier fit's (or, on
+    an unfitted model, deleted: predict failed); blocks left out of order (threads) ended on a
+    weight of their own instead of the fitted one."""
+    from gmnet_sklearn import forest as F
+
+    est = GMNetRegressor(**TINY, forest=True).fit(X[:40], Y[:40])
+    fitted = est.forest_weight_
+    assert fitted not in (0.3, 0.5, 0.7)
+    a, b = F.blend_weight(est, 0.3), F.blend_weight(est, 0.5)
+    a.__enter__()
+    b.__enter__()
+    a.__exit__(None, None, None)
+    assert est.forest_weight_ == 0.5  # b is still open
+    b.__exit__(None, None, None)
+    assert est.forest_weight_ == fitted and not F._BLENDS
+    from gmnet_sklearn.estimators import _base
+
+    monkeypatch.setattr(_base, "choose_blend_weight", lambda *a, **k: 0.7)  # (a weight no fit above chose)
+    with F.network_alone(est):
+        est.fit(X[:40], Y[:40])
+        assert est.forest_weight_ == 0.7
+    assert est.forest_weight_ == 0.7  # the new fit's, not the old one's
+    unfitted = GMNetRegressor(**TINY, forest=True)
+    with F.network_alone(unfitted):
+        unfitted.fit(X[:40], Y[:40])
+    assert unfitted.forest_weight_ == 0.7 and unfitted.predict(X[:3]).shape == (3,)
+
+
 def test_blend_weight_refuses_a_weight_it_cannot_give():
     """A model without a forest is the network at any weight: only 0 (network_alone) is accepted;
     a weight outside [0, 1] is no blend."""

@@ -506,6 +506,13 @@ def test_balanced_scaffold_split_keeps_scaffolds_whole_and_is_seeded():
     assert [a.tolist() for a in seeded] == [train.tolist(), valid.tolist()]
     with pytest.raises(ValueError, match="frac_valid=0.01 of 18 parsable SMILES is no molecule"):
         balanced_scaffold_split(smiles, frac_valid=0.01)
+    # a blank SMILES, or one with whitespace inside, is no molecule here either (a review: RDKit's
+    # default reading put them in training as an empty molecule and as ethane)
+    from gmnet_sklearn.exceptions import InvalidSmilesWarning
+
+    with pytest.warns(InvalidSmilesWarning, match=r"3 of 22 SMILES .* \(rows 18, 19, 20\)"):
+        train, valid = balanced_scaffold_split(smiles[:18] + ["", "CC O", " ", "CC"], frac_valid=0.3, random_state=0)
+    assert sorted([*train, *valid]) == [*range(18), 21]
 
 
 def test_balanced_scaffold_split_with_only_big_sets_still_validates():

@@ -360,8 +360,9 @@ def balanced_scaffold_split(smiles, frac_valid: float = 0.1, random_state=0) -> 
     other sets are shuffled (``random_state``: an int, a ``RandomState`` or None, scikit-learn's
     meaning) and fill the validation part first. DeepChem's order (smallest sets last) can give
     a validation part of rare scaffolds that all share one label; the shuffled small sets rarely
-    do. Unparsable SMILES are in neither part, with an ``InvalidSmilesWarning`` naming them, as
-    :func:`scaffold_split` gives. Returns sorted positions in ``smiles``."""
+    do. Unparsable SMILES (RDKit's, and a blank SMILES or one with whitespace inside, which the
+    estimators refuse) are in neither part, with an ``InvalidSmilesWarning`` naming them.
+    Returns sorted positions in ``smiles``."""
     return _balanced_scaffold_split(smiles, frac_valid, random_state, warn=True)
 
 
@@ -374,7 +375,9 @@ def _balanced_scaffold_split(smiles, frac_valid, random_state, warn: bool) -> Tu
     if not 0.0 < frac_valid < 1.0:
         raise ValueError(f"frac_valid must be in (0, 1), got {frac_valid!r}")
     smiles = _as_smiles_array(smiles)
-    scaffolds = _scaffolds(smiles)
+    # the package's reading of a SMILES (blank or with whitespace inside: unparsable), as the CV
+    # splitters': RDKit's default put "" and "CC O" in training as molecules (a review)
+    scaffolds = _splitter_scaffolds(smiles) if warn else _scaffolds(smiles)
     left_out = [i for i, sc in enumerate(scaffolds) if sc is _UNPARSABLE or sc is None]
     if left_out and warn:
         from ..utils.stacklevel import _caller_stacklevel
