@@ -860,6 +860,20 @@ class SmilesNetBase(SavedModelMixin, BaseEstimator):
         ] + averaging + stopping
 
     # ---- predict ----------------------------------------------------------------------------
+    #: The parameters predict reads (the others shape the fitted model, which does not follow a
+    #: set_params made since the fit).
+    _PREDICT_PARAMS = ("tta", "on_invalid", "n_jobs", "batch_size", "memory")
+
+    def _validate_predict_params(self) -> None:
+        """The parameters predict reads, checked as fit checks them: a value set_params gave since
+        the fit fails here, named (tta=-1 failed inside the augmenter, n_jobs=0 inside torch,
+        on_invalid="bogus" ran as "raise": a review). The subset: the whole check takes ~1 ms."""
+        from sklearn.utils._param_validation import validate_parameter_constraints
+
+        validate_parameter_constraints({k: self._parameter_constraints[k] for k in self._PREDICT_PARAMS},
+                                       {k: getattr(self, k) for k in self._PREDICT_PARAMS},
+                                       caller_name=type(self).__name__)
+
     def _member_outputs(self, X, features: np.ndarray | None = None,
                         warn_unknown: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """Module outputs of every member, (n_members, n, n_outputs) in input order, each
@@ -869,7 +883,7 @@ class SmilesNetBase(SavedModelMixin, BaseEstimator):
         ``features``: the molecule features of ``X`` when the caller has them already. Rows
         whose SMILES hold tokens outside the vocabulary are named in one warning."""
         check_is_fitted(self, "net_")
-        self._validate_params()  # (tta, n_jobs, on_invalid are read here: a set_params since the fit)
+        self._validate_predict_params()
         X = check_smiles_input(X)
         unknown = [] if warn_unknown else None
         with torch_threads(self.n_jobs):
