@@ -867,7 +867,7 @@ class SmilesNetBase(SavedModelMixin, BaseEstimator):
     def _validate_predict_params(self) -> None:
         """The parameters predict reads, checked as fit checks them: a value set_params gave since
         the fit fails here, named (tta=-1 failed inside the augmenter, n_jobs=0 inside torch,
-        on_invalid="bogus" ran as "raise": a review). The subset: the whole check takes ~1 ms."""
+        on_invalid="bogus" ran as "raise": a review). A subset: a predict call is often one molecule."""
         from sklearn.utils._param_validation import validate_parameter_constraints
 
         validate_parameter_constraints({k: self._parameter_constraints[k] for k in self._PREDICT_PARAMS},
