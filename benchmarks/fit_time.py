@@ -51,8 +51,12 @@ def max_epochs_variant(n: int) -> str:
 
 
 def record_path(arm: str, endpoint: str, seed: int, root=FIT_TIME_DIR, variant: Optional[str] = None,
-                host_label: Optional[str] = None) -> Path:
+                host_label: Optional[str] = None, eager: bool = False) -> Path:
+    """``eager``: Chem-GMNet timed without its C++ kernels (``--eager``), beside the kernels' record
+    of the same host and seed, not over it."""
     suffix = "" if variant is None else "_network_alone" if variant == NETWORK_ALONE else "_" + variant.replace("=", "")
+    if eager and arm == "gmnet":
+        suffix += "_eager"
     if host_label:
         suffix += "_" + host_label
     return Path(root) / arm / endpoint / f"seed{seed}{suffix}.json"
@@ -65,7 +69,9 @@ def other_hosts_records(paths: Sequence[Path], hardware: dict) -> List[Path]:
         if path.is_file():
             try:
                 old = json.loads(path.read_text()).get("hardware", {})
-            except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as exc:
+                if not isinstance(old, dict):
+                    raise ValueError(f"its hardware is {old!r}")
+            except (ValueError, AttributeError) as exc:  # (JSONDecodeError and UnicodeDecodeError are ValueErrors)
                 # (a run killed mid-write before records were written atomically, or a hand edit)
                 raise ValueError(f"{path}: not a fit-time record ({exc}); move it aside or delete it") from exc
             if any(old.get(k) != hardware.get(k) for k in C.HOST_KEYS):
@@ -160,14 +166,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ValueError as exc:  # a usage error, as argparse's own
         p.error(str(exc))
     C.set_threads(args.threads)
-    if "gmnet" in args.arm and not args.eager:
-        from gmnet_sklearn.gm.cpu import cpu_kernels_available
+    from gmnet_sklearn.gm.cpu import cpu_kernels_available
 
-        if not cpu_kernels_available():  # (GMNET_CPU_KERNELS=0, or no compiler): not the defaults' fit
-            p.error("Chem-GMNet's C++ kernels are not available here (GMNET_CPU_KERNELS=0, or they cannot be built), "
-                    "so this would time the eager path: unset GMNET_CPU_KERNELS, or pass --eager to time it")
+    eager = "gmnet" in args.arm and not cpu_kernels_available()  # (GMNET_CPU_KERNELS=0, or no compiler)
+    if eager and not args.eager:  # not the defaults' fit
+        p.error("Chem-GMNet's C++ kernels are not available here (GMNET_CPU_KERNELS=0, or they cannot be built), "
+                "so this would time the eager path: unset GMNET_CPU_KERNELS, or pass --eager to time it")
     try:
-        others = other_hosts_records([record_path(arm, endpoint, seed, args.results_dir, variant, args.host_label)
+        others = other_hosts_records([record_path(arm, endpoint, seed, args.results_dir, variant, args.host_label, eager)
                                       for arm in args.arm for endpoint in resolve_endpoints(args.endpoints)
                                       for seed in args.seeds], C.hardware_info("cpu"))
     except ValueError as exc:
@@ -184,7 +190,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             for endpoint in resolve_endpoints(args.endpoints):
                 for seed in args.seeds:
                     rec = time_fit(arm, endpoint, seed, vocab_file, data_home, command, variant)
-                    C.write_json_atomic(record_path(arm, endpoint, seed, args.results_dir, variant, args.host_label), rec)
+                    C.write_json_atomic(record_path(arm, endpoint, seed, args.results_dir, variant, args.host_label,
+                                                    eager), rec)
                     target = rec["target_seconds"]
                     print(f"{arm} {endpoint} seed{seed}: fit {rec['fit_seconds']:.1f} s"
                           + (f" (target {target} s)" if target else "")

@@ -126,6 +126,9 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
             raise ValueError(f"features must be one of {FEATURES}, got {self.features!r}")
         if self.moments not in MOMENT_KINDS:
             raise ValueError(f"moments must be one of {MOMENT_KINDS}, got {self.moments!r}")
+        self._check_batch_size()
+
+    def _check_batch_size(self):
         if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, numbers.Integral) or self.batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
 
@@ -240,7 +243,7 @@ class GMNetEmbedder(TransformerMixin, BaseEstimator):
 
     def _transform(self, X) -> np.ndarray:
         check_is_fitted(self, "estimator_")
-        self._check_params()  # (batch_size is read here: a set_params since the fit)
+        self._check_batch_size()  # (read here, as set_params may have left it since the fit; not the others)
         X = check_smiles_input(X)
         source = encoder_source(self.estimator_)
         on_invalid = getattr(self.estimator_, "on_invalid", "raise")

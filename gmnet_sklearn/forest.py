@@ -184,10 +184,12 @@ class MoleculeForest:
         return forest
 
 
-#: The blocks open on each estimator (by id): blocks left in another order than entered (threads)
-#: end on the weight of the newest one still open, and the last one out restores the model's own.
+#: The blocks open on each estimator (by id; the estimator lives while one is open): each with its
+#: weight and the model (``net_``) it was opened on, and each such model's own weight. Blocks left
+#: in another order than entered (threads) end on the newest open block's weight, the last block
+#: on a model restores the model's own, and a model a fit made inside a block keeps its own.
 _BLENDS: dict = {}
-_BLENDS_LOCK = threading.Lock()
+_BLENDS_LOCK = threading.RLock()  # (an abandoned block's cleanup may run in the garbage collector)
 
 
 @contextlib.contextmanager
@@ -212,30 +214,33 @@ def blend_weight(est, weight: float):
     if weight != 0 and getattr(est, "forest_", None) is None:
         raise ValueError(f"{type(est).__name__} has no forest to blend (fit with forest=True): its predictions are "
                          "the network's at any weight")
-    token = object()
+    token, model = object(), est.__dict__.get("net_")  # (the model is its networks: every fit makes net_ anew)
     with _BLENDS_LOCK:
-        # (the model is its networks: every fit makes net_ anew, with or without a forest)
-        active = _BLENDS.setdefault(id(est), {"model": est.__dict__.get("net_"), "overrides": [],
-                                              "had": "forest_weight_" in est.__dict__,
-                                              "before": est.__dict__.get("forest_weight_")})
-        active["overrides"].append((token, float(weight)))
+        blocks, own = _BLENDS.setdefault(id(est), ([], []))
+        if not any(m is model for m, _, _ in own):  # the model's own weight, when its first block opens
+            own.append((model, "forest_weight_" in est.__dict__, est.__dict__.get("forest_weight_")))
+        blocks.append((token, float(weight), model))
         est.forest_weight_ = float(weight)
     try:
         yield given
     finally:
         with _BLENDS_LOCK:
-            active["overrides"] = [o for o in active["overrides"] if o[0] is not token]
-            if active["overrides"] and est.__dict__.get("net_") is active["model"]:
-                est.forest_weight_ = active["overrides"][-1][1]  # the newest block still open
-            elif not active["overrides"]:
+            blocks[:] = [b for b in blocks if b[0] is not token]
+            current = est.__dict__.get("net_")
+            open_on_current = [w for _, w, m in blocks if m is current]
+            if open_on_current:
+                est.forest_weight_ = open_on_current[-1]  # the newest block still open on this model
+            elif model is current:  # the last block on this model: its own weight back
+                _, had, before = next(o for o in own if o[0] is model)
+                if had:
+                    est.forest_weight_ = before
+                else:  # an unfitted estimator must not look fitted afterwards
+                    est.__dict__.pop("forest_weight_", None)
+            # (else a fit inside the block made the model anew: its own weight stays; a review
+            # found the earlier fit's brought back, or an unfitted model's entry deleted the new one)
+            own[:] = [o for o in own if any(m is o[0] for _, _, m in blocks)]
+            if not blocks:
                 del _BLENDS[id(est)]
-                # a fit inside the block made the model anew: its own weight stays (a review: the
-                # earlier fit's came back, or an unfitted model's entry deleted the new one)
-                if est.__dict__.get("net_") is active["model"]:
-                    if active["had"]:
-                        est.forest_weight_ = active["before"]
-                    else:  # an unfitted estimator must not look fitted afterwards
-                        est.__dict__.pop("forest_weight_", None)
 
 
 def network_alone(est):

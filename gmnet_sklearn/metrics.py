@@ -73,7 +73,7 @@ def _task_columns(y, n_rows: int, name: str) -> np.ndarray:
 def _warn_unscored_rows(pred: np.ndarray, name: str) -> None:
     """The rows left out for a NaN prediction, named in one warning, as the estimators' ``score``
     does (they were left out silently: a review)."""
-    rows = np.flatnonzero(np.isnan(pred).any(1))
+    rows = np.flatnonzero(np.isnan(pred).all(1))  # (a task's NaN alone leaves the row in the others, as score does)
     if rows.size:
         warnings.warn(f"{name}: left out {rows.size} of {len(pred)} rows of X whose prediction is NaN (invalid "
                       f"SMILES under on_invalid='nan'): rows {shown_rows(rows)}", InvalidSmilesWarning,

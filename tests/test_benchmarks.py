@@ -1181,6 +1181,9 @@ def test_fit_time_variants_have_their_own_records(tmp_path):
     assert fit_time.record_path("gmnet", "bbbp", 0, tmp_path, fit_time.NETWORK_ALONE).name == "seed0_network_alone.json"
     assert fit_time.record_path("gmnet", "bbbp", 0, tmp_path, fit_time.max_epochs_variant(20)).name == "seed0_max_epochs20.json"
     assert fit_time.record_path("gmnet", "bbbp", 0, tmp_path, host_label="avx512_host").name == "seed0_avx512_host.json"
+    # the eager path beside the kernels' record of the same host and seed, not over it (a review)
+    assert fit_time.record_path("gmnet", "bbbp", 0, tmp_path, eager=True).name == "seed0_eager.json"
+    assert fit_time.record_path("chemberta", "bbbp", 0, tmp_path, eager=True).name == "seed0.json"
     with pytest.raises(SystemExit):
         fit_time.main(["--without-forest", "--max-epochs", "20", "--results-dir", str(tmp_path)])
     with pytest.raises(SystemExit):  # a label becomes part of a file name
@@ -1230,10 +1233,11 @@ def test_fit_time_keeps_another_hosts_record(tmp_path, capsys):
     assert "timed on another host" in capsys.readouterr().err and path.read_text() == before
     assert fit_time.other_hosts_records([path], {**here, "platform": "Linux-another-host"}) == []
     assert fit_time.other_hosts_records([tmp_path / "absent.json"], here) == []
-    path.write_text('{"hardware": {"platform": ')  # (cut short): a usage error naming it, not a traceback
-    with pytest.raises(SystemExit):
-        fit_time.main(["--endpoints", "bbbp", "--results-dir", str(tmp_path)])
-    assert f"{path}: not a fit-time record" in capsys.readouterr().err
+    for text in ('{"hardware": {"platform": ', '{"hardware": null}'):  # (cut short; edited): named, no traceback
+        path.write_text(text)
+        with pytest.raises(SystemExit):
+            fit_time.main(["--endpoints", "bbbp", "--results-dir", str(tmp_path)])
+        assert f"{path}: not a fit-time record" in capsys.readouterr().err
 
 
 def test_fit_time_section_keeps_hosts_apart_and_checks_each_against_the_target(tmp_path):

@@ -240,7 +240,6 @@ def test_features_stay_as_fitted_after_set_params(fused):
         emb.set_params(batch_size=0).transform(X)
 
 
-
 def test_fit_transform_keeps_a_dataframes_index(plain):
     """A review: fit_transform went through set_output's wrapper of transform, which gave the rows
     a fresh index (MorganFingerprint's, tests/test_descriptors.py)."""

@@ -219,7 +219,7 @@ def test_blend_weight_keeps_a_fit_made_inside_it_and_ends_out_of_order_blocks_on
 
     est = GMNetRegressor(**TINY, forest=True).fit(X[:40], Y[:40])
     fitted = est.forest_weight_
-    assert fitted not in (0.3, 0.5, 0.7)
+    assert fitted not in (0.3, 0.5)
     a, b = F.blend_weight(est, 0.3), F.blend_weight(est, 0.5)
     a.__enter__()
     b.__enter__()
@@ -229,15 +229,23 @@ def test_blend_weight_keeps_a_fit_made_inside_it_and_ends_out_of_order_blocks_on
     assert est.forest_weight_ == fitted and not F._BLENDS
     from gmnet_sklearn.estimators import _base
 
-    monkeypatch.setattr(_base, "choose_blend_weight", lambda *a, **k: 0.7)  # (a weight no fit above chose)
+    monkeypatch.setattr(_base, "choose_blend_weight", lambda *a, **k: 0.65)  # (off the grid: a weight no fit chose)
     with F.network_alone(est):
         est.fit(X[:40], Y[:40])
-        assert est.forest_weight_ == 0.7
-    assert est.forest_weight_ == 0.7  # the new fit's, not the old one's
+        assert est.forest_weight_ == 0.65
+    assert est.forest_weight_ == 0.65  # the new fit's, not the old one's
+    # a block opened on the new model while one on the old is still open ends on the new model's own
+    monkeypatch.setattr(_base, "choose_blend_weight", lambda *a, **k: 0.85)
+    with F.network_alone(est):
+        est.fit(X[:40], Y[:40])
+        with F.blend_weight(est, 0.5):
+            assert est.forest_weight_ == 0.5
+        assert est.forest_weight_ == 0.85
+    assert est.forest_weight_ == 0.85 and not F._BLENDS
     unfitted = GMNetRegressor(**TINY, forest=True)
     with F.network_alone(unfitted):
         unfitted.fit(X[:40], Y[:40])
-    assert unfitted.forest_weight_ == 0.7 and unfitted.predict(X[:3]).shape == (3,)
+    assert unfitted.forest_weight_ == 0.85 and unfitted.predict(X[:3]).shape == (3,)
 
 
 def test_blend_weight_refuses_a_weight_it_cannot_give():

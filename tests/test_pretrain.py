@@ -581,6 +581,7 @@ def test_bad_arguments(corpus, tmp_path):
     fake.write_text("not gzip\n")
     with pytest.raises(ValueError, match=f"{fake}: unreadable \\(BadGzipFile"):
         pretrain(fake, tmp_path / "gz", "gmnet", vocab_file=vocab, progress=False, test_corpus=None)
+    assert not (tmp_path / "gz").exists()  # (no folder with a lock file left behind)
     (tmp_path / "a_file").write_text("")
     with pytest.raises(ValueError, match="output_dir .*a_file/run cannot be made a folder"):
         pretrain(folder, tmp_path / "a_file" / "run", "gmnet", vocab_file=vocab, progress=False)

@@ -213,7 +213,7 @@ class SmilesClassifierMixin(ClassifierMixin):
 
     def predict(self, X) -> np.ndarray:
         """Class labels (single task) or 0/1 per task (multi-label). With on_invalid='nan', rows of
-        invalid SMILES are NaN (object dtype when the classes are not numbers)."""
+        invalid SMILES are NaN (object dtype when the classes are not numbers, True/False too)."""
         return self._labels(self.predict_proba(X))
 
     def _labels(self, probs: np.ndarray) -> np.ndarray:

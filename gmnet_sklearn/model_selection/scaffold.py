@@ -382,8 +382,9 @@ def _balanced_scaffold_split(smiles, frac_valid, random_state, warn: bool) -> Tu
     if left_out and warn:
         from ..utils.stacklevel import _caller_stacklevel
 
-        warnings.warn(f"balanced_scaffold_split: {len(left_out)} of {len(smiles)} SMILES RDKit cannot parse (or "
-                      f"without a Murcko scaffold) are in neither part (rows {shown_rows(left_out)})",
+        warnings.warn(f"balanced_scaffold_split: {len(left_out)} of {len(smiles)} SMILES RDKit cannot parse (blank "
+                      f"ones and ones with whitespace inside too, or without a Murcko scaffold) are in neither part "
+                      f"(rows {shown_rows(left_out)})",
                       InvalidSmilesWarning, stacklevel=_caller_stacklevel())
     sets = _sorted_scaffold_sets(scaffolds)
     n_total = sum(len(s) for s in sets)

@@ -280,6 +280,10 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
         raise ValueError(f"output_dir {output_dir} is a file, not a folder")
     if not prepare_only:  # (again under the lock below; here so a refused folder gets no lock file)
         _refuse_a_finished_model(output_dir)
+    # the files' contents, beside the run's definition (whose names and sizes miss a same-size edit);
+    # not in it, so runs checkpointed before keep their fingerprint. Read before the folder is made:
+    # an unreadable file is refused without leaving one
+    content = {"corpus": content_digest(files), "test": content_digest(test_files)}
     try:
         output_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # (a file among its parents: a NotADirectoryError traceback, a review)
@@ -307,9 +311,6 @@ def pretrain(corpus, output_dir, model: str = "gmnet", *, test_corpus="auto", sm
             definition["max_smiles"] = max_smiles
         ckpt_path = output_dir / "checkpoint.pt"
         state = None if prepare_only else load_checkpoint(ckpt_path)  # (preparing a cache trains nothing)
-        # the files' contents, beside the definition (whose names and sizes miss a same-size edit);
-        # not in it, so runs checkpointed before keep their fingerprint
-        content = {"corpus": content_digest(files), "test": content_digest(test_files)}
         if state is not None:
             _refuse_other_settings(output_dir, state, definition, but=("total_steps",))
             changed = [k for k, v in state.get("content", content).items() if content.get(k) != v]
