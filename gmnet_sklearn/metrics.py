@@ -16,17 +16,12 @@ two-task multi-label model's probabilities as a binary model's: its ``classes_``
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from sklearn.utils.metadata_routing import MetadataRequest
-from sklearn.utils.validation import check_array, check_consistent_length
+from sklearn.utils.validation import check_consistent_length
 
-from .exceptions import InvalidSmilesWarning
-from .utils.messages import shown_rows
 from .utils.meta import inner_model
-from .utils.stacklevel import _caller_stacklevel
-from .utils.targets import as_float_target, check_multilabel, check_target
+from .utils.targets import as_float_target, check_multilabel, check_score_weight, check_target, warn_unscored_rows
 
 __all__ = ["masked_rmse_scorer", "masked_roc_auc_scorer"]
 
@@ -39,12 +34,7 @@ class _MaskedScorer:
         self._sample_weight_request = None  # scikit-learn's default: an error if routed without a request
 
     def __call__(self, estimator, X, y, sample_weight=None) -> float:
-        if sample_weight is not None:
-            sample_weight = check_array(sample_weight, ensure_2d=False, dtype=np.float64, input_name="sample_weight")
-            if sample_weight.ndim != 1:
-                raise ValueError(f"{self._name}: sample_weight must be 1-D, one weight per row; got shape "
-                                 f"{sample_weight.shape}")
-        return self._score(estimator, X, y, sample_weight)
+        return self._score(estimator, X, y, check_score_weight(sample_weight))
 
     def set_score_request(self, *, sample_weight=None):
         """Whether ``sample_weight`` is routed to this scorer (scikit-learn's metadata routing); as
@@ -68,16 +58,6 @@ def _task_columns(y, n_rows: int, name: str) -> np.ndarray:
     y = check_target(y, f"{name}: y")
     check_consistent_length(y, np.empty(n_rows))
     return y.reshape(len(y), -1)
-
-
-def _warn_unscored_rows(pred: np.ndarray, name: str) -> None:
-    """The rows left out for a NaN prediction, named in one warning, as the estimators' ``score``
-    does (they were left out silently: a review)."""
-    rows = np.flatnonzero(np.isnan(pred).all(1))  # (a task's NaN alone leaves the row in the others, as score does)
-    if rows.size:
-        warnings.warn(f"{name}: left out {rows.size} of {len(pred)} rows of X whose prediction is NaN (invalid "
-                      f"SMILES under on_invalid='nan'): rows {shown_rows(rows)}", InvalidSmilesWarning,
-                      stacklevel=_caller_stacklevel())
 
 
 def _probabilities(estimator, X) -> np.ndarray:
@@ -112,7 +92,7 @@ def _rmse(estimator, X, y, sample_weight) -> float:
     y = as_float_target(_task_columns(y, len(pred), "masked_rmse_scorer"), "masked_rmse_scorer: y",
                         "regression targets must be numeric")
     pred = pred.reshape(len(pred), -1)
-    _warn_unscored_rows(pred, "masked_rmse_scorer")
+    warn_unscored_rows(np.isnan(pred).all(1), "masked_rmse_scorer")  # (a task's NaN alone: scored in the others)
     if pred.shape[1] != y.shape[1]:
         raise ValueError(f"masked_rmse_scorer: y has {y.shape[1]} target column(s), the estimator predicts "
                          f"{pred.shape[1]}")
@@ -130,7 +110,7 @@ def _roc_auc(estimator, X, y, sample_weight) -> float:
     from sklearn.metrics import roc_auc_score
 
     proba = _probabilities(estimator, X)
-    _warn_unscored_rows(proba, "masked_roc_auc_scorer")
+    warn_unscored_rows(np.isnan(proba).all(1), "masked_roc_auc_scorer")
     y = _task_columns(y, len(proba), "masked_roc_auc_scorer")
     weight = np.ones(len(y)) if sample_weight is None else sample_weight
     check_consistent_length(y, weight)

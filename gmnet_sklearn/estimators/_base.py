@@ -445,7 +445,7 @@ class SmilesNetBase(SavedModelMixin, BaseEstimator):
         X = check_smiles_input(X)
         if y is None:  # scikit-learn's wording (check_requires_y_none)
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
-        check_target(y)  # (a number: named, not scikit-learn's "got float"; _check_y converts it)
+        y = check_target(y)  # (a number: named, not scikit-learn's "got float")
         check_consistent_length(X, y)
         y = self._check_y(y, len(X))
         warn_missing_targets(y)  # a 1-D y with NaN: masked, but said once (rows as the user numbers them)

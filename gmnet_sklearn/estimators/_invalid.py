@@ -16,8 +16,9 @@ import numpy as np
 
 from ..exceptions import InvalidSmilesWarning
 from ..tokenizer import SmilesTokenizer
-from ..utils.messages import SHOWN_ROWS, short_repr, shown_rows
+from ..utils.messages import SHOWN_ROWS, short_repr
 from ..utils.stacklevel import _caller_stacklevel
+from ..utils.targets import warn_unscored_rows  # (the scorers' too: there)
 
 __all__ = ["find_invalid_smiles", "skip_invalid_rows", "warn_unscored_rows"]
 
@@ -53,12 +54,3 @@ def skip_invalid_rows(smiles: list, y: np.ndarray, max_length: int | None = None
     keep = np.setdiff1d(np.arange(len(smiles)), rows)
     return [smiles[i] for i in keep], y[keep], rows
 
-
-def warn_unscored_rows(unscored: np.ndarray) -> None:
-    """``score`` leaves out the rows whose prediction is NaN (invalid SMILES under
-    ``on_invalid="nan"``/``"skip"``), as it leaves out missing labels; one warning names them."""
-    rows = np.flatnonzero(unscored)
-    if rows.size == 0:
-        return
-    warnings.warn(f"score: left out {rows.size} of {len(unscored)} rows of X whose SMILES cannot be used "
-                  f"(NaN predictions): rows {shown_rows(rows)}", InvalidSmilesWarning, stacklevel=_caller_stacklevel())

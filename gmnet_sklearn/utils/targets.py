@@ -14,13 +14,13 @@ import warnings
 
 import numpy as np
 
-from ..exceptions import MissingTargetWarning
+from ..exceptions import InvalidSmilesWarning, MissingTargetWarning
 from .messages import shown_rows
 from .stacklevel import _caller_stacklevel
 from .validation import missing_as_nan
 
 __all__ = ["MissingTargetWarning", "as_float_target", "check_multilabel", "check_score_weight", "check_target",
-           "missing_labels", "warn_missing_targets"]
+           "missing_labels", "warn_missing_targets", "warn_unscored_rows"]
 
 def warn_missing_targets(y, name: str = "y") -> int:
     """Warn, once, when a single-task target ``y`` has missing values (NaN); return how many rows.
@@ -86,6 +86,17 @@ def check_score_weight(sample_weight) -> np.ndarray | None:
     if weight.ndim != 1:
         raise ValueError(f"sample_weight must be 1-D, one weight per row; got shape {weight.shape}")
     return weight
+
+
+def warn_unscored_rows(unscored: np.ndarray, who: str = "score") -> None:
+    """``score`` (and the masked scorers, ``who``) leave out the rows whose prediction is NaN
+    (invalid SMILES under ``on_invalid="nan"``/``"skip"``), as they leave out missing labels; one
+    warning names them."""
+    rows = np.flatnonzero(unscored)
+    if rows.size == 0:
+        return
+    warnings.warn(f"{who}: left out {rows.size} of {len(unscored)} rows of X whose SMILES cannot be used "
+                  f"(NaN predictions): rows {shown_rows(rows)}", InvalidSmilesWarning, stacklevel=_caller_stacklevel())
 
 
 def as_float_target(y: np.ndarray, name: str, rule: str) -> np.ndarray:
